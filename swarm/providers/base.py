@@ -1,0 +1,51 @@
+"""The one interface every LLM provider implements."""
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from swarm.messages import CompletionRequest, ToolCall
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A piece of reply text, streamed as the model produces it."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The whole reply: always the last item a provider yields."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ProviderError(Exception):
+    """The LLM could not give a reply; the session apologises and offers a human."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The LLM server cannot be reached."""
+
+
+class ProviderTimeout(ProviderError):
+    """The LLM server took longer than the configured timeout."""
+
+
+class Provider(Protocol):
+    name: str
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        """Yield text deltas as they come, then exactly one Completion; raise ProviderError on failure."""
+        ...
+
+
+async def collect(provider: Provider, request: CompletionRequest) -> Completion:
+    """Run a provider to the end and return its Completion."""
+    async for item in provider.stream(request):
+        if isinstance(item, Completion):
+            return item
+    raise ProviderError(f"provider {provider.name!r} ended without a completion")

@@ -1,0 +1,133 @@
+"""Tools an agent may call: a JSON schema, an optional extra check, and an async call."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+import jsonschema
+import pydantic
+
+from swarm.messages import ToolSpec
+
+
+@dataclass
+class ToolContext:
+    """What a tool knows about the call it serves; never filled from the model's arguments."""
+
+    client_id: str
+    agent: str
+    # The Session: navigation tools use it to change agent. Typed loosely to keep tools.py free of a cycle.
+    session: Any
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+ToolCallable = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
+ToolValidator = Callable[[dict[str, Any], ToolContext], list[str]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    call: ToolCallable
+    # A check beyond the schema (e.g. "quantity exceeds stock"); returns the errors, empty when fine.
+    validate: ToolValidator | None = None
+    # Caller sentences that mean "use this tool": the offline router matches on them.
+    examples: tuple[str, ...] = ()
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def errors(self, arguments: Any, context: ToolContext) -> list[str]:
+        """Every reason these arguments cannot be used, worded for the model to correct them."""
+        if not isinstance(arguments, dict):
+            return [f"arguments must be a JSON object, got {type(arguments).__name__}"]
+        validator = jsonschema.Draft202012Validator(self.parameters)
+        found = [_describe(e) for e in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))]
+        if not found and self.validate is not None:
+            found = list(self.validate(arguments, context))
+        return found
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"at '{where}': {error.message}" if where else error.message
+
+
+def tool_from_function(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    examples: tuple[str, ...] = (),
+    validate: ToolValidator | None = None,
+) -> Tool:
+    """Build a Tool from a typed function; a parameter annotated ToolContext receives the context.
+
+    The schema comes from the type hints (through pydantic), the description from the docstring's
+    first paragraph, and parameter descriptions from its Google-style ``Args:`` section.
+    """
+    hints = get_type_hints(fn)
+    doc = inspect.getdoc(fn) or ""
+    arg_docs = _arg_docs(doc)
+    context_param: str | None = None
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(fn).parameters.items():
+        hint = hints.get(pname, Any)
+        if hint is ToolContext:
+            context_param = pname
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hint, pydantic.Field(default, description=arg_docs.get(pname)))
+    model = pydantic.create_model(f"{fn.__name__}_arguments", **fields)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+    async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
+        kwargs = dict(model.model_validate(arguments))
+        if context_param:
+            kwargs[context_param] = context
+        if inspect.iscoroutinefunction(fn):
+            return await fn(**kwargs)
+        # Plain functions (SQLite, files) run in a thread so a slow one never stalls the event loop.
+        return await asyncio.to_thread(fn, **kwargs)
+
+    return Tool(
+        name=name or fn.__name__,
+        description=description or doc.split("\n\n")[0].replace("\n", " "),
+        parameters=schema,
+        call=call,
+        validate=validate,
+        examples=examples,
+    )
+
+
+def _arg_docs(doc: str) -> dict[str, str]:
+    match = re.search(r"^Args:\n((?:[ \t]+.*\n?)+)", doc, re.MULTILINE)
+    if not match:
+        return {}
+    found: dict[str, str] = {}
+    for line in match.group(1).splitlines():
+        item = re.match(r"\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)", line)
+        if item:
+            found[item.group(1)] = item.group(2).strip()
+    return found
+
+
+def result_text(result: Any) -> str:
+    """A tool result as the text of a tool message: strings as they are, the rest as JSON."""
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def tool_specs(tools: Mapping[str, Tool]) -> tuple[ToolSpec, ...]:
+    return tuple(t.spec() for t in tools.values())
