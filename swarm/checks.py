@@ -1,0 +1,50 @@
+"""Checks on what a model produced, before anything is said to the caller or any tool runs."""
+from __future__ import annotations
+
+import json
+import re
+
+from swarm.providers.base import Completion
+from swarm.tools import Tool, ToolContext
+
+# A tag such as <tool_call>, </think> or <br/>: markup a text-to-speech engine would read out.
+_TAG = re.compile(r"</?[A-Za-z_][\w:-]*(\s[^<>]*)?/?>")
+_JSON_START = re.compile(r"^\s*[\[{]")
+
+
+def spoken_text_errors(text: str) -> list[str]:
+    """Why this text must not be spoken, or [] when it reads as plain sentences."""
+    if not text.strip():
+        return ["the reply is empty: answer the caller in one or two short spoken sentences"]
+    if _TAG.search(text):
+        return ["the reply contains XML or HTML tags: answer in plain spoken sentences, without markup"]
+    if _looks_like_json(text):
+        return ["the reply is JSON: answer in plain spoken sentences; use a tool call to act"]
+    return []
+
+
+def _looks_like_json(text: str) -> bool:
+    if '{"' in text or "{'" in text:
+        return True
+    if not _JSON_START.match(text):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def tool_call_errors(completion: Completion, tools: dict[str, Tool], context: ToolContext) -> list[str]:
+    """Every problem with the requested tool calls, each naming the call so the model can fix it."""
+    errors: list[str] = []
+    for call in completion.tool_calls:
+        tool = tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(tools)) or "none"
+            errors.append(f"tool {call.name!r} does not exist; the tools you have are: {known}")
+        elif call.raw_arguments is not None:
+            errors.append(f"{call.name}: the arguments are not a JSON object: {call.raw_arguments[:200]!r}")
+        else:
+            errors.extend(f"{call.name}: {e}" for e in tool.errors(call.arguments, context))
+    return errors

@@ -1,0 +1,128 @@
+"""Registries of completions, tools, agents and swarms, checked once at start-up."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from swarm.providers.base import Provider
+from swarm.tools import Tool, ToolContext
+
+
+class RegistryError(Exception):
+    """A duplicate or dangling name in the swarm's configuration; raised at start-up, not mid-call."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    prompt: str
+    completion: str
+    tools: tuple[str, ...] = ()
+    # Extra system messages after the prompt (house rules, today's date, the caller's number...).
+    system: tuple[str, ...] = ()
+    # A completion to use when the main one fails (the offline router when the LLM server is down).
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class SwarmSpec:
+    name: str
+    agents: tuple[str, ...]
+    default_agent: str
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    history_size: int = 25
+    # Tries after the first one when the model's output fails validation.
+    max_retries: int = 2
+    max_tool_calls: int = 6
+    tool_timeout: float = 10.0
+    placeholders: tuple[str, ...] = (
+        "Sorry, I didn't catch that. Could you say it again?",
+        "I'm sorry, could you repeat that, please?",
+        "Sorry, could you say that once more in other words?",
+    )
+    apology: str = "I'm sorry, I'm having a technical problem. Let me put you through to a colleague."
+
+
+@dataclass
+class Registry:
+    completions: dict[str, Provider] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)
+    agents: dict[str, Agent] = field(default_factory=dict)
+    swarms: dict[str, SwarmSpec] = field(default_factory=dict)
+
+    def add_completion(self, name: str, provider: Provider) -> None:
+        _add(self.completions, "completion", name, provider)
+
+    def add_tool(self, tool: Tool) -> None:
+        _add(self.tools, "tool", tool.name, tool)
+
+    def add_agent(self, agent: Agent) -> None:
+        _add(self.agents, "agent", agent.name, agent)
+
+    def add_swarm(self, swarm: SwarmSpec) -> None:
+        _add(self.swarms, "swarm", swarm.name, swarm)
+
+    def check(self) -> None:
+        """Raise RegistryError listing every reference to a name nobody registered."""
+        problems: list[str] = []
+        for agent in self.agents.values():
+            for completion in filter(None, (agent.completion, agent.fallback)):
+                if completion not in self.completions:
+                    problems.append(f"agent {agent.name!r} uses unknown completion {completion!r}")
+            problems += [f"agent {agent.name!r} uses unknown tool {t!r}" for t in agent.tools if t not in self.tools]
+        for swarm in self.swarms.values():
+            problems += [f"swarm {swarm.name!r} has unknown agent {a!r}" for a in swarm.agents if a not in self.agents]
+            if swarm.default_agent not in swarm.agents:
+                problems.append(f"swarm {swarm.name!r}: default agent {swarm.default_agent!r} is not one of its agents")
+        if problems:
+            raise RegistryError("; ".join(problems))
+
+    def session(
+        self,
+        client_id: str,
+        swarm: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        config: SessionConfig | None = None,
+        events: list[Any] | None = None,
+    ) -> Any:
+        """A new session for one caller (or one resumed from its stored events)."""
+        from swarm.session import Session
+
+        if swarm not in self.swarms:
+            raise RegistryError(f"unknown swarm {swarm!r}")
+        self.check()
+        return Session(self, self.swarms[swarm], client_id, metadata or {}, config or SessionConfig(), events or [])
+
+
+def _add(table: dict[str, Any], kind: str, name: str, value: Any) -> None:
+    if not name:
+        raise RegistryError(f"a {kind} needs a name")
+    if name in table:
+        raise RegistryError(f"{kind} {name!r} is registered twice")
+    table[name] = value
+
+
+def navigate_tool(target: str, description: str, examples: tuple[str, ...] = ()) -> Tool:
+    """A tool that hands the caller over to another agent, which then answers in the same turn."""
+
+    async def call(arguments: dict[str, Any], context: ToolContext) -> str:
+        context.session.change_agent(target)
+        return f"The caller is now with the {target} agent."
+
+    return Tool(f"navigate_to_{target}", description, {"type": "object", "properties": {}}, call, examples=examples)
+
+
+def navigate_back_tool(examples: tuple[str, ...] = ()) -> Tool:
+    """A tool that returns to the previous agent (or the swarm's default)."""
+
+    async def call(arguments: dict[str, Any], context: ToolContext) -> str:
+        agent = context.session.navigate_back()
+        return f"The caller is now with the {agent} agent."
+
+    description = "Hand the caller back when they want something this agent does not handle."
+    return Tool("navigate_back", description, {"type": "object", "properties": {}}, call, examples=examples)

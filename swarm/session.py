@@ -1,0 +1,385 @@
+"""One caller's session: the active agent, the shared history, and the turn loop with validation and rescue."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from swarm.checks import spoken_text_errors, tool_call_errors
+from swarm.events import (
+    AgentChanged,
+    AssistantText,
+    Event,
+    Flushed,
+    Rescued,
+    SystemText,
+    ToolCalled,
+    UserText,
+    ValidationFailed,
+)
+from swarm.history import History
+from swarm.messages import CompletionRequest, Message, ToolCall
+from swarm.providers.base import Completion, Delta, Provider, ProviderError
+from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec
+from swarm.sentences import SentenceSplitter
+from swarm.tools import Tool, ToolContext, result_text
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How one completion ended once validated: the tool calls to run (none: the turn is over)."""
+
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class Session:
+    def __init__(
+        self,
+        registry: Registry,
+        swarm: SwarmSpec,
+        client_id: str,
+        metadata: Mapping[str, Any],
+        config: SessionConfig,
+        events: list[Event],
+    ) -> None:
+        self.registry = registry
+        self.swarm = swarm
+        self.client_id = client_id
+        self.metadata = dict(metadata)
+        self.config = config
+        self.events: list[Event] = []
+        self.history = History(config.history_size)
+        # Set when the caller must reach a human (the LLM failed, or an agent asked for it); the voice layer acts on it.
+        self.escalation: str | None = None
+        self._agent = swarm.default_agent
+        self._stack: list[str] = []
+        self._lock = asyncio.Lock()
+        self._rescues = 0
+        self._disposed = False
+        for event in events:
+            self._record(event)
+
+    # --- state -----------------------------------------------------------------------------------------------
+
+    def _record(self, event: Event) -> None:
+        """Every change goes through here, so replaying the events rebuilds the same session."""
+        self.events.append(event)
+        match event:
+            case UserText(text=text):
+                self.history.push(Message("user", text))
+            case AssistantText(agent=agent, text=text):
+                self.history.push(Message("assistant", text, agent=agent))
+            case SystemText(agent=agent, text=text):
+                self.history.push(Message("system", text, agent=agent))
+            case ToolCalled(agent=agent, call_id=cid, name=name, arguments=args, result=result):
+                call = ToolCall(cid, name, args)
+                self.history.push(
+                    Message("assistant", "", agent=agent, tool_calls=(call,)),
+                    Message("tool", result, agent=agent, tool_call_id=cid, tool_name=name),
+                )
+            case AgentChanged(agent=agent, stack=stack):
+                self._agent, self._stack = agent, list(stack)
+            case Flushed(agent=agent):
+                self.history.flush(agent)
+
+    def get_agent_name(self) -> str:
+        return self._agent
+
+    def change_agent(self, name: str) -> None:
+        """Hand over to another agent of this swarm; the current one goes on the navigation stack."""
+        if name not in self.swarm.agents:
+            raise RegistryError(f"swarm {self.swarm.name!r} has no agent {name!r}")
+        if name != self._agent:
+            self._record(AgentChanged(self._agent, name, [*self._stack, self._agent]))
+
+    def navigate_back(self) -> str:
+        """Return to the previous agent, or the default one when there is none; returns the new agent."""
+        stack = list(self._stack)
+        target = stack.pop() if stack else self.swarm.default_agent
+        if target != self._agent:
+            self._record(AgentChanged(self._agent, target, stack))
+        return target
+
+    # --- commits (between turns, or from tools) ----------------------------------------------------------------
+
+    def commit_user_message(self, text: str) -> None:
+        self._record(UserText(text))
+
+    def commit_system_message(self, text: str) -> None:
+        self._record(SystemText(self._agent, text))
+
+    def commit_assistant_message(self, text: str) -> None:
+        self._record(AssistantText(self._agent, text))
+
+    def commit_tool_output(self, call_id: str, name: str, content: str, arguments: dict[str, Any] | None = None) -> None:
+        self._record(ToolCalled(self._agent, call_id, name, arguments or {}, content))
+
+    def commit_flush(self) -> None:
+        self._record(Flushed(self._agent))
+
+    def commit_heard(self, said: str, heard: str) -> None:
+        """After barge-in: replace the last assistant text by the part the caller actually heard."""
+        for index in range(len(self.events) - 1, -1, -1):
+            event = self.events[index]
+            if isinstance(event, AssistantText) and event.text == said:
+                self._replay_with(index, AssistantText(event.agent, heard) if heard else None)
+                return
+
+    def _replay_with(self, index: int, replacement: Event | None) -> None:
+        events = self.events[:index] + ([replacement] if replacement else []) + self.events[index + 1 :]
+        self.events, self.history = [], History(self.config.history_size)
+        self._agent, self._stack = self.swarm.default_agent, []
+        for event in events:
+            self._record(event)
+
+    # --- getters ---------------------------------------------------------------------------------------------
+
+    def get_raw_history(self) -> list[Message]:
+        return self.history.raw()
+
+    def get_agent_history(self, agent: str | None = None) -> list[Message]:
+        return self.history.for_agent(agent or self._agent)
+
+    def get_user_history(self) -> list[Message]:
+        return [m for m in self.history.raw() if m.role == "user"]
+
+    def get_assistant_history(self) -> list[Message]:
+        return [m for m in self.history.raw() if m.role == "assistant" and not m.tool_calls]
+
+    def get_last_user_message(self) -> str | None:
+        return _last_content(self.get_user_history())
+
+    def get_last_assistant_message(self) -> str | None:
+        return _last_content(self.get_assistant_history())
+
+    def get_last_system_message(self) -> str | None:
+        return _last_content([m for m in self.history.raw() if m.role == "system"])
+
+    # --- operations ------------------------------------------------------------------------------------------
+
+    async def complete(self, text: str) -> str:
+        """The caller said `text`: run one turn and return everything the agents said."""
+        return " ".join([s async for s in self.stream(text)])
+
+    async def stream(self, text: str) -> AsyncIterator[str]:
+        """Like complete, but yield each sentence as soon as it is ready (what the voice loop speaks)."""
+        async with self._turn():
+            self._record(UserText(text))
+            async for sentence in self._run_turn():
+                yield sentence
+
+    async def execute(self, instruction: str) -> str:
+        """Let the model take the initiative on an instruction the caller did not say (e.g. greet after a hand-over)."""
+        async with self._turn():
+            self._record(SystemText(self._agent, instruction))
+            return " ".join([s async for s in self._run_turn()])
+
+    def emit(self, text: str) -> str:
+        """Say a prepared text without the model; it is recorded as the active agent's."""
+        self._record(AssistantText(self._agent, text))
+        return text
+
+    def dispose(self) -> None:
+        self._disposed = True
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        if self._disposed:
+            raise RuntimeError(f"session {self.client_id} is disposed")
+        async with self._lock:
+            yield
+
+    # --- the turn loop ---------------------------------------------------------------------------------------
+
+    async def _run_turn(self) -> AsyncIterator[str]:
+        calls_left = self.config.max_tool_calls
+        while True:
+            agent = self.registry.agents[self._agent]
+            outcome = _Outcome()
+            async for item in self._checked_completion(agent):
+                if isinstance(item, str):
+                    yield item
+                else:
+                    outcome = item
+            if not outcome.tool_calls:
+                return
+            if len(outcome.tool_calls) > calls_left:
+                yield self._placeholder(agent, "too many tool calls in one turn")
+                return
+            calls_left -= len(outcome.tool_calls)
+            for call in outcome.tool_calls:
+                await self._run_tool(agent, call)
+                if self._agent != agent.name:
+                    break  # the new agent answers; calls meant for the old one are dropped
+
+    async def _checked_completion(self, agent: Agent) -> AsyncIterator[str | _Outcome]:
+        """Complete with validation feedback, then a clean view, then a placeholder; yields sentences said."""
+        scratch: list[Message] = []
+        for _ in range(self.config.max_retries + 1):
+            result = await self._attempt_into(agent, self._view(agent) + scratch)
+            for sentence in result.said:
+                yield sentence
+            if result.outcome is not None:
+                yield result.outcome
+                return
+            if result.provider_failed:
+                yield self._apologise(agent, result.errors[0])
+                return
+            self._record(ValidationFailed(agent.name, result.errors))
+            scratch += result.feedback
+        self._record(Rescued(agent.name, "flush", "; ".join(result.errors)))
+        clean = [m for m in self._view(agent) if m.role == "system"][:1] + self.get_user_history()[-1:]
+        result = await self._attempt_into(agent, clean)
+        for sentence in result.said:
+            yield sentence
+        if result.outcome is not None:
+            yield result.outcome
+        elif result.provider_failed:
+            yield self._apologise(agent, result.errors[0])
+        else:
+            yield self._placeholder(agent, "; ".join(result.errors))
+
+    async def _attempt_into(self, agent: Agent, messages: list[Message]) -> _Attempt:
+        attempt = _Attempt(self, agent, messages)
+        await attempt.run()
+        return attempt
+
+    def _view(self, agent: Agent) -> list[Message]:
+        system = [Message("system", agent.prompt, agent=agent.name)]
+        system += [Message("system", text, agent=agent.name) for text in agent.system]
+        return system + self.history.for_agent(agent.name)
+
+    def _tools(self, agent: Agent) -> dict[str, Tool]:
+        return {name: self.registry.tools[name] for name in agent.tools}
+
+    def _context(self, agent: Agent) -> ToolContext:
+        return ToolContext(self.client_id, agent.name, self, self.metadata)
+
+    async def _run_tool(self, agent: Agent, call: ToolCall) -> None:
+        tool = self.registry.tools[call.name]
+        # Shielded: a tool that writes an order finishes (or fails) as a whole even if the caller barges in,
+        # and its result is recorded, so the history never holds a call without its result.
+        task = asyncio.ensure_future(asyncio.wait_for(tool.call(call.arguments, self._context(agent)), self.config.tool_timeout))
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            result = await _settle(task)
+            self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result))
+            raise
+        except Exception as error:  # a tool's failure is news for the model, not a crash of the call
+            log.warning("tool failed client=%s tool=%s error=%r", self.client_id, call.name, error)
+            result = {"error": f"the tool failed: {error}"}
+        self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result_text(result)))
+
+    def _placeholder(self, agent: Agent, detail: str) -> str:
+        text = self.config.placeholders[self._rescues % len(self.config.placeholders)]
+        self._rescues += 1
+        self._record(Rescued(agent.name, "placeholder", detail))
+        return self.emit(text)
+
+    def _apologise(self, agent: Agent, detail: str) -> str:
+        log.error("llm failed client=%s agent=%s error=%s", self.client_id, agent.name, detail)
+        self.escalation = f"provider_error: {detail}"
+        self._record(Rescued(agent.name, "provider_error", detail))
+        return self.emit(self.config.apology)
+
+
+class _Attempt:
+    """One completion request: streams checked sentences, then judges the whole output."""
+
+    def __init__(self, session: Session, agent: Agent, messages: list[Message]) -> None:
+        self.session, self.agent, self.messages = session, agent, messages
+        self.said: list[str] = []
+        self.errors: list[str] = []
+        self.feedback: list[Message] = []
+        self.outcome: _Outcome | None = None
+        self.provider_failed = False
+
+    async def run(self) -> None:
+        tools = self.session._tools(self.agent)
+        request = CompletionRequest(
+            self.agent.name, self.session.client_id, tuple(self.messages), tuple(t.spec() for t in tools.values())
+        )
+        completion = await self._complete(request)
+        if completion is None:
+            return
+        if not self.errors:
+            self.errors = tool_call_errors(completion, tools, self.session._context(self.agent))
+        if not self.errors and not completion.tool_calls and not self.said:
+            self.errors = spoken_text_errors("")
+        if self.said:
+            self.session._record(AssistantText(self.agent.name, " ".join(self.said)))
+        if self.errors:
+            self.feedback = _feedback(self.agent.name, completion, self.errors)
+        else:
+            self.outcome = _Outcome(completion.tool_calls)
+
+    async def _complete(self, request: CompletionRequest) -> Completion | None:
+        names = [n for n in (self.agent.completion, self.agent.fallback) if n]
+        for index, name in enumerate(names):
+            provider = self.session.registry.completions[name]
+            try:
+                return await self._stream(provider, request)
+            except ProviderError as error:
+                if self.said or index == len(names) - 1:
+                    self.provider_failed, self.errors = True, [str(error)]
+                    return None
+                log.warning("completion %s failed, using %s: %s", name, names[index + 1], error)
+        return None
+
+    async def _stream(self, provider: Provider, request: CompletionRequest) -> Completion:
+        splitter = SentenceSplitter()
+        completion: Completion | None = None
+        async with contextlib.aclosing(provider.stream(request)) as items:
+            async for item in items:
+                if isinstance(item, Delta):
+                    if any(not self._say(s) for s in splitter.feed(item.text)):
+                        break
+                elif isinstance(item, Completion):
+                    completion = item
+        if completion is None:
+            # Stopped early on markup: judge what was produced so far.
+            return Completion(splitter.flush())
+        if not self.errors:
+            rest = splitter.flush()
+            if rest:
+                self._say(rest)
+        return completion
+
+    def _say(self, sentence: str) -> bool:
+        """Keep a sentence that may be spoken; on the first one that may not, stop and note why."""
+        if self.errors:
+            return False
+        problems = spoken_text_errors(sentence)
+        if problems:
+            self.errors = problems
+            return False
+        self.said.append(sentence)
+        return True
+
+
+def _feedback(agent: str, completion: Completion, errors: list[str]) -> list[Message]:
+    """The rejected output and the reasons, so the model can correct itself on the next try."""
+    text = "Your last output could not be used: " + "; ".join(errors) + ". Try again."
+    if not completion.tool_calls:
+        return [Message("assistant", completion.text, agent=agent), Message("system", text, agent=agent)]
+    results = [
+        Message("tool", text, agent=agent, tool_call_id=call.id, tool_name=call.name) for call in completion.tool_calls
+    ]
+    return [Message("assistant", completion.text, agent=agent, tool_calls=completion.tool_calls), *results]
+
+
+async def _settle(task: asyncio.Future[Any]) -> str:
+    try:
+        return result_text(await task)
+    except BaseException as error:  # noqa: BLE001 - recorded as the result, the turn is already cancelled
+        return result_text({"error": f"the tool did not finish: {error!r}"})
+
+
+def _last_content(messages: list[Message]) -> str | None:
+    return messages[-1].content if messages else None

@@ -1,0 +1,211 @@
+"""The session's turn loop, history, navigation, validation and rescue, with a scripted model."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from swarm.events import events_from_json, events_to_json
+from swarm.messages import Message
+from swarm.providers.base import ProviderUnavailable
+from swarm.providers.scripted import ScriptedProvider, reply
+from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec, navigate_back_tool, navigate_tool
+from swarm.tools import tool_from_function
+
+
+def lookup(sku: str, quantity: int = 1) -> dict:
+    """Look up a product.
+
+    Args:
+        sku: the product code
+        quantity: how many
+    """
+    return {"sku": sku, "quantity": quantity, "price": 10 * quantity}
+
+
+def build(triage_script, sales_script=None, fallback=None) -> tuple[Registry, ScriptedProvider, ScriptedProvider]:
+    registry = Registry()
+    triage_model = ScriptedProvider(triage_script, name="triage-model")
+    sales_model = ScriptedProvider(sales_script or [], name="sales-model")
+    registry.add_completion("triage-model", triage_model)
+    registry.add_completion("sales-model", sales_model)
+    if fallback:
+        registry.add_completion("fallback", fallback)
+    registry.add_tool(navigate_tool("sales", "Hand over to sales."))
+    registry.add_tool(navigate_back_tool())
+    registry.add_tool(tool_from_function(lookup))
+    registry.add_agent(Agent("triage", "You triage.", "triage-model", ("navigate_to_sales",), fallback=fallback and "fallback"))
+    registry.add_agent(Agent("sales", "You sell.", "sales-model", ("lookup", "navigate_back")))
+    registry.add_swarm(SwarmSpec("shop", ("triage", "sales"), "triage"))
+    return registry, triage_model, sales_model
+
+
+async def test_plain_reply_is_recorded_and_shared():
+    registry, _, _ = build(["Hello there. How can I help?"])
+    session = registry.session("c1", "shop")
+    assert await session.complete("hi") == "Hello there. How can I help?"
+    assert [m.role for m in session.get_raw_history()] == ["user", "assistant"]
+    assert session.get_last_user_message() == "hi"
+
+
+async def test_navigation_hands_over_and_new_agent_answers_same_turn():
+    registry, triage, sales = build(
+        [reply("", ("navigate_to_sales", {}))],
+        [reply("", ("lookup", {"sku": "HP-100"})), "The headphones cost ten euros."],
+    )
+    session = registry.session("c1", "shop")
+    said = await session.complete("I want headphones")
+    assert said == "The headphones cost ten euros."
+    assert session.get_agent_name() == "sales"
+    # The sales model saw the caller's words but none of triage's tool traffic.
+    first_sales_view = sales.requests[0].messages
+    assert any(m.role == "user" and m.content == "I want headphones" for m in first_sales_view)
+    assert not any(m.role == "tool" for m in first_sales_view)
+    tool_results = [m for m in session.get_agent_history("sales") if m.role == "tool"]
+    assert json.loads(tool_results[0].content) == {"sku": "HP-100", "quantity": 1, "price": 10}
+    # Tools offered to each agent are exactly its own.
+    assert [t.name for t in triage.requests[0].tools] == ["navigate_to_sales"]
+    assert sorted(t.name for t in sales.requests[0].tools) == ["lookup", "navigate_back"]
+
+
+async def test_bad_arguments_go_back_to_model_with_exact_errors():
+    registry, _, sales = build([], [reply("", ("lookup", {"sku": 5})), reply("", ("lookup", {"sku": "X"})), "Done."])
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("price?") == "Done."
+    retry_view = sales.requests[1].messages
+    feedback = [m for m in retry_view if m.role == "tool"]
+    assert "sku" in feedback[0].content and "is not of type 'string'" in feedback[0].content
+    assert [e.kind for e in session.events].count("validation_error") == 1
+    # The failed try is not kept in the history: only the good call and its result are.
+    assert [m.role for m in session.get_agent_history("sales")].count("tool") == 1
+
+
+async def test_unknown_tool_is_refused_even_if_another_agent_has_it():
+    registry, _, _ = build([reply("", ("lookup", {"sku": "A"})), "How can I help?"])
+    session = registry.session("c1", "shop")
+    assert await session.complete("give me lookup") == "How can I help?"
+    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    assert "tool 'lookup' does not exist" in errors[0]
+    assert not any(e.kind == "tool_call" for e in session.events)
+
+
+async def test_markup_then_flush_then_placeholder():
+    bad = ["<tool_call>{}</tool_call>", '{"say": "hi"}', "", "<think>hmm</think>"]
+    registry, triage, _ = build(bad)
+    session = registry.session("c1", "shop")
+    said = await session.complete("hello")
+    assert said == SessionConfig().placeholders[0]
+    stages = [e.stage for e in session.events if e.kind == "rescue"]
+    assert stages == ["flush", "placeholder"]
+    # The flush attempt saw only the prompt and the caller's last words.
+    assert [m.role for m in triage.requests[3].messages] == ["system", "user"]
+    assert "<" not in " ".join(m.content for m in session.get_assistant_history())
+
+
+async def test_provider_down_apologises_and_escalates():
+    registry, _, _ = build([ProviderUnavailable("no server at http://127.0.0.1:1")])
+    session = registry.session("c1", "shop")
+    said = await session.complete("hello")
+    assert said == SessionConfig().apology
+    assert session.escalation and "no server" in session.escalation
+
+
+async def test_provider_down_uses_fallback_completion():
+    fallback = ScriptedProvider(["I can still help with that."], name="fallback")
+    registry, _, _ = build([ProviderUnavailable("down")], fallback=fallback)
+    session = registry.session("c1", "shop")
+    assert await session.complete("hello") == "I can still help with that."
+    assert session.escalation is None
+
+
+async def test_tool_calls_per_turn_are_bounded():
+    loop = [reply("", ("lookup", {"sku": "A"}))] * 20
+    registry, _, _ = build([], loop)
+    session = registry.session("c1", "shop", config=SessionConfig(max_tool_calls=3))
+    session.change_agent("sales")
+    said = await session.complete("go")
+    assert said in SessionConfig().placeholders
+    assert sum(e.kind == "tool_call" for e in session.events) == 3
+
+
+async def test_history_rotation_never_separates_a_call_from_its_result():
+    registry, _, _ = build([], [reply("", ("lookup", {"sku": "A"})), "ok."] * 10)
+    session = registry.session("c1", "shop", config=SessionConfig(history_size=5))
+    session.change_agent("sales")
+    for i in range(10):
+        await session.complete(f"turn {i}")
+        raw = session.get_raw_history()
+        assert len(raw) <= 5
+        assert raw[0].role != "tool"
+        ids = {c.id for m in raw for c in m.tool_calls}
+        assert all(m.tool_call_id in ids for m in raw if m.role == "tool")
+
+
+async def test_sessions_never_share_state():
+    script = lambda request: f"You said {request.messages[-1].content}."  # noqa: E731
+    registry, _, _ = build(script)
+    a, b = registry.session("a", "shop"), registry.session("b", "shop")
+    await asyncio.gather(a.complete("apples"), b.complete("bananas"))
+    assert a.get_last_assistant_message() == "You said apples."
+    assert b.get_last_assistant_message() == "You said bananas."
+    assert all("apples" not in m.content for m in b.get_raw_history())
+
+
+async def test_cancelled_turn_leaves_consistent_history():
+    started = asyncio.Event()
+
+    async def slow_tool(arguments, context):
+        started.set()
+        await asyncio.sleep(0.2)
+        return {"written": True}
+
+    registry, _, _ = build([], [reply("Let me check.", ("lookup", {"sku": "A"})), "never said."])
+    tool = registry.tools["lookup"]
+    registry.tools["lookup"] = type(tool)(tool.name, tool.description, tool.parameters, slow_tool)
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    task = asyncio.create_task(session.complete("go"))
+    await asyncio.wait_for(started.wait(), 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    raw = session.get_raw_history()
+    # The tool finished under its shield and its result is recorded; the unsaid reply is not.
+    assert [m.role for m in raw] == ["user", "assistant", "assistant", "tool"]
+    assert json.loads(raw[-1].content) == {"written": True}
+    assert "never said." not in [m.content for m in raw]
+
+
+async def test_resume_from_events_rebuilds_history_and_agent():
+    registry, _, _ = build([reply("", ("navigate_to_sales", {}))], ["Sure."])
+    session = registry.session("c1", "shop")
+    await session.complete("buy")
+    stored = events_to_json(session.events)
+    resumed = registry.session("c1", "shop", events=events_from_json(stored))
+    assert resumed.get_agent_name() == "sales"
+    assert resumed.get_raw_history() == session.get_raw_history()
+    assert resumed.navigate_back() == "triage"
+
+
+def test_registration_errors_at_start_up():
+    registry, _, _ = build([])
+    with pytest.raises(RegistryError, match="registered twice"):
+        registry.add_agent(Agent("triage", "x", "triage-model"))
+    registry.add_agent(Agent("ghost", "x", "no-such-model", ("no-such-tool",)))
+    with pytest.raises(RegistryError, match="unknown completion 'no-such-model'.*unknown tool 'no-such-tool'"):
+        registry.check()
+
+
+async def test_emit_execute_and_commits():
+    registry, triage, _ = build(["Welcome back."])
+    session = registry.session("c1", "shop")
+    session.emit("Hello, this is the shop.")
+    session.commit_system_message("The caller is a returning customer.")
+    assert await session.execute("Greet the caller.") == "Welcome back."
+    assert triage.requests[0].messages[-1] == Message("system", "Greet the caller.", agent="triage")
+    assert session.get_last_system_message() == "Greet the caller."
+    session.commit_flush()
+    assert all(m.role != "system" for m in session.get_raw_history())
+    assert session.get_last_assistant_message() == "Welcome back."
