@@ -88,8 +88,7 @@ def tool_from_function(
     model = pydantic.create_model(f"{fn.__name__}_arguments", **fields)
     schema = model.model_json_schema()
     schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
+    schema["properties"] = {k: _plain(v) for k, v in schema.get("properties", {}).items()}
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
         kwargs = dict(model.model_validate(arguments))
@@ -108,6 +107,19 @@ def tool_from_function(
         validate=validate,
         examples=examples,
     )
+
+
+def _plain(prop: dict[str, Any]) -> dict[str, Any]:
+    """`X | None` as plain X: optional is already said by `required`, and small models (and the
+    ollama client, which drops `anyOf`) do better with one type per field."""
+    prop = {k: v for k, v in prop.items() if k != "title"}
+    variants = [v for v in prop.get("anyOf", ()) if v != {"type": "null"}]
+    if len(variants) == 1 and len(prop["anyOf"]) == 2:
+        prop.pop("anyOf")
+        prop.update(variants[0])
+        if prop.get("default", 0) is None:
+            prop.pop("default")
+    return prop
 
 
 def _arg_docs(doc: str) -> dict[str, str]:

@@ -1,0 +1,35 @@
+"""Assembles the application from config: the shop, the brains and the swarm registry."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.brains import choose_brains
+from callcenter.config import Config
+from callcenter.shop import Shop
+from swarm.registry import Registry
+from swarm.session import Session
+
+
+@dataclass
+class App:
+    config: Config
+    shop: Shop
+    registry: Registry
+    brain: str
+
+    def session(self, client_id: str, caller: str = "") -> Session:
+        return self.registry.session(client_id, SWARM, metadata={"caller": caller}, config=self.config.session)
+
+    def close(self) -> None:
+        self.shop.close()
+
+
+async def open_app(config: Config, provider: str | None = None) -> App:
+    if config.database != ":memory:":
+        Path(config.database).parent.mkdir(parents=True, exist_ok=True)
+    shop = Shop(config.database)
+    brains = await choose_brains(config, AGENTS, provider)
+    registry = build_registry(shop, brains.per_agent, fallback_to_offline=config.llm.fallback == "offline")
+    return App(config, shop, registry, brains.description)

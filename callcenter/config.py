@@ -1,0 +1,109 @@
+"""Configuration: a TOML file, then environment variables on top (what a systemd unit or container sets)."""
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from swarm.registry import SessionConfig
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the key and what is allowed."""
+
+
+PROVIDERS = ("auto", "offline", "ollama", "openai")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    # "auto": Ollama when it answers at `host` with `model`, else the offline router.
+    provider: str = "auto"
+    host: str = "http://127.0.0.1:11434"
+    model: str = "qwen3:4b"
+    # A different model per agent, e.g. a small fast one for triage.
+    agent_models: dict[str, str] = field(default_factory=dict)
+    timeout: float = 20.0
+    native_tools: bool = True
+    options: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.2})
+    # For `provider = "openai"`: the server's base URL and the variable holding its key.
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    # When the LLM fails mid-call: "none" apologises and offers a person; "offline" lets the router carry on.
+    fallback: str = "none"
+
+
+@dataclass(frozen=True)
+class Config:
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    database: str = "var/shop.db"
+    session: SessionConfig = field(default_factory=SessionConfig)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Environment variable -> (section, key, type).
+ENVIRONMENT: dict[str, tuple[str, str, type]] = {
+    "OLLAMA_HOST": ("llm", "host", str),
+    "VOICESWARM_LLM": ("llm", "provider", str),
+    "VOICESWARM_MODEL": ("llm", "model", str),
+    "VOICESWARM_LLM_TIMEOUT": ("llm", "timeout", float),
+    "VOICESWARM_LLM_FALLBACK": ("llm", "fallback", str),
+    "OPENAI_BASE_URL": ("llm", "base_url", str),
+    "VOICESWARM_DB": ("shop", "database", str),
+    "VOICESWARM_HISTORY_SIZE": ("session", "history_size", int),
+}
+
+
+def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read the TOML file (if any), then apply environment variables, then check the result."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as error:
+            raise ConfigError(f"cannot read config file {path}: {error}") from error
+    for variable, (section, key, kind) in ENVIRONMENT.items():
+        value = (environ if environ is not None else os.environ).get(variable)
+        if value:
+            try:
+                data.setdefault(section, {})[key] = kind(value)
+            except ValueError as error:
+                raise ConfigError(f"{variable}={value!r} is not a valid {kind.__name__}") from error
+    return _validated(_build(data))
+
+
+def _build(data: dict[str, Any]) -> Config:
+    llm = dict(data.pop("llm", {}))
+    llm["agent_models"] = dict(llm.pop("agents", {}), **llm.get("agent_models", {}))
+    session = data.pop("session", {})
+    database = data.pop("shop", {}).get("database", Config.database)
+    if data:
+        raise ConfigError(f"unknown config keys: {', '.join(sorted(data))}")
+    return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"))
+
+
+def _section(cls: type, values: dict[str, Any], name: str) -> Any:
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown keys in [{name}]: {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+    if "placeholders" in values:
+        values = {**values, "placeholders": tuple(values["placeholders"])}
+    return replace(cls(), **values)
+
+
+def _validated(config: Config) -> Config:
+    if config.llm.provider not in PROVIDERS:
+        raise ConfigError(f"llm.provider is {config.llm.provider!r}; use one of {', '.join(PROVIDERS)}")
+    if config.llm.fallback not in ("none", "offline"):
+        raise ConfigError(f"llm.fallback is {config.llm.fallback!r}; use 'none' or 'offline'")
+    if config.llm.timeout <= 0:
+        raise ConfigError("llm.timeout must be positive (seconds)")
+    if config.session.history_size < 2:
+        raise ConfigError("session.history_size must be at least 2")
+    return config

@@ -1,0 +1,161 @@
+"""The tools the shop's agents call. Results are JSON for the model, with a "say" line fit for the ear.
+
+Writes need the caller's explicit yes: without confirmed=true a tool only reads back what it would do
+and returns it as a "proposal", which the model (or the offline router) runs again after the yes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from callcenter.shop import Order, Product, Shop, ShopError
+from swarm.tools import Tool, ToolContext, tool_from_function
+
+
+def euros(cents: int) -> str:
+    """A price as a person says it: "24 euros 90", "129 euros"."""
+    whole, rest = divmod(cents, 100)
+    unit = "euro" if whole == 1 else "euros"
+    return f"{whole} {unit} {rest:02d}" if rest else f"{whole} {unit}"
+
+
+def _caller(context: ToolContext) -> str:
+    return str(context.metadata.get("caller", ""))
+
+
+def shop_tools(shop: Shop) -> list[Tool]:
+    """The sales and refund tools, bound to one shop."""
+
+    def search_products(query: str) -> dict[str, Any]:
+        """Search the catalogue for products matching what the caller asked for.
+
+        Args:
+            query: the caller's words about the product, e.g. "wireless headphones"
+        """
+        found = shop.search(query, limit=3)
+        if not found:
+            return {"products": [], "say": "I'm sorry, I couldn't find that. Could you describe it another way?"}
+        best = found[0]
+        say = f"We have the {best.name} for {euros(best.price_cents)}. " + _stock_line(best)
+        return {"products": [_product(p) for p in found], "say": say, **_offer(best)}
+
+    def place_order(context: ToolContext, sku: str, quantity: int = 1, confirmed: bool = False) -> dict[str, Any]:
+        """Order a product for the caller. Call it first without confirmed to read the order back;
+        call it again with confirmed=true only after the caller clearly said yes.
+
+        Args:
+            sku: the product code from search_products
+            quantity: how many, at least 1
+            confirmed: true only after the caller agreed to the read-back
+        """
+        product = shop.get_product(sku)
+        if product is None:
+            return {"error": f"no product {sku!r}", "say": "I'm sorry, I can't find that product."}
+        if quantity < 1:
+            return {"error": "quantity must be at least 1"}
+        total = euros(product.price_cents * quantity)
+        if not confirmed:
+            say = f"That is {quantity} {product.name} for {total} in total. Shall I place the order?"
+            return {"say": say, "needs_confirmation": True, "proposal": _proposal("place_order", sku=sku, quantity=quantity)}
+        try:
+            order = shop.place_order(_caller(context), [(sku, quantity)], f"{context.client_id}:{sku}:{quantity}")
+        except ShopError as error:
+            return {"error": str(error), "say": f"I'm sorry, {error}"}
+        say = f"Your order is placed. The order number is {_digits(order.order_number)}, and the total is {total}."
+        return {"order_number": order.order_number, "total_cents": order.total_cents, "say": say}
+
+    def find_order(context: ToolContext, order_number: str | None = None, product: str | None = None) -> dict[str, Any]:
+        """Find the caller's order, by its number or else by the caller's phone number and the product.
+
+        Args:
+            order_number: the order number if the caller gave it
+            product: words about the product the order contained
+        """
+        orders = shop.find_orders(order_number=order_number, customer_phone=None if order_number else _caller(context), product_text=product)
+        if not orders:
+            return {"orders": [], "say": "I couldn't find that order. Could you tell me the order number?"}
+        order = orders[0]
+        line = _matching_line(order, product)
+        when = order.created_at.strftime("%d %B").lstrip("0")
+        say = f"I found your order {_digits(order.order_number)} from {when} with the {line.name}. Shall I start a return for it?"
+        proposal = _proposal("create_return", order_number=order.order_number, sku=line.sku, quantity=1)
+        return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
+
+    def create_return(context: ToolContext, order_number: str, sku: str, quantity: int = 1, reason: str = "", confirmed: bool = False) -> dict[str, Any]:
+        """Start a return of an item from an order. Only with confirmed=true after the caller clearly said yes.
+
+        Args:
+            order_number: the order the item came from
+            sku: the product code of the item
+            quantity: how many items go back
+            reason: why, in the caller's words
+            confirmed: true only after the caller agreed
+        """
+        if not confirmed:
+            say = f"Shall I start the return of {quantity} item from order {_digits(order_number)}?"
+            proposal = _proposal("create_return", order_number=order_number, sku=sku, quantity=quantity, reason=reason)
+            return {"say": say, "needs_confirmation": True, "proposal": proposal}
+        try:
+            made = shop.create_return(order_number, sku, quantity, reason or "not given", f"{context.client_id}:{order_number}:{sku}")
+        except ShopError as error:
+            return {"error": str(error), "say": f"I'm sorry, {error}"}
+        say = (f"Your return is registered, number {_digits(made.return_number)}. "
+               "You'll get a prepaid label by email, and the refund follows when the item arrives.")
+        return {"return_number": made.return_number, "say": say}
+
+    return [
+        tool_from_function(search_products, examples=SALES_PHRASES),
+        tool_from_function(place_order, examples=("order it", "i'll take it", "buy it", "place the order")),
+        tool_from_function(find_order, examples=RETURN_PHRASES),
+        tool_from_function(create_return, examples=("return it", "start the return")),
+    ]
+
+
+def _stock_line(product: Product) -> str:
+    if product.stock <= 0:
+        return "I'm afraid it's out of stock at the moment."
+    return "It's in stock. Shall I order one for you?"
+
+
+def _offer(product: Product) -> dict[str, Any]:
+    return {"proposal": _proposal("place_order", sku=product.sku, quantity=1)} if product.stock > 0 else {}
+
+
+def _proposal(tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool": tool, "arguments": arguments}
+
+
+def _product(p: Product) -> dict[str, Any]:
+    return {"sku": p.sku, "name": p.name, "price": euros(p.price_cents), "stock": p.stock, "description": p.description}
+
+
+def _order(o: Order) -> dict[str, Any]:
+    lines = [{"sku": l.sku, "name": l.name, "quantity": l.quantity} for l in o.lines]
+    return {"order_number": o.order_number, "date": o.created_at.date().isoformat(), "status": o.status, "lines": lines}
+
+
+def _matching_line(order: Order, product: str | None) -> Any:
+    words = set((product or "").lower().split())
+    return max(order.lines, key=lambda l: len(words & set(l.name.lower().split())))
+
+
+def _digits(code: str) -> str:
+    """Order codes read digit by digit, as people write them down."""
+    return " ".join(code)
+
+
+# Phrases a caller uses to buy or to return; shared by triage's hand-over tools and the agents' first tools.
+SALES_PHRASES = (
+    "buy", "purchase", "order", "place an order", "how much", "price", "cost", "in stock", "available",
+    "do you have", "do you sell", "do you carry", "looking for", "i need", "i'm after", "get one",
+    "delivered", "delivery", "shopping", "recommend", "a present", "a gift", "want a new",
+)
+RETURN_PHRASES = (
+    "return", "refund", "money back", "send back", "send it back", "send them back", "broken", "doesn't work",
+    "does not work", "not working", "stopped working", "won't turn on", "damaged", "faulty", "defective",
+    "wrong item", "wrong colour", "wrong color", "wrong size", "exchange", "replace", "too small", "too big",
+    "arrived", "changed my mind", "my order", "cancel", "you sent me", "i bought", "i received", "complaint",
+)
+OPERATOR_PHRASES = (
+    "human", "a person", "real person", "operator", "manager", "supervisor", "representative",
+    "speak to someone", "talk to someone", "speak to somebody", "talk to a", "speak to a", "colleague",
+)

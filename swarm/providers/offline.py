@@ -1,0 +1,142 @@
+"""An intent router that needs no LLM: it picks the tool whose example phrases best match the caller.
+
+It is the demo's brain when no LLM server answers and the fallback when one fails mid-call. It speaks
+only what tools return in a "say" field, or a fixed line per agent, so it can never invent facts.
+Tool results may carry a "proposal" ({"tool": ..., "arguments": ...}): the action the "say" text asked
+the caller to confirm; a yes runs it with confirmed=true, a no drops it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
+from swarm.providers.base import Completion, Delta
+
+_YES = re.compile(r"\b(yes|yeah|yep|yup|sure|correct|okay|ok|please do|go ahead|absolutely|right|do it|confirm)\b")
+_NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
+# String arguments the router may fill with the caller's own words.
+_FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description", "reason", "question"})
+_DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
+
+
+def normalise(text: str) -> str:
+    text = text.lower().replace("’", "'")
+    return " " + re.sub(r"[^a-z0-9' ]+", " ", text).strip() + " "
+
+
+class OfflineRouter:
+    def __init__(
+        self,
+        examples: Mapping[str, tuple[str, ...]],
+        unclear: Mapping[str, str],
+        *,
+        name: str = "offline",
+        threshold: float = 88.0,
+        declined: str = "All right, I won't do that. Is there anything else I can help with?",
+    ) -> None:
+        """`examples`: tool name -> phrases that mean "use it"; `unclear`: agent -> what to ask when nothing matches."""
+        self.name = name
+        self.threshold = threshold
+        self.declined = declined
+        self._examples = {tool: tuple(normalise(p) for p in phrases) for tool, phrases in examples.items()}
+        self._unclear = dict(unclear)
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        completion = self.route(request)
+        if completion.text:
+            yield Delta(completion.text)
+        yield completion
+
+    # Plain functions from here: the routing is synchronous and unit-testable.
+
+    def route(self, request: CompletionRequest) -> Completion:
+        last = request.messages[-1] if request.messages else None
+        if last is not None and last.role == "tool":
+            return Completion(_speak(last.content))
+        text = last.content if last is not None and last.role == "user" else ""
+        proposal = _pending_proposal(request.messages)
+        if proposal and text:
+            answer = yes_or_no(text)
+            if answer is True:
+                return _call(proposal["tool"], {**proposal.get("arguments", {}), "confirmed": True})
+            if answer is False:
+                return Completion(self.declined)
+        tool = self.best_tool(text, request.tools) if text else None
+        if tool is not None:
+            arguments = fill_arguments(tool, text)
+            if arguments is not None:
+                return _call(tool.name, arguments)
+        return Completion(self._unclear.get(request.agent, "How can I help you?"))
+
+    def scores(self, text: str, names: list[str]) -> dict[str, float]:
+        """How many of each tool's phrases occur in the text (fuzzily, to survive transcription slips)."""
+        said = normalise(text)
+        return {
+            name: float(sum(fuzz.partial_ratio(phrase, said) >= self.threshold for phrase in self._examples.get(name, ())))
+            for name in names
+        }
+
+    def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
+        scores = self.scores(text, [t.name for t in tools])
+        best = max(tools, key=lambda t: scores[t.name], default=None)
+        return best if best is not None and scores[best.name] > 0 else None
+
+
+def yes_or_no(text: str) -> bool | None:
+    said = normalise(text)
+    if _NO.search(said):
+        return False
+    if _YES.search(said):
+        return True
+    return None
+
+
+def fill_arguments(tool: ToolSpec, text: str) -> dict[str, Any] | None:
+    """Arguments the caller's words give for sure, or None if a required one is missing."""
+    properties: dict[str, Any] = tool.parameters.get("properties", {})
+    arguments: dict[str, Any] = {}
+    for name in properties:
+        if name in _FREE_TEXT:
+            arguments[name] = text
+        elif name == "order_number" and (digits := _DIGITS.search(text)):
+            arguments[name] = re.sub(r"\D", "", digits.group())
+    missing = [n for n in tool.parameters.get("required", []) if n not in arguments]
+    return None if missing else arguments
+
+
+def _pending_proposal(messages: tuple[Message, ...]) -> dict[str, Any] | None:
+    """The action the agent's last tool result asked the caller to confirm, if the caller is answering it."""
+    for message in reversed(messages[:-1]):
+        if message.role == "user":
+            return None
+        if message.role == "tool":
+            result = _as_json(message.content)
+            proposal = result.get("proposal") if isinstance(result, dict) else None
+            return proposal if isinstance(proposal, dict) and "tool" in proposal else None
+    return None
+
+
+def _speak(content: str) -> str:
+    result = _as_json(content)
+    if isinstance(result, dict):
+        if isinstance(result.get("say"), str):
+            return result["say"]
+        if "error" in result:
+            return "I'm sorry, that did not work. Could you try again, or ask for a colleague?"
+    return "Done. Is there anything else I can help with?"
+
+
+def _as_json(content: str) -> Any:
+    try:
+        return json.loads(content)
+    except ValueError:
+        return None
+
+
+def _call(name: str, arguments: dict[str, Any]) -> Completion:
+    return Completion("", (ToolCall("offline_0", name, arguments),))

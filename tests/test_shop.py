@@ -1,0 +1,484 @@
+"""The shop against real SQLite: in memory and in a file."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+import threading
+from datetime import datetime, timedelta, timezone
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from callcenter.shop import (
+    CatalogueError,
+    InvalidRequest,
+    NotReturnable,
+    OutOfStock,
+    Shop,
+    ShopError,
+    UnknownProduct,
+    spoken_digits,
+)
+
+DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
+PHONE = "+49 170 1234567"
+
+
+def catalogue_size() -> int:
+    text = resources.files("callcenter").joinpath("data/products.csv").read_text(encoding="utf-8")
+    return len(list(csv.DictReader(text.splitlines())))
+
+
+def count(db: Path, table: str) -> int:
+    # A second connection sees only what was committed.
+    with sqlite3.connect(db) as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def stock(shop: Shop, sku: str) -> int:
+    product = shop.get_product(sku)
+    assert product is not None
+    return product.stock
+
+
+def spoken(number: str) -> str:
+    return " ".join(DIGIT_WORDS[int(d)] for d in number)
+
+
+@pytest.fixture
+def shop() -> Shop:
+    with Shop(":memory:") as s:
+        yield s
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "shop.db"
+
+
+@pytest.fixture
+def file_shop(db: Path) -> Shop:
+    with Shop.open(db) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def read_only_shop() -> Shop:
+    with Shop(":memory:") as s:
+        yield s
+
+
+# --- catalogue ------------------------------------------------------------------------
+
+
+def test_memory_shop_loads_the_packaged_catalogue(shop: Shop) -> None:
+    charger = shop.get_product("CH-110")
+    assert charger is not None
+    assert charger.name == "USB-C phone charger"
+    assert charger.price_cents == 2490
+    assert charger.stock == 80
+    assert len(shop.search("a", limit=50)) == 0  # a stop word alone matches nothing
+
+
+def test_reopening_a_file_neither_duplicates_nor_resets_the_catalogue(db: Path) -> None:
+    with Shop(db) as first:
+        first.place_order(PHONE, [("VC-510", 2)], "k1")
+    assert count(db, "products") == catalogue_size()
+    with Shop(db) as again:
+        assert stock(again, "VC-510") == 4
+    assert count(db, "products") == catalogue_size()
+    assert count(db, "products_fts") == catalogue_size()
+
+
+def test_file_database_uses_wal_and_foreign_keys(file_shop: Shop, db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with pytest.raises(sqlite3.IntegrityError):
+        # Reaching into the connection is the only way to see the pragma is on for it.
+        file_shop._conn.execute(
+            "INSERT INTO order_lines (order_id, sku, quantity, unit_price_cents) VALUES (999, 'HP-100', 1, 1)"
+        )
+
+
+def test_own_catalogue_csv_is_loaded_instead(tmp_path: Path) -> None:
+    own = tmp_path / "own.csv"
+    own.write_text(
+        "sku,name,description,price_eur,stock,category\n"
+        "ZZ-1,Garden gnome,A gnome for the garden,0.30,3,garden\n"
+    )
+    with Shop(":memory:", catalogue_csv=own) as shop:
+        assert shop.get_product("HP-100") is None
+        gnome = shop.get_product("zz-1")
+        assert gnome is not None and gnome.price_cents == 30
+
+
+def test_broken_catalogue_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("sku,name,description,price_eur,stock,category\nA-1,x,y,abc,1,z\n")
+    with pytest.raises(CatalogueError, match=r"bad\.csv line 2"):
+        Shop(":memory:", catalogue_csv=bad)
+
+
+# --- search ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "first"),
+    [
+        ("I'd like to buy a new phone charger", "CH-110"),
+        ("wireless headphones", "HP-100"),
+        ("robot vacuum cleaner", "VC-510"),
+        ("I want to buy a robot vacuum", "VC-510"),
+        ("WIRELESS HEADPHONES!!!", "HP-100"),
+        ("headphone", "HP-100"),  # singular finds the plural
+        ("chargers", "CH-110"),  # plural finds the singular
+        ("a coffee grinder please", "CF-420"),
+        ("something to keep my drinks cold", "BT-630"),
+        ("smart phone case", "PH-310"),
+    ],
+)
+def test_search_ranks_the_obvious_product_first(read_only_shop: Shop, said: str, first: str) -> None:
+    found = read_only_shop.search(said)
+    assert found and found[0].sku == first
+
+
+@pytest.mark.parametrize(
+    ("said", "sku"),
+    [
+        ("twenty seven inch monitor", "MN-230"),
+        ("running shoes in size forty two", "RS-610"),
+        ("two slice toaster", "TB-430"),  # the catalogue spells this number out
+        ("usb c cable", "CB-140"),
+        ("u s b c cable", "CB-140"),
+        ("USB-C charger", "CH-110"),
+        ("hp one hundred", "HP-100"),
+    ],
+)
+def test_search_understands_spoken_forms(read_only_shop: Shop, said: str, sku: str) -> None:
+    assert read_only_shop.search(said)[0].sku == sku
+
+
+def test_search_respects_the_limit(read_only_shop: Shop) -> None:
+    assert len(read_only_shop.search("wireless", limit=2)) == 2
+    assert len(read_only_shop.search("wireless", limit=10)) == 3  # HP-100, CH-120, MS-210
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "",
+        "   ",
+        '"',
+        "'",
+        "*",
+        "-",
+        "- - -",
+        "OR",
+        "AND NOT",
+        "NEAR(",
+        "NEAR(wireless headphones, 2)",
+        "name: charger",
+        "{name description}: phone",
+        "charger*",
+        '"unterminated phrase',
+        "(((",
+        ")",
+        "^wireless",
+        "'; DROP TABLE products; --",
+        ";DROP TABLE products",
+        "\x00\x01 wireless",
+        "I want to buy a",
+        "ü" * 5000,
+    ],
+)
+def test_hostile_search_text_is_harmless(file_shop: Shop, db: Path, hostile: str) -> None:
+    assert isinstance(file_shop.search(hostile), list)
+    assert count(db, "products") == catalogue_size()
+    assert file_shop.search("wireless headphones")[0].sku == "HP-100"
+
+
+def test_fts_syntax_is_not_interpreted(read_only_shop: Shop) -> None:
+    # As FTS5 syntax "wireless NOT headphones" would exclude HP-100; as words it ranks it first.
+    assert read_only_shop.search("wireless NOT headphones")[0].sku == "HP-100"
+
+
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=80))
+def test_search_never_raises(read_only_shop: Shop, text: str) -> None:
+    found = read_only_shop.search(text)
+    assert isinstance(found, list) and len(found) <= 3
+
+
+# --- spoken numbers -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "digits"),
+    [
+        ("one two three four five", "12345"),
+        ("12 345", "12345"),
+        ("order number 12-345, please", "12345"),
+        ("twelve three forty five", "12345"),
+        ("double one oh five", "1105"),
+        ("forty two", "42"),
+        ("one hundred and twenty three", "123"),
+        ("two thousand five hundred", "2500"),
+        ("+49 (170) 123-4567", "491701234567"),
+        ("no digits here", ""),
+    ],
+)
+def test_spoken_digits(said: str, digits: str) -> None:
+    assert spoken_digits(said) == digits
+
+
+# --- orders ---------------------------------------------------------------------------
+
+
+def test_place_order_takes_stock_and_totals_in_cents(shop: Shop) -> None:
+    order = shop.place_order(PHONE, [("CH-110", 2), ("CB-140", 1)], "call-1:1")
+    assert order.total_cents == 2 * 2490 + 1290
+    assert [(line.sku, line.quantity, line.unit_price_cents) for line in order.lines] == [
+        ("CH-110", 2, 2490),
+        ("CB-140", 1, 1290),
+    ]
+    assert len(order.order_number) == 5 and order.order_number.isdigit()
+    assert order.status == "placed"
+    assert order.customer_phone == PHONE
+    assert abs(order.created_at - datetime.now(timezone.utc)) < timedelta(minutes=1)
+    assert stock(shop, "CH-110") == 78
+    assert stock(shop, "CB-140") == 119
+
+
+def test_the_same_sku_spelled_twice_is_one_line(shop: Shop) -> None:
+    order = shop.place_order(PHONE, [("hp-100", 1), ("HP100", 2)], "k")
+    assert [(line.sku, line.quantity) for line in order.lines] == [("HP-100", 3)]
+    assert stock(shop, "HP-100") == 11
+
+
+def test_out_of_stock_rolls_everything_back(file_shop: Shop, db: Path) -> None:
+    # The charger line comes first, so its stock is taken before the vacuum fails.
+    with pytest.raises(OutOfStock, match="Only 6 of the Robot vacuum cleaner") as error:
+        file_shop.place_order(PHONE, [("CH-110", 1), ("VC-510", 7)], "k")
+    assert isinstance(error.value, ShopError)
+    assert (error.value.requested, error.value.available) == (7, 6)
+    assert stock(file_shop, "CH-110") == 80
+    assert stock(file_shop, "VC-510") == 6
+    assert count(db, "orders") == 0
+    assert count(db, "order_lines") == 0
+    # The failed key is free: the caller can still buy what is there.
+    assert file_shop.place_order(PHONE, [("VC-510", 6)], "k").total_cents == 6 * 29900
+
+
+def test_unknown_product_changes_nothing(file_shop: Shop, db: Path) -> None:
+    with pytest.raises(UnknownProduct, match="XX-999") as error:
+        file_shop.place_order(PHONE, [("CH-110", 1), ("XX-999", 1)], "k")
+    assert isinstance(error.value, ShopError)
+    assert stock(file_shop, "CH-110") == 80
+    assert count(db, "orders") == 0
+
+
+@pytest.mark.parametrize("items", [[], [("CH-110", 0)], [("CH-110", -1)], [("CH-110", True)]])
+def test_invalid_items_are_refused(shop: Shop, items: list[tuple[str, int]]) -> None:
+    with pytest.raises(InvalidRequest):
+        shop.place_order(PHONE, items, "k")
+    assert stock(shop, "CH-110") == 80
+
+
+def test_same_idempotency_key_places_one_order(file_shop: Shop, db: Path) -> None:
+    first = file_shop.place_order(PHONE, [("CH-110", 1)], "call-7:charger")
+    again = file_shop.place_order(PHONE, [("CH-110", 1)], "call-7:charger")
+    assert again == first
+    assert count(db, "orders") == 1
+    assert stock(file_shop, "CH-110") == 79
+    other = file_shop.place_order(PHONE, [("CH-110", 1)], "call-7:another")
+    assert other.order_number != first.order_number
+    assert count(db, "orders") == 2
+
+
+def _buy_concurrently(shops: list[Shop], sku: str) -> list[object]:
+    barrier = threading.Barrier(len(shops))
+    results: list[object] = [None] * len(shops)
+
+    def buy(index: int) -> None:
+        barrier.wait()
+        try:
+            results[index] = shops[index].place_order(f"+49 170 000000{index}", [(sku, 1)], f"buyer-{index}")
+        except ShopError as error:
+            results[index] = error
+
+    threads = [threading.Thread(target=buy, args=(i,)) for i in range(len(shops))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+@pytest.fixture
+def scarce_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "scarce.csv"
+    path.write_text(
+        "sku,name,description,price_eur,stock,category\n"
+        "LE-1,Limited edition speaker,Only three made,99.00,3,audio\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("separate_connections", [True, False], ids=["connection-per-thread", "shared-shop"])
+def test_concurrent_orders_never_oversell(db: Path, scarce_csv: Path, separate_connections: bool) -> None:
+    with Shop(db, catalogue_csv=scarce_csv) as shared:
+        shops = [Shop(db) if separate_connections else shared for _ in range(5)]
+        try:
+            results = _buy_concurrently(shops, "LE-1")
+        finally:
+            for s in shops:
+                if s is not shared:
+                    s.close()
+        sold = [r for r in results if not isinstance(r, Exception)]
+        refused = [r for r in results if isinstance(r, OutOfStock)]
+        assert (len(sold), len(refused)) == (3, 2)
+        assert stock(shared, "LE-1") == 0
+    assert count(db, "orders") == 3
+
+
+# --- finding orders -------------------------------------------------------------------
+
+
+@pytest.fixture
+def history(shop: Shop) -> dict[str, str]:
+    """Three orders of one caller, 20, 5 and 1 day(s) ago, and one of someone else."""
+    return {
+        "old": shop.seed_demo_order(PHONE, [("RS-610", 1)], days_ago=20).order_number,
+        "headphones": shop.seed_demo_order(PHONE, [("HP-100", 1), ("CB-140", 2)], days_ago=5).order_number,
+        "mouse": shop.seed_demo_order(PHONE, [("MS-210", 1)], days_ago=1).order_number,
+        "stranger": shop.seed_demo_order("+44 20 7946 0958", [("HP-100", 1)], days_ago=2).order_number,
+    }
+
+
+def test_find_order_by_number_written_or_spoken(shop: Shop, history: dict[str, str]) -> None:
+    number = history["headphones"]
+    for said in (number, f"{number[:2]} {number[2:]}", spoken(number), f"it's {number[:2]}-{number[2:]}"):
+        found = shop.find_orders(order_number=said)
+        assert [o.order_number for o in found] == [number], said
+    assert found[0].lines[0].name == "Wireless over-ear headphones"
+
+
+def test_find_order_by_unknown_or_empty_number(shop: Shop, history: dict[str, str]) -> None:
+    assert shop.find_orders(order_number="1") == []
+    assert shop.find_orders(order_number="I don't know it") == []
+
+
+@pytest.mark.parametrize("phone", [PHONE, "+491701234567", "0170 123 4567", "0049-170-1234567", "01701234567"])
+def test_find_orders_by_phone_variants_newest_first(shop: Shop, history: dict[str, str], phone: str) -> None:
+    found = shop.find_orders(customer_phone=phone)
+    assert [o.order_number for o in found] == [history["mouse"], history["headphones"], history["old"]]
+
+
+def test_find_orders_by_phone_ignores_other_callers(shop: Shop, history: dict[str, str]) -> None:
+    assert shop.find_orders(customer_phone="+49 170 7654321") == []
+    assert [o.order_number for o in shop.find_orders(customer_phone="020 7946 0958")] == [history["stranger"]]
+
+
+def test_find_orders_by_phone_and_product_words(shop: Shop, history: dict[str, str]) -> None:
+    by_words = lambda text: [o.order_number for o in shop.find_orders(customer_phone=PHONE, product_text=text)]
+    assert by_words("the wireless headphones") == [history["headphones"]]
+    assert by_words("a usb c cable") == [history["headphones"]]
+    assert by_words("my running shoes, they were too small") == [history["old"]]
+    assert by_words("the mouse") == [history["mouse"]]
+    assert by_words("a toaster") == []
+    # Only filler words: no filter at all.
+    assert by_words("the thing I bought") == [history["mouse"], history["headphones"], history["old"]]
+
+
+def test_find_orders_needs_a_number_or_a_phone(shop: Shop, history: dict[str, str]) -> None:
+    assert shop.find_orders(product_text="headphones") == []
+    assert shop.find_orders() == []
+
+
+def test_find_orders_limit(shop: Shop, history: dict[str, str]) -> None:
+    assert [o.order_number for o in shop.find_orders(customer_phone=PHONE, limit=1)] == [history["mouse"]]
+
+
+def test_seed_demo_order_is_dated_keeps_stock_and_is_not_repeated(shop: Shop) -> None:
+    order = shop.seed_demo_order(PHONE, [("SW-330", 1)], days_ago=3)
+    assert order.status == "delivered"
+    age = datetime.now(timezone.utc) - order.created_at
+    assert timedelta(days=3) <= age < timedelta(days=3, minutes=1)
+    assert stock(shop, "SW-330") == 18
+    assert shop.seed_demo_order(PHONE, [("SW-330", 1)], days_ago=3) == order
+    assert len(shop.find_orders(customer_phone=PHONE)) == 1
+    with pytest.raises(UnknownProduct):
+        shop.seed_demo_order(PHONE, [("NOPE-1", 1)], days_ago=3)
+
+
+# --- returns --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bought(shop: Shop) -> str:
+    return shop.place_order(PHONE, [("HP-100", 2), ("CB-140", 1)], "buy").order_number
+
+
+def test_return_restocks_and_refunds_in_cents(shop: Shop, bought: str) -> None:
+    made = shop.create_return(spoken(bought), "HP-100", 1, "too tight", "ret-1")
+    assert (made.order_number, made.sku, made.quantity, made.refund_cents) == (bought, "HP-100", 1, 12900)
+    assert made.product_name == "Wireless over-ear headphones"
+    assert made.reason == "too tight"
+    assert len(made.return_number) == 5 and made.return_number.isdigit()
+    assert stock(shop, "HP-100") == 13  # 14 - 2 + 1
+    line = shop.find_orders(order_number=bought)[0].lines[0]
+    assert (line.returned_quantity, line.returnable_quantity) == (1, 1)
+
+
+def test_return_is_idempotent(shop: Shop, bought: str) -> None:
+    first = shop.create_return(bought, "HP-100", 1, "broken", "ret-1")
+    again = shop.create_return(bought, "HP-100", 1, "broken", "ret-1")
+    assert again == first
+    assert stock(shop, "HP-100") == 13
+
+
+@pytest.mark.parametrize(
+    ("sku", "quantity", "message"),
+    [
+        ("XX-999", 1, "does not contain"),  # no such product at all
+        ("VC-510", 1, "does not contain"),  # a product, but not in this order
+        ("HP-100", 3, "Only 2 of the Wireless over-ear headphones"),
+    ],
+)
+def test_return_refuses_what_was_not_bought(
+    shop: Shop, bought: str, sku: str, quantity: int, message: str
+) -> None:
+    with pytest.raises(NotReturnable, match=message):
+        shop.create_return(bought, sku, quantity, "", "ret-x")
+    assert stock(shop, "HP-100") == 12
+    assert stock(shop, "VC-510") == 6
+
+
+def test_return_refuses_what_was_already_returned(shop: Shop, bought: str) -> None:
+    shop.create_return(bought, "HP-100", 2, "both broken", "ret-1")
+    with pytest.raises(NotReturnable, match="already been returned"):
+        shop.create_return(bought, "HP-100", 1, "again", "ret-2")
+    assert stock(shop, "HP-100") == 14
+
+
+def test_return_of_an_unknown_order(shop: Shop, bought: str) -> None:
+    other = "99999" if bought != "99999" else "88888"
+    with pytest.raises(NotReturnable, match="can't find an order"):
+        shop.create_return(other, "HP-100", 1, "", "ret-1")
+
+
+def test_order_is_marked_returned_when_everything_came_back(shop: Shop, bought: str) -> None:
+    shop.create_return(bought, "HP-100", 2, "", "ret-1")
+    assert shop.find_orders(order_number=bought)[0].status == "placed"
+    shop.create_return(bought, "CB-140", 1, "", "ret-2")
+    assert shop.find_orders(order_number=bought)[0].status == "returned"
+
+
+def test_return_with_invalid_quantity(shop: Shop, bought: str) -> None:
+    with pytest.raises(InvalidRequest):
+        shop.create_return(bought, "HP-100", 0, "", "ret-1")
+    assert stock(shop, "HP-100") == 12
