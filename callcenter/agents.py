@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from callcenter.shop import Shop
-from callcenter.shop_tools import OPERATOR_PHRASES, RETURN_PHRASES, SALES_PHRASES, shop_tools
+from callcenter.shop_tools import OPERATOR_PHRASES, PRECEDENCE, RETURN_PHRASES, SALES_PHRASES, shop_tools
 from swarm.providers.base import Provider
 from swarm.providers.offline import OfflineRouter
 from swarm.registry import Agent, Registry, SwarmSpec, navigate_back_tool, navigate_tool
@@ -82,7 +82,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
     for tool in tools:
         registry.add_tool(tool)
     # The router's phrases come from the tools themselves, so both brains share one vocabulary.
-    registry.add_completion("offline", OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR))
+    registry.add_completion("offline", OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE))
     agents = {
         "triage": (TRIAGE_PROMPT, ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator")),
         "sales": (SALES_PROMPT, ("search_products", "place_order", "navigate_to_refund", "navigate_back", "transfer_to_operator")),

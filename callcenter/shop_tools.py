@@ -143,19 +143,27 @@ def _digits(code: str) -> str:
     return " ".join(code)
 
 
-# Phrases a caller uses to buy or to return; shared by triage's hand-over tools and the agents' first tools.
+# Phrases a caller uses to buy, to return, or to reach a person; shared by triage's hand-over tools and
+# the agents' first tools, so the offline router and the LLM prompts speak one vocabulary.
 SALES_PHRASES = (
-    "buy", "purchase", "order", "place an order", "how much", "price", "cost", "in stock", "available",
-    "do you have", "do you sell", "do you carry", "looking for", "i need", "i'm after", "get one",
-    "delivered", "delivery", "shopping", "recommend", "a present", "a gift", "want a new",
+    "buy", "by a", "purchase", "order", "place an order", "how much", "price", "cost", "cheapest", "in stock",
+    "available", "do you have", "have you got", "do you sell", "you sell", "do you carry", "looking for", "i need",
+    "i'm after", "want to get", "get one", "get a new", "delivered", "delivery", "shopping", "recommend",
+    "a present", "a gift", "want a new", "on offer", "deal", "discount", "on sale", "interested in",
 )
 RETURN_PHRASES = (
     "return", "refund", "money back", "send back", "send it back", "send them back", "broken", "doesn't work",
     "does not work", "not working", "stopped working", "won't turn on", "damaged", "faulty", "defective",
-    "wrong item", "wrong colour", "wrong color", "wrong size", "exchange", "replace", "too small", "too big",
-    "arrived", "changed my mind", "my order", "cancel", "you sent me", "i bought", "i received", "complaint",
+    "smashed", "cracked", "scratched", "missing", "wrong item", "wrong colour", "wrong color", "wrong size",
+    "not what i ordered", "exchange", "swap", "replace", "too small", "too big", "doesn't fit", "arrived",
+    "never came", "changed my mind", "my order", "cancel", "you sent me", "i bought", "i received",
+    "complaint", "warranty", "repair",
 )
 OPERATOR_PHRASES = (
-    "human", "a person", "real person", "operator", "manager", "supervisor", "representative",
-    "speak to someone", "talk to someone", "speak to somebody", "talk to a", "speak to a", "colleague",
+    "human", "a person", "real person", "someone real", "operator", "manager", "supervisor", "representative",
+    "agent", "transfer me", "put me through", "connect me", "speak to someone", "talk to someone",
+    "speak to somebody", "talk to a", "speak to a", "colleague", "not a machine", "not a robot",
 )
+# On a tie, a person wins over a return, and a return over a purchase: callers with a problem use buying
+# words too ("the order I placed"), callers who want to buy rarely say "broken".
+PRECEDENCE = ("transfer_to_operator", "navigate_to_refund", "find_order")

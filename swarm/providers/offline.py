@@ -37,13 +37,17 @@ class OfflineRouter:
         *,
         name: str = "offline",
         threshold: float = 88.0,
+        precedence: tuple[str, ...] = (),
         declined: str = "All right, I won't do that. Is there anything else I can help with?",
     ) -> None:
-        """`examples`: tool name -> phrases that mean "use it"; `unclear`: agent -> what to ask when nothing matches."""
+        """`examples`: tool name -> phrases that mean "use it"; `unclear`: agent -> what to ask when nothing
+        matches; `precedence`: tools that win a tie, first first."""
         self.name = name
         self.threshold = threshold
+        self._precedence = {tool: len(precedence) - i for i, tool in enumerate(precedence)}
         self.declined = declined
-        self._examples = {tool: tuple(normalise(p) for p in phrases) for tool, phrases in examples.items()}
+        # Phrases anchor at a word start only, so "replace" also matches "replaced".
+        self._examples = {tool: tuple(normalise(p).rstrip() for p in phrases) for tool, phrases in examples.items()}
         self._unclear = dict(unclear)
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
@@ -76,14 +80,16 @@ class OfflineRouter:
     def scores(self, text: str, names: list[str]) -> dict[str, float]:
         """How many of each tool's phrases occur in the text (fuzzily, to survive transcription slips)."""
         said = normalise(text)
-        return {
-            name: float(sum(fuzz.partial_ratio(phrase, said) >= self.threshold for phrase in self._examples.get(name, ())))
-            for name in names
-        }
+        return {name: float(sum(self._occurs(p, said) for p in self._examples.get(name, ()))) for name in names}
+
+    def _occurs(self, phrase: str, said: str) -> bool:
+        # Short phrases must match exactly: one slip in "get the" already makes "got the".
+        needed = self.threshold if len(phrase) >= 10 else 100.0
+        return fuzz.partial_ratio(phrase, said, score_cutoff=needed) > 0
 
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])
-        best = max(tools, key=lambda t: scores[t.name], default=None)
+        best = max(tools, key=lambda t: (scores[t.name], self._precedence.get(t.name, 0)), default=None)
         return best if best is not None and scores[best.name] > 0 else None
 
 
