@@ -42,9 +42,9 @@ def show_rows(app: App) -> None:
     print("\n=== what the shop's database holds now")
     for order in app.shop.find_orders(customer_phone=CALLER):
         items = ", ".join(f"{line.quantity} x {line.name}" for line in order.lines)
-        print(f"  order {order.order_number} ({order.status}): {items}, total {order.total_cents / 100:.2f} EUR")
-    for row in app.shop.returns_for(CALLER):
-        print(f"  return {row.return_number}: {row.quantity} x {row.sku} from order {row.order_number}")
+        returned = sum(line.returned_quantity for line in order.lines)
+        note = f", {returned} returned" if returned else ""
+        print(f"  order {order.order_number} of {order.created_at:%d %b}: {items}, {order.total_cents / 100:.2f} EUR{note}")
 
 
 async def main() -> int:

@@ -183,10 +183,10 @@ class OrderLine:
 
 @dataclass(frozen=True, slots=True)
 class Order:
-    order_number: str
+    order_number: str  # digits only, read out one by one
     customer_phone: str
-    created_at: datetime
-    status: str
+    created_at: datetime  # aware, UTC
+    status: str  # "placed", "delivered" (demo history) or "returned" (every item came back)
     total_cents: int
     lines: tuple[OrderLine, ...]
 
@@ -415,13 +415,18 @@ class Shop:
             isolation_level=None,  # transactions are begun explicitly, never implicitly
             check_same_thread=False,
         )
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        if self.path != ":memory:" and not self.path.startswith("file::memory:"):
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            # In WAL mode NORMAL loses no committed data on an application crash.
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._create(catalogue_csv)
+        try:
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            if self.path != ":memory:":
+                # Readers (order look-ups) then never wait for a writer (an order).
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                # In WAL mode NORMAL loses no committed data on an application crash.
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._create(catalogue_csv)
+        except BaseException:
+            self._conn.close()
+            raise
 
     @classmethod
     def open(cls, path: str | Path, catalogue_csv: str | Path | None = None) -> Shop:
@@ -447,10 +452,12 @@ class Shop:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # SQLite may already have rolled back by itself (disk full, I/O error).
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -520,7 +527,7 @@ class Shop:
         The same idempotency_key again returns the first order, whatever the items.
         """
         _require_key(idempotency_key)
-        wanted = _merge_items(items)
+        wanted = _checked_items(items)
         with self._transaction() as conn:
             existing = _order_id_by_key(conn, idempotency_key)
             if existing is not None:
@@ -547,7 +554,7 @@ class Shop:
         Stock is not touched: the goods left the warehouse ``days_ago``. The default key
         is made of the arguments, so running the demo again does not pile up orders.
         """
-        wanted = _merge_items(items)
+        wanted = _checked_items(items)
         key = idempotency_key or "demo:{}:{}:{}".format(
             _phone_key(phone), ",".join(f"{sku}x{quantity}" for sku, quantity in wanted), days_ago
         )
@@ -643,7 +650,9 @@ class Shop:
             if existing is not None:
                 return _load_return(conn, existing[0])
             order_id, line = _returnable_line(conn, order_number, sku, quantity)
-            conn.execute("UPDATE products SET stock = stock + ? WHERE sku = ?", (quantity, line.sku))
+            conn.execute(
+                "UPDATE products SET stock = stock + ? WHERE sku = ?", (quantity, line.sku)
+            )
             return_id = conn.execute(
                 "INSERT INTO returns (return_number, order_id, sku, quantity, reason, created_at,"
                 " idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -692,23 +701,34 @@ def _parse_catalogue(text: str, source: str) -> list[Product]:
     required = {"sku", "name", "description", "price_eur", "stock", "category"}
     missing = required - set(reader.fieldnames or ())
     if missing:
-        raise CatalogueError(f"{source}: the header lacks the column(s) {', '.join(sorted(missing))}.")
-    products: list[Product] = []
+        columns = ", ".join(sorted(missing))
+        raise CatalogueError(f"{source}: the header lacks the column(s) {columns}.")
+    products: dict[str, Product] = {}
     for row in reader:
         try:
-            products.append(
-                Product(
-                    sku=row["sku"].strip().upper(),
-                    name=row["name"].strip(),
-                    description=row["description"].strip(),
-                    price_cents=_cents(row["price_eur"]),
-                    stock=int(row["stock"]),
-                    category=row["category"].strip(),
-                )
-            )
+            product = _catalogue_product(row)
+            if product.sku in products:
+                raise ValueError(f"the sku {product.sku} appears twice")
         except (ValueError, InvalidOperation, AttributeError) as exc:
             raise CatalogueError(f"{source} line {reader.line_num}: {exc}") from exc
-    return products
+        products[product.sku] = product
+    return list(products.values())
+
+
+def _catalogue_product(row: dict[str, str]) -> Product:
+    product = Product(
+        sku=row["sku"].strip().upper(),
+        name=row["name"].strip(),
+        description=row["description"].strip(),
+        price_cents=_cents(row["price_eur"]),
+        stock=int(row["stock"]),
+        category=row["category"].strip(),
+    )
+    if not product.sku or not product.name:
+        raise ValueError("the sku and the name must not be empty")
+    if product.price_cents < 0 or product.stock < 0:
+        raise ValueError("the price and the stock must not be negative")
+    return product
 
 
 def _cents(euros: str) -> int:
@@ -762,7 +782,8 @@ def _known_product(conn: sqlite3.Connection, sku: str) -> Product:
 def _resolve(
     conn: sqlite3.Connection, wanted: Sequence[tuple[str, int]]
 ) -> list[tuple[Product, int]]:
-    # "HP100" and "hp-100" are the same product and must become one line.
+    # "two chargers ... and another charger" is one line of three, and so are
+    # "HP100" and "hp-100".
     merged: dict[str, tuple[Product, int]] = {}
     for sku, quantity in wanted:
         product = _known_product(conn, sku)
@@ -789,23 +810,30 @@ def _require_key(idempotency_key: str) -> None:
 
 def _require_quantity(quantity: int) -> None:
     if isinstance(quantity, bool) or not isinstance(quantity, int) or quantity < 1:
-        raise InvalidRequest(f"The quantity must be a whole number of at least one, not {quantity!r}.")
+        raise InvalidRequest(
+            f"The quantity must be a whole number of at least one, not {quantity!r}."
+        )
 
 
-def _merge_items(items: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
-    # "two chargers ... and another charger" is one line of three.
-    merged: dict[str, int] = {}
-    for sku, quantity in items:
+def _checked_items(items: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    checked: list[tuple[str, int]] = []
+    for item in items:
+        try:
+            sku, quantity = item
+        except (TypeError, ValueError):
+            message = f"An item is a product code and a quantity, not {item!r}."
+            raise InvalidRequest(message) from None
         _require_quantity(quantity)
-        key = str(sku).strip().upper()
-        merged[key] = merged.get(key, 0) + quantity
-    if not merged:
+        checked.append((str(sku).strip().upper(), quantity))
+    if not checked:
         raise InvalidRequest("An order needs at least one item.")
-    return list(merged.items())
+    return checked
 
 
 def _order_id_by_key(conn: sqlite3.Connection, idempotency_key: str) -> int | None:
-    row = conn.execute("SELECT id FROM orders WHERE idempotency_key = ?", (idempotency_key,)).fetchone()
+    row = conn.execute(
+        "SELECT id FROM orders WHERE idempotency_key = ?", (idempotency_key,)
+    ).fetchone()
     return None if row is None else row[0]
 
 
@@ -846,7 +874,8 @@ def _new_number(conn: sqlite3.Connection, table: str, column: str) -> str:
         low = 10 ** (width - 1)  # no leading zero to be lost when spoken
         for _ in range(20):
             candidate = str(low + secrets.randbelow(9 * low))
-            if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (candidate,)).fetchone() is None:
+            taken = conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (candidate,))
+            if taken.fetchone() is None:
                 return candidate
     raise ShopError(f"No free {column.replace('_', ' ')} is left; widen NUMBER_WIDTHS.")
 
@@ -877,8 +906,8 @@ def _returnable_line(
     number = spoken_digits(order_number) if isinstance(order_number, str) else ""
     row = conn.execute("SELECT id FROM orders WHERE order_number = ?", (number,)).fetchone()
     if row is None:
-        spoken = " ".join(number) or "that"
-        raise NotReturnable(f"I can't find an order with the number {spoken}.")
+        said = f"the number {' '.join(number)}" if number else "that number"
+        raise NotReturnable(f"I can't find an order with {said}.")
     order = _load_order(conn, row[0])
     product = _find_product(conn, sku)
     line = next((ln for ln in order.lines if product is not None and ln.sku == product.sku), None)
@@ -886,7 +915,9 @@ def _returnable_line(
         raise NotReturnable(f"Order {order.order_number} does not contain the product {sku}.")
     if quantity > line.returnable_quantity:
         if line.returnable_quantity == 0:
-            raise NotReturnable(f"The {line.name} from order {order.order_number} has already been returned.")
+            raise NotReturnable(
+                f"The {line.name} from order {order.order_number} has already been returned."
+            )
         raise NotReturnable(
             f"Only {line.returnable_quantity} of the {line.name} from order "
             f"{order.order_number} can still be returned, not {quantity}."
