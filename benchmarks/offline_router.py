@@ -27,7 +27,7 @@ def main() -> None:
     registry = build_registry(Shop(":memory:"), {})
     router = registry.completions["offline"]
     tools = tuple(registry.tools[name].spec() for name in registry.agents["triage"].tools)
-    print(f"| {'set':<24} | {'role':<15} | {'n':>3} | {'accuracy':>8} | buy | return | operator | unclear | us/sentence |")
+    print(f"| {'set':<24} | {'role':<15} | {'n':>3} | {'accuracy':>8} |   buy | return | operator | unclear | us/sentence |")
     print(f"|{'-' * 26}|{'-' * 17}|{'-' * 5}|{'-' * 10}|-------|--------|----------|---------|-------------|")
     for name, role in SETS:
         rows = [json.loads(line) for line in (DATA / name).read_text().splitlines()]
