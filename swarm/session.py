@@ -122,21 +122,6 @@ class Session:
     def commit_flush(self) -> None:
         self._record(Flushed(self._agent))
 
-    def commit_heard(self, said: str, heard: str) -> None:
-        """After barge-in: replace the last assistant text by the part the caller actually heard."""
-        for index in range(len(self.events) - 1, -1, -1):
-            event = self.events[index]
-            if isinstance(event, AssistantText) and event.text == said:
-                self._replay_with(index, AssistantText(event.agent, heard) if heard else None)
-                return
-
-    def _replay_with(self, index: int, replacement: Event | None) -> None:
-        events = self.events[:index] + ([replacement] if replacement else []) + self.events[index + 1 :]
-        self.events, self.history = [], History(self.config.history_size)
-        self._agent, self._stack = self.swarm.default_agent, []
-        for event in events:
-            self._record(event)
-
     # --- getters ---------------------------------------------------------------------------------------------
 
     def get_raw_history(self) -> list[Message]:

@@ -82,6 +82,17 @@ async def test_bad_arguments_go_back_to_model_with_exact_errors():
     assert [m.role for m in session.get_agent_history("sales")].count("tool") == 1
 
 
+async def test_malformed_json_arguments_go_down_the_validation_path():
+    garbled = reply("", ("lookup", {}))
+    garbled = type(garbled)("", (type(garbled.tool_calls[0])("c", "lookup", {}, raw_arguments='{"sku": "HP-1'),))
+    registry, _, sales = build([], [garbled, "Which product?"])
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("price?") == "Which product?"
+    feedback = [m for m in sales.requests[1].messages if m.role == "tool"][0].content
+    assert "not a JSON object" in feedback and '{"sku": "HP-1' in feedback
+
+
 async def test_unknown_tool_is_refused_even_if_another_agent_has_it():
     registry, _, _ = build([reply("", ("lookup", {"sku": "A"})), "How can I help?"])
     session = registry.session("c1", "shop")
