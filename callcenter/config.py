@@ -78,13 +78,25 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
 
 
 def _build(data: dict[str, Any]) -> Config:
-    llm = dict(data.pop("llm", {}))
+    llm = dict(_table(data, "llm"))
     llm["agent_models"] = dict(llm.pop("agents", {}), **llm.get("agent_models", {}))
-    session = data.pop("session", {})
-    database = data.pop("shop", {}).get("database", Config.database)
+    session = _table(data, "session")
+    shop = _table(data, "shop")
+    if set(shop) - {"database"}:
+        raise ConfigError(f"unknown keys in [shop]: {', '.join(sorted(set(shop) - {'database'}))}; allowed: database")
     if data:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(data))}")
+    database = shop.get("database", Config.database)
+    if not isinstance(database, str):
+        raise ConfigError(f"shop.database must be a path string, not {database!r}")
     return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"))
+
+
+def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
+    table = data.pop(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{name}] must be a table of keys, not {table!r}")
+    return table
 
 
 def _section(cls: type, values: dict[str, Any], name: str) -> Any:
@@ -92,9 +104,16 @@ def _section(cls: type, values: dict[str, Any], name: str) -> Any:
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"unknown keys in [{name}]: {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+    defaults = cls()
+    for key, value in values.items():
+        expected = type(getattr(defaults, key))
+        # TOML has no tuples, and an integer is a fine number of seconds.
+        allowed = (list, tuple) if expected is tuple else (int, float) if expected is float else expected
+        if not isinstance(value, allowed) or (expected is int and isinstance(value, bool)):
+            raise ConfigError(f"{name}.{key} must be a {expected.__name__}, not {value!r}")
     if "placeholders" in values:
         values = {**values, "placeholders": tuple(values["placeholders"])}
-    return replace(cls(), **values)
+    return replace(defaults, **values)
 
 
 def _validated(config: Config) -> Config:
@@ -102,7 +121,7 @@ def _validated(config: Config) -> Config:
         raise ConfigError(f"llm.provider is {config.llm.provider!r}; use one of {', '.join(PROVIDERS)}")
     if config.llm.fallback not in ("none", "offline"):
         raise ConfigError(f"llm.fallback is {config.llm.fallback!r}; use 'none' or 'offline'")
-    if config.llm.timeout <= 0:
+    if not config.llm.timeout > 0:  # also refuses NaN
         raise ConfigError("llm.timeout must be positive (seconds)")
     if config.session.history_size < 2:
         raise ConfigError("session.history_size must be at least 2")

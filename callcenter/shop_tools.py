@@ -57,7 +57,7 @@ def shop_tools(shop: Shop) -> list[Tool]:
             say = f"That is {quantity} {product.name} for {total} in total. Shall I place the order?"
             return {"say": say, "needs_confirmation": True, "proposal": _proposal("place_order", sku=sku, quantity=quantity)}
         try:
-            order = shop.place_order(_caller(context), [(sku, quantity)], f"{context.client_id}:{sku}:{quantity}")
+            order = shop.place_order(_caller(context), [(sku, quantity)], f"{context.session_id}:{sku}:{quantity}")
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
         say = f"Your order is placed. The order number is {_digits(order.order_number)}, and the total is {total}."
@@ -95,7 +95,7 @@ def shop_tools(shop: Shop) -> list[Tool]:
             proposal = _proposal("create_return", order_number=order_number, sku=sku, quantity=quantity, reason=reason)
             return {"say": say, "needs_confirmation": True, "proposal": proposal}
         try:
-            made = shop.create_return(order_number, sku, quantity, reason or "not given", f"{context.client_id}:{order_number}:{sku}")
+            made = shop.create_return(order_number, sku, quantity, reason or "not given", f"{context.session_id}:{order_number}:{sku}")
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
         say = (f"Your return is registered, number {_digits(made.return_number)}. "

@@ -62,8 +62,8 @@ def tools_from_openapi(
                 continue
             schema, where = built
             text = "\n\n".join(s for s in (operation.get("summary"), operation.get("description")) if s)
-            endpoint = _Endpoint(method.upper(), path, where, base_url.rstrip("/"), dict(headers or {}), timeout, client)
-            tools[name] = Tool(name, text or f"{method.upper()} {path}", schema, endpoint)
+            call = _Endpoint(method.upper(), path, where, base_url.rstrip("/"), dict(headers or {}), timeout, client)
+            tools[name] = Tool(name=name, description=text or f"{method.upper()} {path}", parameters=schema, call=call)
     if wanted is not None and wanted - known:
         raise ValueError(f"no operation named {sorted(wanted - known)} in the OpenAPI document")
     return list(tools.values())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,7 @@ class Session:
         self.registry = registry
         self.swarm = swarm
         self.client_id = client_id
+        self.session_id = uuid.uuid4().hex
         self.metadata = dict(metadata)
         self.config = config
         self.events: list[Event] = []
@@ -243,7 +245,7 @@ class Session:
         return {name: self.registry.tools[name] for name in agent.tools}
 
     def _context(self, agent: Agent) -> ToolContext:
-        return ToolContext(self.client_id, agent.name, self, self.metadata)
+        return ToolContext(self.client_id, agent.name, self, self.metadata, self.session_id)
 
     async def _run_tool(self, agent: Agent, call: ToolCall) -> None:
         tool = self.registry.tools[call.name]

@@ -24,6 +24,8 @@ class ToolContext:
     # The Session: navigation tools use it to change agent. Typed loosely to keep tools.py free of a cycle.
     session: Any
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # Unique per session, unlike client_id which a WebSocket client chooses and may reuse.
+    session_id: str = ""
 
 
 ToolCallable = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
@@ -73,7 +75,7 @@ def tool_from_function(
     The schema comes from the type hints (through pydantic), the description from the docstring's
     first paragraph, and parameter descriptions from its Google-style ``Args:`` section.
     """
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)
     doc = inspect.getdoc(fn) or ""
     arg_docs = _arg_docs(doc)
     context_param: str | None = None
@@ -127,10 +129,15 @@ def _arg_docs(doc: str) -> dict[str, str]:
     if not match:
         return {}
     found: dict[str, str] = {}
+    indent, name = None, None
     for line in match.group(1).splitlines():
+        depth = len(line) - len(line.lstrip())
         item = re.match(r"\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)", line)
-        if item:
-            found[item.group(1)] = item.group(2).strip()
+        if item and (indent is None or depth <= indent):
+            indent, name = depth, item.group(1)
+            found[name] = item.group(2).strip()
+        elif name is not None and line.strip():  # a continuation line, indented deeper
+            found[name] += " " + line.strip()
     return found
 
 

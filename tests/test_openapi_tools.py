@@ -295,9 +295,10 @@ async def test_closed_port_raises_tool_http_error() -> None:
 
 
 async def test_slow_api_raises_tool_http_error_after_the_timeout() -> None:
+    stalled: list[asyncio.StreamWriter] = []
+
     async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await asyncio.sleep(5)  # accepts the connection, never answers
-        writer.close()
+        stalled.append(writer)  # accepts the connection, never answers
 
     server = await asyncio.start_server(stall, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -309,6 +310,9 @@ async def test_slow_api_raises_tool_http_error_after_the_timeout() -> None:
         assert time.monotonic() - started < 2.0
     finally:
         server.close()
+        for writer in stalled:
+            writer.close()
+            await writer.wait_closed()
 
 
 def test_read_openapi_file(tmp_path: Any) -> None:

@@ -136,7 +136,6 @@ async def test_async_function_is_awaited_on_the_loop(tool: Tool) -> None:
     assert result["thread"] is threading.current_thread()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: get_type_hints() without include_extras=True drops Annotated[..., Field(...)] constraints")
 async def test_annotated_constraints_reach_schema_errors_and_call() -> None:
     tool = tool_from_function(order)
     assert tool.parameters["properties"]["quantity"]["minimum"] == 1
@@ -151,7 +150,6 @@ def test_annotated_parameter_keeps_its_type_and_description() -> None:
     assert prop["type"] == "integer" and prop["description"] == "how many"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: _arg_docs keeps only the first line of a Google-style multi-line parameter description")
 def test_multi_line_parameter_description_is_kept_whole() -> None:
     description = tool_from_function(wrapped_doc).parameters["properties"]["query"]["description"]
     assert description == "the caller's words about the product, as they said them"

@@ -129,8 +129,6 @@ async def test_concurrent_clients_never_see_each_others_words(server: Server) ->
     assert "zebra" not in a and "aardvark" not in b
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: place_order's idempotency key is client_id:sku:quantity; a reused WebSocket "
-                   "client id gets the earlier caller's order back instead of a new one")
 async def test_same_client_id_later_gets_its_own_order(server: Server) -> None:
     numbers: list[str] = []
     for caller in ("+4915100000001", "+4915100000002"):

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 # What an admin should check first, by the HTTP status the server answered.
 _STATUS_HINTS = {
@@ -59,7 +59,7 @@ class OpenAIProvider:
         loop = asyncio.get_running_loop()
         left = self.timeout
 
-        async def wait(step: Awaitable[T]) -> T:
+        async def wait(step: Awaitable[_T]) -> _T:
             nonlocal left
             started = loop.time()
             try:
@@ -76,7 +76,7 @@ class OpenAIProvider:
                     chunk = await wait(chunks.__anext__())
                 except StopAsyncIteration:
                     break
-                for choice in chunk.choices[:1]:
+                for choice in chunk.choices[:1]:  # n is never above 1; usage chunks have none
                     delta = choice.delta
                     if delta.content:
                         text.append(delta.content)
@@ -98,7 +98,7 @@ class OpenAIProvider:
             body["tools"] = [to_openai_tool(t) for t in request.tools]
         return body
 
-    async def _guard(self, awaitable: Awaitable[T], seconds: float) -> T:
+    async def _guard(self, awaitable: Awaitable[_T], seconds: float) -> _T:
         """Await one step of the request, turning every failure into a ProviderError."""
         openai = self._openai
         where = f"{self.name} at {self.base_url} (model {self.model!r})"
@@ -160,7 +160,10 @@ def to_openai_message(message: Message) -> dict[str, Any]:
                     "id": c.id,
                     "type": "function",
                     # Echo malformed arguments as the model wrote them, so it sees what it got wrong.
-                    "function": {"name": c.name, "arguments": c.raw_arguments or json.dumps(c.arguments)},
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.raw_arguments or json.dumps(c.arguments, ensure_ascii=False),
+                    },
                 }
                 for c in message.tool_calls
             ],

@@ -1,0 +1,116 @@
+"""A call opens no network connection except to the configured LLM server (audited with sys.addaudithook)."""
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_ollama import FakeOllama, Reply
+
+from callcenter.app import open_app
+from callcenter.config import Config, LLMConfig
+
+CALLER = "+44 20 7946 0321"
+# Audit hooks cannot be removed: the one hook records only while a test holds `recording`.
+_destinations: list[Any] = []
+_lookups: list[Any] = []
+_recording: list[bool] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _recording:
+        return
+    if event == "socket.connect":
+        _destinations.append(args[1])
+    elif event == "socket.getaddrinfo":  # a name lookup is traffic too (DNS)
+        _lookups.append(args[0])
+
+
+sys.addaudithook(_audit)
+
+
+@contextmanager
+def recording() -> Iterator[list[Any]]:
+    _destinations.clear()
+    _lookups.clear()
+    _recording.append(True)
+    try:
+        yield _destinations
+    finally:
+        _recording.clear()
+
+
+@pytest.fixture(autouse=True)
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Proxy variables from the machine running the tests would redirect httpx; the test is about our code.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_audit_hook_sees_connections() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        with recording() as seen, socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+    assert seen == [("127.0.0.1", port)]
+
+
+async def whole_call(app: Any) -> list[str]:
+    """A caller returns the headphones, then buys a charger, then asks for a person."""
+    session = app.session("net-call", CALLER)
+    replies = [await session.complete(line) for line in (
+        "I want to return the headphones I bought last week", "yes",
+        "I'd like to buy a new phone charger.", "yes",
+        "Can I speak to a person please?",
+    )]
+    assert session.escalation
+    return replies
+
+
+async def test_offline_call_connects_nowhere(tmp_path: Path) -> None:
+    config = Config(llm=LLMConfig(provider="offline", host="http://127.0.0.1:9"), database=str(tmp_path / "shop.db"))
+    with recording() as seen:
+        app = await open_app(config)
+        try:
+            app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+            replies = await whole_call(app)
+        finally:
+            app.close()
+    assert any("return is registered" in r for r in replies) and any("order is placed" in r for r in replies)
+    assert seen == [] and _lookups == []
+
+
+def polite_model(body: dict) -> Reply:
+    """Hands over to sales, searches, and speaks what the tool said."""
+    tools = {t["function"]["name"] for t in body.get("tools") or []}
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Reply("Here is what I found for you.")
+    if "search_products" not in tools:
+        return Reply(tool_calls=[("navigate_to_sales", {})])
+    return Reply(tool_calls=[("search_products", {"query": "phone charger"})])
+
+
+@pytest.mark.parametrize("provider", ["ollama", "auto"])
+async def test_ollama_call_connects_only_to_the_llm_host(tmp_path: Path, provider: str) -> None:
+    async with FakeOllama(polite_model) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        llm = replace(LLMConfig(), provider=provider, host=server.url, timeout=5.0)
+        with recording() as seen:
+            app = await open_app(Config(llm=llm, database=str(tmp_path / "shop.db")))
+            try:
+                session = app.session("net-llm", CALLER)
+                reply = await session.complete("I'd like to buy a new phone charger.")
+            finally:
+                app.close()
+    assert reply == "Here is what I found for you." and session.get_agent_name() == "sales"
+    assert len(server.requests) >= 2
+    assert seen and set(seen) == {("127.0.0.1", port)}
+    assert set(_lookups) <= {"127.0.0.1"}
