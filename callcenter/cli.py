@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import sys
 import uuid
@@ -11,6 +12,11 @@ from collections.abc import Iterator
 from callcenter.app import App, open_app
 from callcenter.config import PROVIDERS, ConfigError, load_config
 from swarm.events import AgentChanged, AssistantText, Event, ToolCalled
+
+
+# Commands that live in their own module: each has register(subparsers), which adds a parser whose
+# defaults hold run(args, config) -> exit status.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,12 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     web = commands.add_parser("web", help="serve the WebSocket endpoint /api/v1/session/{client_id}")
     web.add_argument("--listen", default="127.0.0.1:8080", help="HOST:PORT")
     web.add_argument("--llm", choices=PROVIDERS)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(commands)
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
     except ConfigError as error:
         print(f"voiceswarm: {error}", file=sys.stderr)
         return 2
+    if hasattr(args, "run"):
+        return args.run(args, config)
     if args.command == "chat":
         return asyncio.run(_chat(config, args.llm, args.json, args.caller))
     if args.command == "config":
