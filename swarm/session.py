@@ -58,6 +58,8 @@ class Session:
         self.history = History(config.history_size)
         # Set when the caller must reach a human (the LLM failed, or an agent asked for it); the voice layer acts on it.
         self.escalation: str | None = None
+        # Set when an agent ended the conversation (a goodbye was said); the voice layer hangs up.
+        self.ending: str | None = None
         self._agent = swarm.default_agent
         self._stack: list[str] = []
         self._lock = asyncio.Lock()
@@ -123,6 +125,21 @@ class Session:
 
     def commit_flush(self) -> None:
         self._record(Flushed(self._agent))
+
+    def commit_heard(self, heard: str) -> None:
+        """After a barge-in: what the agents said since the caller last spoke becomes only what was heard.
+
+        The turn's tool calls and results stay; its spoken text is replaced by `heard` (possibly nothing),
+        so the model never believes it told the caller something they did not hear.
+        """
+        last_user = max((i for i, e in enumerate(self.events) if isinstance(e, UserText)), default=-1)
+        kept = [e for i, e in enumerate(self.events) if i <= last_user or not isinstance(e, AssistantText)]
+        if heard:
+            kept.append(AssistantText(self._agent, heard))
+        self.events, self.history = [], History(self.config.history_size)
+        self._agent, self._stack = self.swarm.default_agent, []
+        for event in kept:
+            self._record(event)
 
     # --- getters ---------------------------------------------------------------------------------------------
 

@@ -220,3 +220,17 @@ async def test_emit_execute_and_commits():
     session.commit_flush()
     assert all(m.role != "system" for m in session.get_raw_history())
     assert session.get_last_assistant_message() == "Welcome back."
+
+
+async def test_commit_heard_keeps_only_what_the_caller_heard():
+    registry, _, sales = build([], [reply("Let me look.", ("lookup", {"sku": "A"})), "It costs ten euros. It comes in blue.", "Blue it is."])
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    await session.complete("price of A?")
+    session.commit_heard("Let me look. It costs ten euros.")
+    spoken = [m.content for m in session.get_assistant_history()]
+    assert spoken == ["Let me look. It costs ten euros."]
+    assert [m.role for m in session.get_agent_history()].count("tool") == 1
+    assert session.get_agent_name() == "sales"
+    await session.complete("blue please")
+    assert "It comes in blue." not in " ".join(m.content for m in sales.requests[-1].messages)

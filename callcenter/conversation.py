@@ -1,0 +1,285 @@
+"""One phone call's conversation: Call -> Endpointer -> Transcriber -> Session -> Synthesizer -> Call.
+
+The caller can talk over the agent (barge-in): playback stops at once, the running completion and
+synthesis are cancelled, and the session keeps only what the caller actually heard.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from speech.endpointer import SpeechEnded, SpeechStarted
+from swarm.session import Session
+from telephony.call import Call
+
+log = logging.getLogger(__name__)
+
+
+class Transcribing(Protocol):
+    async def transcribe(self, pcm16_8k: np.ndarray, *, prompt: str | None = None) -> Any: ...
+
+
+class Synthesizing(Protocol):
+    def synthesize_stream(self, text: str, call_id: str = "") -> AsyncIterator[np.ndarray]: ...
+
+
+class Endpointing(Protocol):
+    def feed(self, frame: np.ndarray) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    greeting: str = "Hello, you're through to the shop. How can I help you today?"
+    reprompt_after_s: float = 8.0
+    reprompts_before_hangup: int = 2
+    reprompt: str = "Are you still there? How can I help you?"
+    silence_goodbye: str = "I can't hear anything, so I'll end the call now. Please call again. Goodbye."
+    repeat: str = "Sorry, I didn't catch that. Could you say it again?"
+    max_call_s: float = 900.0
+    max_call_goodbye: str = "I'm sorry, we have to end the call here. Please call again. Goodbye."
+    # Where a person takes over (a number or SIP URI of the operator queue); None: nobody.
+    operator: str | None = None
+    handover: str = "Please hold, I'm putting you through to a colleague."
+    no_operator: str = "I'm sorry, no colleague can take your call right now. Please call again later. Goodbye."
+    # Typed digits end with # or after this pause.
+    digit_timeout_s: float = 3.0
+
+
+@dataclass
+class TurnTiming:
+    """One caller turn, in seconds since the end of the caller's speech."""
+
+    transcript_s: float | None = None  # end of speech -> transcript
+    first_sentence_s: float | None = None  # end of speech -> the model's first sentence
+    first_audio_s: float | None = None  # end of speech -> first reply audio handed to the call (voice-to-voice)
+
+    def breakdown(self) -> dict[str, float | None]:
+        llm = _minus(self.first_sentence_s, self.transcript_s)
+        tts = _minus(self.first_audio_s, self.first_sentence_s)
+        return {"stt_s": self.transcript_s, "llm_s": llm, "tts_s": tts, "voice_to_voice_s": self.first_audio_s}
+
+
+@dataclass
+class Transcript:
+    """Both sides of the call, as said and heard, for the call record."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[TurnTiming] = field(default_factory=list)
+
+    def add(self, who: str, text: str) -> None:
+        self.lines.append({"at": time.time(), "who": who, "text": text})
+
+
+class Conversation:
+    def __init__(self, call: Call, session: Session, endpointer: Endpointing, transcriber: Transcribing,
+                 synthesizer: Synthesizing, settings: VoiceSettings, *, domain_prompt: str | None = None,
+                 on_turn: Callable[[TurnTiming], None] | None = None) -> None:
+        self.call, self.session, self.settings = call, session, settings
+        self.endpointer, self.transcriber, self.synthesizer = endpointer, transcriber, synthesizer
+        self.domain_prompt = domain_prompt
+        self.on_turn = on_turn
+        self.transcript = Transcript()
+        self.disposition = "completed"
+        self._turn: asyncio.Task[None] | None = None
+        self._spoken: list[tuple[str, int]] = []  # sentences of the running turn and the sample where each ends
+        self._queued = 0  # samples handed to the call so far (same clock as call.played_samples)
+        self._last_activity = time.monotonic()
+        self._digits: list[str] = []
+        self._finished = asyncio.Event()
+
+    async def run(self) -> str:
+        """Serve the call until it ends; returns the disposition (completed, transferred, abandoned)."""
+        started = time.monotonic()
+        helpers = [asyncio.create_task(c) for c in (self._listen(), self._keys(), self._watch(started))]
+        try:
+            self._start_turn(self._say_prepared(self.settings.greeting))
+            closed = asyncio.create_task(self.call.closed.wait())
+            finished = asyncio.create_task(self._finished.wait())
+            await asyncio.wait({closed, finished}, return_when=asyncio.FIRST_COMPLETED)
+            closed.cancel(), finished.cancel()
+        finally:
+            tasks = [*helpers, *([self._turn] if self._turn else [])]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.session.dispose()
+        if self.disposition == "completed" and self.call.end_reason == "remote_hangup" and not self.transcript.turns:
+            self.disposition = "abandoned"
+        return self.disposition
+
+    # --- the caller's side ------------------------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        async for frame in self.call.audio_in:
+            for event in self.endpointer.feed(frame):
+                if isinstance(event, SpeechStarted):
+                    self._last_activity = time.monotonic()
+                    self._barge_in()
+                elif isinstance(event, SpeechEnded):
+                    self._last_activity = time.monotonic()
+                    self._start_turn(self._answer(event.audio))
+
+    def _barge_in(self) -> None:
+        """The caller speaks: stop talking now, and remember only what they heard."""
+        if self._turn is None or self._turn.done():
+            if not self.call.playing:
+                return
+        heard = self._heard()
+        self.call.flush()
+        if self._turn is not None:
+            self._turn.cancel()
+        self._queued = self.call.played_samples
+        if self._spoken:
+            self.session.commit_heard(" ".join(heard))
+            log.info("event=barge_in call=%s heard=%d/%d sentences", self.call.call_id, len(heard), len(self._spoken))
+        self._spoken = []
+
+    def _heard(self) -> list[str]:
+        played = self.call.played_samples
+        return [sentence for sentence, end in self._spoken if end <= played]
+
+    async def _keys(self) -> None:
+        async for key in self.call.dtmf_in:
+            self._last_activity = time.monotonic()
+            if self._collecting_digits():
+                self._digits.append(key)
+                if key == "#":
+                    self._submit_digits()
+            elif key == "0":
+                log.info("event=dtmf_operator call=%s", self.call.call_id)
+                self.session.escalation = "the caller pressed 0"
+                self._start_turn(self._handover())
+
+    def _collecting_digits(self) -> bool:
+        last = (self.session.get_last_assistant_message() or "").lower()
+        return "number" in last and ("order" in last or "return" in last)
+
+    def _submit_digits(self) -> None:
+        digits = "".join(k for k in self._digits if k.isdigit())
+        self._digits = []
+        if digits:
+            self._start_turn(self._reply(f"The number is {' '.join(digits)}.", time.monotonic(), TurnTiming()))
+
+    async def _watch(self, started: float) -> None:
+        """Re-prompt a silent caller, end a call that stays silent or runs too long, submit typed digits."""
+        reprompts = 0
+        while True:
+            await asyncio.sleep(0.25)
+            now = time.monotonic()
+            if now - started > self.settings.max_call_s:
+                self._start_turn(self._goodbye(self.settings.max_call_goodbye))
+                return
+            if self._digits and now - self._last_activity > self.settings.digit_timeout_s:
+                self._submit_digits()
+            busy = (self._turn is not None and not self._turn.done()) or self.call.playing
+            if busy:
+                self._last_activity = now
+                continue
+            if now - self._last_activity < self.settings.reprompt_after_s:
+                continue
+            reprompts += 1
+            self._last_activity = now
+            if reprompts > self.settings.reprompts_before_hangup:
+                self._start_turn(self._goodbye(self.settings.silence_goodbye))
+                return
+            self._start_turn(self._say_prepared(self.settings.reprompt))
+
+    # --- the agent's side -------------------------------------------------------------------------------------
+
+    def _start_turn(self, work: Any) -> None:
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+        self._spoken = []
+        self._turn = asyncio.create_task(work)
+
+    async def _answer(self, audio: np.ndarray) -> None:
+        ended = time.monotonic()
+        timing = TurnTiming()
+        transcript = await self.transcriber.transcribe(audio, prompt=self.domain_prompt)
+        timing.transcript_s = time.monotonic() - ended
+        text = transcript.text.strip()
+        if not text:
+            return  # noise or a cough: nothing to answer
+        self.transcript.add("caller", text)
+        if not transcript.confident:
+            log.info("event=low_confidence call=%s text=%r", self.call.call_id, text)
+            await self._say_prepared(self.settings.repeat)
+            return
+        await self._reply(text, ended, timing)
+
+    async def _reply(self, text: str, ended: float, timing: TurnTiming) -> None:
+        async def sentences() -> AsyncIterator[str]:
+            async for sentence in self.session.stream(text):
+                if timing.first_sentence_s is None:
+                    timing.first_sentence_s = time.monotonic() - ended
+                yield sentence
+
+        await self._speak(sentences(), ended, timing)
+        self.transcript.turns.append(timing)
+        if self.on_turn:
+            self.on_turn(timing)
+        log.info("event=turn call=%s %s", self.call.call_id,
+                 " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None))
+        await self._after_turn()
+
+    async def _speak(self, sentences: AsyncIterator[str], ended: float | None = None, timing: TurnTiming | None = None) -> None:
+        async for sentence in sentences:
+            async with contextlib.aclosing(self.synthesizer.synthesize_stream(sentence, self.call.call_id)) as chunks:
+                async for chunk in chunks:
+                    if timing is not None and ended is not None and timing.first_audio_s is None:
+                        timing.first_audio_s = time.monotonic() - ended
+                    self.call.play(chunk)
+                    self._queued += len(chunk)
+            self._spoken.append((sentence, self._queued))
+            self.transcript.add("agent", sentence)
+
+    async def _say_prepared(self, text: str) -> None:
+        self.session.emit(text)
+
+        async def one() -> AsyncIterator[str]:
+            yield text
+
+        await self._speak(one())
+
+    async def _after_turn(self) -> None:
+        if self.session.escalation:
+            await self._handover()
+        elif self.session.ending:
+            await self.call.wait_played()
+            await self._hang_up("completed")
+
+    async def _handover(self) -> None:
+        await self.call.wait_played()
+        target = self.settings.operator
+        if target is None:
+            await self._goodbye(self.settings.no_operator)
+            return
+        if not self.session.escalation or "pressed" in self.session.escalation:
+            await self._say_prepared(self.settings.handover)
+            await self.call.wait_played()
+        if await self.call.transfer(target):
+            self.disposition = "transferred"
+            self._finished.set()
+        else:
+            await self._goodbye(self.settings.no_operator)
+
+    async def _goodbye(self, text: str) -> None:
+        await self._say_prepared(text)
+        await self.call.wait_played()
+        await self._hang_up("completed")
+
+    async def _hang_up(self, disposition: str) -> None:
+        self.disposition = disposition
+        await self.call.hangup()
+        self._finished.set()
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b

@@ -1,0 +1,158 @@
+"""Streaming end-of-turn detection over 20 ms PCM16 8 kHz frames, one `Endpointer` per call.
+
+Thresholds, measured with `benchmarks/speech_vad.py` on this project's phone path (the 27 caller
+sentences spoken by espeak-ng en-us and by Piper joe -> 8 kHz -> mu-law -> back -> upsampled to 16 kHz):
+- inside speech Silero v6 scores a median 0.99; 92% (espeak-ng) and 93% (Piper) of 32 ms windows
+  score >= 0.5. Silence, white/pink/brown noise, clicks, hum, a 1 kHz tone, chords and a DC offset
+  never score above 0.1. FACTS.md's "speech peaks near 0.6, 0.5 keeps 2.3 of 17 s" did not reproduce
+  on this path: every threshold from 0.2 to 0.6 keeps 100% of the clean speech in 27 of 27 turns.
+- noise decides: with white noise at 10/5/0 dB SNR, low thresholds let the pauses stay "speech", so
+  turns merge and end late (0.2/0.05 at 5 dB: 12 turns of 27, end of turn 990 ms after the voice);
+  0.5/0.35 keeps 100% of the speech in 27/27 turns (26/27 at 0 dB), ending 550-650 ms after the voice.
+- so: enter speech at 0.5 and stay in it down to 0.35 (the dips inside words stay in the turn).
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from speech.vad import PHONE_RATE, VadModel
+
+log = logging.getLogger(__name__)
+
+
+class FrameError(ValueError):
+    """A frame that is not 8 kHz PCM16 as a 1-D numpy int16 array."""
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    at_s: float  # stream time of the first voiced frame (seconds since the start or the last reset)
+
+
+@dataclass(frozen=True)
+class SpeechEnded:
+    audio: np.ndarray  # int16, 8 kHz, from pre_roll_ms before the start to pre_roll_ms after the last voiced frame
+    start_s: float  # stream time of audio[0]
+    duration_s: float
+    reason: Literal["silence", "max_length"]
+
+
+Event = SpeechStarted | SpeechEnded
+
+
+class Endpointer:
+    """Turns a call's frames into SpeechStarted (after `start_ms` of speech) and SpeechEnded events.
+
+    A frame scoring >= threshold opens a candidate utterance; it is confirmed (SpeechStarted) once
+    `start_ms` of frames have scored >= threshold, and it ends once `end_silence_ms` of consecutive
+    frames scored below `stay_threshold`. An unconfirmed candidate that ends is dropped silently.
+    """
+
+    def __init__(self, model: VadModel, *, threshold: float = 0.5, stay_threshold: float | None = None,
+                 start_ms: int = 160, end_silence_ms: int = 500, max_utterance_s: float = 30.0,
+                 pre_roll_ms: int = 300, call_id: str = "-") -> None:
+        self.threshold = threshold
+        self.stay_threshold = threshold - 0.15 if stay_threshold is None else stay_threshold
+        if not 0.0 < self.stay_threshold <= threshold < 1.0:
+            raise ValueError(f"need 0 < stay_threshold <= threshold < 1, got {self.stay_threshold}, {threshold}")
+        self.start_samples = start_ms * PHONE_RATE // 1000
+        self.end_silence_samples = end_silence_ms * PHONE_RATE // 1000
+        self.max_samples = int(max_utterance_s * PHONE_RATE)
+        self.pad_samples = pre_roll_ms * PHONE_RATE // 1000
+        self.call_id = call_id
+        self._vad = model.stream()
+        self.reset()
+
+    def reset(self) -> None:
+        self._vad.reset()
+        self._prob = 0.0
+        self._position = 0  # samples fed since reset
+        self._pre_roll: deque[np.ndarray] = deque()
+        self._pre_roll_samples = 0
+        self._utterance: list[np.ndarray] | None = None  # None: not in a candidate utterance
+        self._utterance_samples = 0
+        self._utterance_start = 0
+        self._onset = 0
+        self._voiced = 0  # samples of the candidate scoring >= threshold
+        self._silence = 0  # consecutive samples below stay_threshold
+        self._started = False
+
+    def feed(self, frame: np.ndarray) -> list[Event]:
+        if not isinstance(frame, np.ndarray) or frame.dtype != np.int16 or frame.ndim != 1:
+            raise FrameError(f"frames must be 1-D numpy int16 arrays of 8 kHz PCM16, got {_describe(frame)}")
+        if frame.size == 0:
+            return []
+        probs = self._vad.push(frame)
+        if probs.size:
+            # A window ends inside this frame: score the frame by the newest window.
+            self._prob = float(probs[-1])
+        events: list[Event] = []
+        frame = frame.copy()  # kept for up to max_utterance_s: the caller may reuse its buffer
+        self._remember(frame)
+        if self._utterance is not None:
+            self._utterance.append(frame)
+            self._utterance_samples += frame.size
+        elif self._prob >= self.threshold:
+            self._open(frame)
+        if self._utterance is not None:
+            self._advance(frame.size, events)
+        self._position += frame.size
+        return events
+
+    def _remember(self, frame: np.ndarray) -> None:
+        # Always the last pre_roll_ms of the call, so a turn that starts soon after another has its lead-in too.
+        self._pre_roll.append(frame)
+        self._pre_roll_samples += frame.size
+        while len(self._pre_roll) > 1 and self._pre_roll_samples - self._pre_roll[0].size >= self.pad_samples:
+            self._pre_roll_samples -= self._pre_roll.popleft().size
+
+    def _open(self, frame: np.ndarray) -> None:
+        self._utterance = list(self._pre_roll)  # ends with this frame
+        self._utterance_samples = self._pre_roll_samples
+        self._utterance_start = self._position + frame.size - self._pre_roll_samples
+        self._onset = self._position
+        self._voiced = 0
+        self._silence = 0
+        self._started = False
+
+    def _advance(self, samples: int, events: list[Event]) -> None:
+        if self._prob >= self.threshold:
+            self._voiced += samples
+        self._silence = self._silence + samples if self._prob < self.stay_threshold else 0
+        if not self._started and self._voiced >= self.start_samples:
+            self._started = True
+            at_s = self._onset / PHONE_RATE
+            log.info("speech started call=%s at_s=%.2f", self.call_id, at_s)
+            events.append(SpeechStarted(at_s))
+        if self._silence >= self.end_silence_samples:
+            self._close("silence", events)
+        elif self._utterance_samples >= self.max_samples:
+            self._close("max_length", events)
+
+    def _close(self, reason: Literal["silence", "max_length"], events: list[Event]) -> None:
+        assert self._utterance is not None
+        audio = np.concatenate(self._utterance)
+        if reason == "silence":
+            audio = audio[: audio.size - self._silence + self.pad_samples]
+        if self._started:
+            ended = SpeechEnded(audio, self._utterance_start / PHONE_RATE, audio.size / PHONE_RATE, reason)
+            log.info("speech ended call=%s start_s=%.2f duration_s=%.2f reason=%s",
+                     self.call_id, ended.start_s, ended.duration_s, reason)
+            events.append(ended)
+        if reason == "max_length":
+            # The caller is still talking: the next piece starts where this one stopped, without overlap.
+            self._pre_roll.clear()
+            self._pre_roll_samples = 0
+        self._utterance = None
+        self._utterance_samples = 0
+
+
+def _describe(frame: object) -> str:
+    if isinstance(frame, np.ndarray):
+        return f"an array of dtype {frame.dtype} and shape {frame.shape}"
+    return f"a {type(frame).__name__}"
