@@ -20,7 +20,7 @@ from callcenter.shop import Shop  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 SETS = (("caller_utterances.jsonl", "tuned on"), ("triage_tuning.jsonl", "tuned on"), ("triage_untouched.jsonl", "never tuned on"))
-INTENT = {"navigate_to_sales": "buy", "navigate_to_refund": "return", "transfer_to_operator": "operator", None: "unclear"}
+INTENT = {"navigate_to_sales": "buy", "navigate_to_refund": "return", "transfer_to_operator": "operator", "end_call": "goodbye", None: "unclear"}
 
 
 def main() -> None:

@@ -69,6 +69,21 @@ def transfer_to_operator_tool() -> Tool:
 AGENTS = ("triage", "sales", "refund")
 
 
+def end_call_tool() -> Tool:
+    async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
+        # The voice layer hangs up once this goodbye has been played.
+        context.session.ending = "the agent ended the call"
+        return {"say": "Thank you for calling. Goodbye!"}
+
+    return Tool(
+        "end_call",
+        "End the call politely, when the caller has what they needed and says goodbye.",
+        {"type": "object", "properties": {}},
+        call,
+        examples=("goodbye", "bye", "that's all", "nothing else", "no thanks that's it", "thank you bye"),
+    )
+
+
 def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallback_to_offline: bool = False) -> Registry:
     """The registry for the shop swarm; an agent whose brain is None is served by the offline router."""
     registry = Registry()
@@ -77,6 +92,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
         navigate_tool("refund", "Hand the caller over to returns when they want to return, refund or exchange.", RETURN_PHRASES),
         navigate_back_tool(),
         transfer_to_operator_tool(),
+        end_call_tool(),
         *shop_tools(shop),
     ]
     for tool in tools:
@@ -84,9 +100,9 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
     # The router's phrases come from the tools themselves, so both brains share one vocabulary.
     registry.add_completion("offline", OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE))
     agents = {
-        "triage": (TRIAGE_PROMPT, ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator")),
-        "sales": (SALES_PROMPT, ("search_products", "place_order", "navigate_to_refund", "navigate_back", "transfer_to_operator")),
-        "refund": (REFUND_PROMPT, ("find_order", "create_return", "navigate_to_sales", "navigate_back", "transfer_to_operator")),
+        "triage": (TRIAGE_PROMPT, ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator", "end_call")),
+        "sales": (SALES_PROMPT, ("search_products", "place_order", "navigate_to_refund", "navigate_back", "transfer_to_operator", "end_call")),
+        "refund": (REFUND_PROMPT, ("find_order", "create_return", "navigate_to_sales", "navigate_back", "transfer_to_operator", "end_call")),
     }
     for name, (prompt, tool_names) in agents.items():
         provider = brains.get(name)

@@ -86,7 +86,7 @@ async def test_return_through_ollama_wire_protocol(tmp_path):
     # The refund model was sent its own tools with Ollama's function format, and the caller's words.
     refund_request = server.requests[1]
     names = sorted(t["function"]["name"] for t in refund_request["tools"])
-    assert names == ["create_return", "find_order", "navigate_back", "navigate_to_sales", "transfer_to_operator"]
+    assert names == ["create_return", "end_call", "find_order", "navigate_back", "navigate_to_sales", "transfer_to_operator"]
     assert refund_request["messages"][-1] == {"role": "user", "content": RETURN_LINE}
 
 
@@ -148,3 +148,12 @@ async def test_slow_llm_becomes_an_apology_in_bounded_time(tmp_path):
 async def test_auto_without_ollama_uses_the_offline_router(tmp_path, provider):
     app, _ = await make_app(tmp_path, provider=provider, host="http://127.0.0.1:9")
     assert app.brain.startswith("offline router")
+
+
+async def test_goodbye_ends_the_call_and_a_short_no_does_not(tmp_path):
+    app, _ = await make_app(tmp_path, provider="offline")
+    session = app.session("call-9", CALLER)
+    await session.complete("no")
+    assert session.ending is None
+    reply = await session.complete("No thanks, that's all. Goodbye!")
+    assert session.ending and "Goodbye" in reply

@@ -12,7 +12,7 @@ from swarm.messages import CompletionRequest, Message, ToolSpec
 from swarm.providers.offline import OfflineRouter, fill_arguments, yes_or_no
 
 DATA = Path(__file__).parent / "data"
-INTENT = {"navigate_to_sales": "buy", "navigate_to_refund": "return", "transfer_to_operator": "operator", None: "unclear"}
+INTENT = {"navigate_to_sales": "buy", "navigate_to_refund": "return", "transfer_to_operator": "operator", "end_call": "goodbye", None: "unclear"}
 
 
 def triage_accuracy(path: Path) -> float:

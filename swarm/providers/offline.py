@@ -85,7 +85,9 @@ class OfflineRouter:
     def _occurs(self, phrase: str, said: str) -> bool:
         # Short phrases must match exactly: one slip in "get the" already makes "got the".
         needed = self.threshold if len(phrase) >= 10 else 100.0
-        return fuzz.partial_ratio(phrase, said, score_cutoff=needed) > 0
+        # partial_ratio looks for the shorter string inside the longer: the phrase must be the one looked for.
+        compare = fuzz.partial_ratio if len(phrase) <= len(said) else fuzz.ratio
+        return compare(phrase, said, score_cutoff=needed) > 0
 
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])
