@@ -37,10 +37,43 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class SipConfig:
+    listen: str = "127.0.0.1:5060"
+    # The address the PBX and the caller's media reach us at; needed when listening on 0.0.0.0.
+    advertised: str | None = None
+    rtp_ports: str = "10000-20000"
+    # Trunk mode: only these networks (CIDR) may send calls; empty: anyone.
+    allowed_sources: list[str] = field(default_factory=list)
+    max_calls: int = 20
+    no_media_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class VoiceConfig:
+    greeting: str = "Hello, you're through to the shop. How can I help you today?"
+    # A number or SIP URI of the operator queue for transfers (REFER); empty: nobody to transfer to.
+    operator: str = ""
+    reprompt_after_s: float = 8.0
+    reprompts_before_hangup: int = 2
+    max_call_s: float = 900.0
+    # "tiny.en", "base" (from the model packages) or a CTranslate2 model directory.
+    whisper_model: str = "base"
+    # A Piper .onnx voice; empty: the packaged en_US joe voice.
+    piper_voice: str = ""
+    end_silence_ms: int = 500
+    calls_database: str = "var/calls.db"
+    # Where Prometheus scrapes /metrics; empty: no metrics server.
+    metrics_listen: str = "127.0.0.1:9460"
+    shutdown_deadline_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     database: str = "var/shop.db"
     session: SessionConfig = field(default_factory=SessionConfig)
+    sip: SipConfig = field(default_factory=SipConfig)
+    voice: VoiceConfig = field(default_factory=VoiceConfig)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,6 +89,10 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "OPENAI_BASE_URL": ("llm", "base_url", str),
     "VOICESWARM_DB": ("shop", "database", str),
     "VOICESWARM_HISTORY_SIZE": ("session", "history_size", int),
+    "VOICESWARM_SIP_LISTEN": ("sip", "listen", str),
+    "VOICESWARM_SIP_ADVERTISED": ("sip", "advertised", str),
+    "VOICESWARM_OPERATOR": ("voice", "operator", str),
+    "VOICESWARM_WHISPER_MODEL": ("voice", "whisper_model", str),
 }
 
 
@@ -82,6 +119,8 @@ def _build(data: dict[str, Any]) -> Config:
     llm["agent_models"] = dict(llm.pop("agents", {}), **llm.get("agent_models", {}))
     session = _table(data, "session")
     shop = _table(data, "shop")
+    sip = _section(SipConfig, _table(data, "sip"), "sip")
+    voice = _section(VoiceConfig, _table(data, "voice"), "voice")
     if set(shop) - {"database"}:
         raise ConfigError(f"unknown keys in [shop]: {', '.join(sorted(set(shop) - {'database'}))}; allowed: database")
     if data:
@@ -89,7 +128,7 @@ def _build(data: dict[str, Any]) -> Config:
     database = shop.get("database", Config.database)
     if not isinstance(database, str):
         raise ConfigError(f"shop.database must be a path string, not {database!r}")
-    return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"))
+    return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"), sip, voice)
 
 
 def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -107,6 +146,8 @@ def _section(cls: type, values: dict[str, Any], name: str) -> Any:
     defaults = cls()
     for key, value in values.items():
         expected = type(getattr(defaults, key))
+        if getattr(defaults, key) is None:  # optional strings
+            expected = str
         # TOML has no tuples, and an integer is a fine number of seconds.
         allowed = (list, tuple) if expected is tuple else (int, float) if expected is float else expected
         if not isinstance(value, allowed) or (expected is int and isinstance(value, bool)):
@@ -125,4 +166,25 @@ def _validated(config: Config) -> Config:
         raise ConfigError("llm.timeout must be positive (seconds)")
     if config.session.history_size < 2:
         raise ConfigError("session.history_size must be at least 2")
+    _host_port(config.sip.listen, "sip.listen")
+    low, _, high = config.sip.rtp_ports.partition("-")
+    if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
+        raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
     return config
+
+
+def _host_port(text: str, key: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{key} is {text!r}; write HOST:PORT, like 127.0.0.1:5060")
+    return host, int(port)
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """HOST:PORT as a tuple (the config was validated, so this cannot fail on a loaded Config)."""
+    return _host_port(text, "address")
+
+
+def rtp_port_range(config: SipConfig) -> tuple[int, int]:
+    low, _, high = config.rtp_ports.partition("-")
+    return int(low), int(high)

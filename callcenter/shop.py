@@ -481,6 +481,12 @@ class Shop:
 
     # -- products --
 
+    def products(self) -> list[Product]:
+        """The whole catalogue, by sku."""
+        with self._reading() as conn:
+            rows = conn.execute("SELECT sku, name, description, price_cents, stock, category FROM products ORDER BY sku").fetchall()
+        return [Product(*row) for row in rows]
+
     def search(self, text: str, limit: int = 3) -> list[Product]:
         """Products best matching what the caller said, best first; [] if nothing does."""
         if not isinstance(text, str):

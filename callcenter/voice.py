@@ -1,0 +1,90 @@
+"""The voice service: every answered call becomes a Conversation with its own session, and a call record."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from callcenter.app import App
+from callcenter.config import VoiceConfig
+from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
+from callcenter.metrics import VoiceMetrics
+from callcenter.records import CallRecord, CallRecords
+from speech.endpointer import Endpointer
+from speech.synthesizer import Synthesizer
+from speech.transcriber import Transcriber
+from speech.vad import VadModel
+from telephony.call import Call
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SpeechModels:
+    """Loaded once per process and shared by every call."""
+
+    transcriber: Transcriber
+    synthesizer: Synthesizer
+    vad: VadModel
+
+    @classmethod
+    def load(cls, voice: VoiceConfig) -> SpeechModels:
+        started = time.monotonic()
+        models = cls(Transcriber(voice.whisper_model), Synthesizer(_synth_config(voice)), VadModel())
+        log.info("event=speech_loaded whisper=%s seconds=%.1f", voice.whisper_model, time.monotonic() - started)
+        return models
+
+    def close(self) -> None:
+        self.synthesizer.close()
+        self.transcriber.close()
+
+
+def _synth_config(voice: VoiceConfig):  # noqa: ANN202 - speech's own config type
+    from speech.synthesizer import SynthesizerConfig
+
+    return SynthesizerConfig(voice=voice.piper_voice or None)
+
+
+def domain_prompt(app: App) -> str:
+    """Product names and call-centre words, so Whisper expects them (measured in benchmarks/speech_stt.py)."""
+    names = ", ".join(p.name for p in app.shop.products())
+    return f"A phone call to a shop about an order, a return or a refund. Products: {names}."
+
+
+class VoiceService:
+    def __init__(self, app: App, speech: SpeechModels, records: CallRecords, metrics: VoiceMetrics) -> None:
+        self.app, self.speech, self.records, self.metrics = app, speech, records, metrics
+        voice = app.config.voice
+        self.settings = VoiceSettings(
+            greeting=voice.greeting, operator=voice.operator or None, reprompt_after_s=voice.reprompt_after_s,
+            reprompts_before_hangup=voice.reprompts_before_hangup, max_call_s=voice.max_call_s,
+        )
+        self.prompt = domain_prompt(app)
+
+    async def handle_call(self, call: Call) -> None:
+        """Serve one answered call to its end; every failure still ends in a record."""
+        started = time.time()
+        session = self.app.session(call.call_id, call.caller)
+        endpointer = Endpointer(self.speech.vad, end_silence_ms=self.app.config.voice.end_silence_ms, call_id=call.call_id)
+        conversation = Conversation(call, session, endpointer, self.speech.transcriber, self.speech.synthesizer,
+                                    self.settings, domain_prompt=self.prompt, on_turn=self._observe)
+        self.metrics.active_calls.inc()
+        log.info("event=call_answered call=%s caller=%s called=%s", call.call_id, call.caller, call.called)
+        disposition = "failed"
+        try:
+            disposition = await conversation.run()
+        except Exception:
+            log.exception("event=call_failed call=%s", call.call_id)
+            await call.hangup()
+        finally:
+            self.metrics.active_calls.dec()
+            self.metrics.calls.labels(disposition).inc()
+            record = CallRecord(call.call_id, call.caller, call.called, started, time.time(), disposition,
+                                answered_at=started, end_reason=call.end_reason, transcript=conversation.transcript.lines,
+                                turns=[t.breakdown() for t in conversation.transcript.turns])
+            record.add_session_events(session.swarm.default_agent, session.events)
+            self.records.save(record)
+            log.info("event=call_ended call=%s disposition=%s reason=%s", call.call_id, disposition, call.end_reason)
+
+    def _observe(self, timing: TurnTiming) -> None:
+        self.metrics.observe_turn(timing.breakdown())
