@@ -10,7 +10,7 @@ class PortRangeExhausted(RuntimeError):
     """Every even port pair in the RTP range is taken."""
 
 
-def bind_pair(host: str, port_range: tuple[int, int]) -> tuple[socket.socket, socket.socket]:
+def allocate(host: str, port_range: tuple[int, int]) -> tuple[socket.socket, socket.socket]:
     """Bind UDP sockets on an even port P and P+1 within port_range (inclusive), starting at a random pair.
 
     A random start keeps a port just freed by one call from going to the next, where the old peer's

@@ -23,7 +23,7 @@ import numpy as np
 from telephony.codec import Codec
 from telephony.dtmf import VOLUME, DtmfDetector, TelephoneEvent, event_code
 from telephony.jitter import JitterBuffer
-from telephony.ports import bind_pair
+from telephony.ports import allocate
 from telephony.queues import DropOldestQueue
 from telephony.rtcp import SR, ReceptionStats, parse_compound, receiver_report, sender_report
 from telephony.rtp_packet import _HEADER, MalformedPacket, RtpPacket, is_rtcp, parse
@@ -68,12 +68,12 @@ class IntervalHistogram:
         self.max_ms = max(self.max_ms, other.max_ms)
 
     def percentile(self, p: float) -> float:
-        """The upper edge of the bin holding the p-th percentile (ms); 0 when empty."""
+        """The upper edge of the bin holding the p-th percentile (ms), at most the maximum; 0 when empty."""
         rank, seen = p / 100 * self.count, 0
         for index, count in enumerate(self.counts):
             seen += count
             if count and seen >= rank:
-                return (index + 1) * self.BIN_MS
+                return min((index + 1) * self.BIN_MS, self.max_ms)
         return 0.0
 
 
@@ -122,7 +122,12 @@ class _Receiver(asyncio.DatagramProtocol):
 
 
 class RtpSession:
-    """Open with `await RtpSession.open(...)`, answer the SDP on `local_port`, then `start(...)`."""
+    """One call's media. `await RtpSession.open(...)`, put `local_port` in the SDP, `start(...)`, `await close()`.
+
+    In: `audio_in` (async iterator of 160-sample int16 frames, ends at close), `dtmf_in` (one str per key press).
+    Out: `play()`, `flush()`, `playing`, `played_samples`, `await wait_played()`, `on_played`, `await send_dtmf()`.
+    Control: `set_direction()`, `update_remote()`, `media_timeout` (Event) and `on_media_timeout`, `stats`.
+    """
 
     def __init__(self, rtp: socket.socket, rtcp: socket.socket, *, no_media_timeout: float | None, call_id: str,
                  audio_queue: int, jitter_depth: int) -> None:
@@ -179,7 +184,7 @@ class RtpSession:
                    no_media_timeout: float | None = 30.0, call_id: str = "", audio_queue: int = 100,
                    jitter_depth: int = 3) -> RtpSession:
         """Bind an even RTP port (and RTCP on the next one) in port_range; raises PortRangeExhausted."""
-        rtp, rtcp = bind_pair(local_host, port_range)
+        rtp, rtcp = allocate(local_host, port_range)
         try:
             session = cls(rtp, rtcp, no_media_timeout=no_media_timeout, call_id=call_id,
                           audio_queue=audio_queue, jitter_depth=jitter_depth)
@@ -249,6 +254,7 @@ class RtpSession:
 
     @property
     def stats(self) -> RtpStats:
+        """A snapshot of the counters (send_intervals is the live histogram)."""
         jitter, reception = self._jitter, self._reception
         return replace(self._stats, late=jitter.late, duplicate=jitter.duplicate, reordered=jitter.reordered,
                        lost=jitter.lost, jitter_ms=reception.jitter_ms, frames_dropped=self.audio_in.dropped)

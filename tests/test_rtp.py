@@ -23,7 +23,7 @@ from telephony.codec import PCMA, PCMU, Codec
 from telephony.dtmf import DtmfDetector, TelephoneEvent
 from telephony.g711 import alaw_decode, ulaw_decode, ulaw_encode
 from telephony.jitter import JitterBuffer
-from telephony.ports import PortRangeExhausted, bind_pair
+from telephony.ports import PortRangeExhausted, allocate
 from telephony.queues import DropOldestQueue
 from telephony.rtcp import RR, SDES, SR, ReceptionStats, parse_compound, receiver_report, sender_report
 from telephony.rtp import IntervalHistogram, RtpError, RtpSession
@@ -294,7 +294,7 @@ def test_interval_histogram_percentiles() -> None:
 # ---- ports and queues -------------------------------------------------------------------------------------
 
 def test_ports_are_an_even_rtp_port_and_the_next_for_rtcp() -> None:
-    rtp, rtcp = bind_pair(LOCAL, (30001, 30011))
+    rtp, rtcp = allocate(LOCAL, (30001, 30011))
     try:
         port = rtp.getsockname()[1]
         assert port % 2 == 0 and 30002 <= port <= 30010 and rtcp.getsockname()[1] == port + 1
@@ -304,14 +304,14 @@ def test_ports_are_an_even_rtp_port_and_the_next_for_rtcp() -> None:
 
 
 def test_a_full_port_range_raises_port_range_exhausted() -> None:
-    held = [bind_pair(LOCAL, (30020, 30023)) for _ in range(2)]
+    held = [allocate(LOCAL, (30020, 30023)) for _ in range(2)]
     try:
         with pytest.raises(PortRangeExhausted, match="30020-30023"):
-            bind_pair(LOCAL, (30020, 30023))
+            allocate(LOCAL, (30020, 30023))
         blocker = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         blocker.bind((LOCAL, 30031))  # the odd port of the only pair taken: the even one must not leak
         with pytest.raises(PortRangeExhausted):
-            bind_pair(LOCAL, (30030, 30031))
+            allocate(LOCAL, (30030, 30031))
         probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         probe.bind((LOCAL, 30030))
         probe.close()
@@ -321,7 +321,7 @@ def test_a_full_port_range_raises_port_range_exhausted() -> None:
             rtp.close()
             rtcp.close()
     with pytest.raises(ValueError, match="no even/odd port pair"):
-        bind_pair(LOCAL, (30041, 30041))
+        allocate(LOCAL, (30041, 30041))
 
 
 async def test_drop_oldest_queue_keeps_the_newest_and_ends_after_close() -> None:
@@ -344,7 +344,7 @@ async def test_a_tone_arrives_intact_in_20ms_frames(open_session, codec: Codec) 
     assert all(frame.dtype == np.int16 and frame.shape == (160,) for frame in frames)
     assert best_correlation(np.concatenate(frames), sent) > 0.99
     await a.wait_played()
-    assert not a.playing and a.stats.packets_sent >= 50
+    assert not a.playing and a.played_samples == len(sent) and a.stats.packets_sent >= 50
 
 
 async def test_silence_is_delivered_as_frames_not_dropped(open_session) -> None:
@@ -361,13 +361,14 @@ async def test_flush_stops_playback_at_once(open_session) -> None:
     await take(b.audio_in, 10)
     assert a.playing
     a.flush()
-    assert not a.playing and played == [True]
+    sent_before_flush = a.played_samples
+    assert not a.playing and played == [True] and 0 < sent_before_flush < 5 * 8000
     await asyncio.wait_for(a.wait_played(), 0.1)
     await asyncio.sleep(0.1)  # what was in flight
     for _ in range(len(b.audio_in)):
         await anext(b.audio_in)
     after = await take(b.audio_in, 10)
-    assert all(not frame.any() for frame in after)
+    assert all(not frame.any() for frame in after) and a.played_samples == sent_before_flush
 
 
 async def test_sent_packets_have_continuous_headers_and_marker_after_silence(open_session, open_peer) -> None:
@@ -575,7 +576,7 @@ async def test_a_slow_consumer_loses_the_oldest_frames(open_session, open_peer) 
 
 async def test_rtcp_reports_go_out_and_come_in(open_session, open_peer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rtp_module, "RTCP_INTERVAL", 0.1)
-    rtp_sock, rtcp_sock = bind_pair(LOCAL, (31000, 32000))  # a peer with RTCP on RTP + 1, as RFC 3550 has it
+    rtp_sock, rtcp_sock = allocate(LOCAL, (31000, 32000))  # a peer with RTCP on RTP + 1, as RFC 3550 has it
     session, peer, rtcp_peer = await open_session(), await open_peer(sock=rtp_sock), await open_peer(sock=rtcp_sock)
     session.start(peer.addr, PCMU, None)
     peer.send(audio_packet(1, 160, 0, ssrc=0x55), session.local_port)

@@ -1,0 +1,418 @@
+"""SipEndpoint: the SIP user agent that answers calls (trunk mode: the PBX sends INVITEs straight to us)
+and dials test calls, on one UDP socket and one asyncio loop.
+
+    endpoint = SipEndpoint(EndpointConfig(listen_host="192.0.2.10", listen_port=5060), on_call)
+    await endpoint.start()
+    ...
+    await endpoint.stop(deadline_s=10)
+
+Each answered call runs `on_call(call)` as a task; when it returns with the call still up, we hang up.
+"""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from telephony import sdp
+from telephony.ports import PortRangeExhausted
+from telephony.rtp import RtpError, RtpSession
+from telephony.sip.dialog import Dialog, DialogError
+from telephony.sip.headers import Headers, NameAddr
+from telephony.sip.limits import RateLimiter
+from telephony.sip.message import Request, Response, SipParseError, SipUri, new_call_id, new_tag
+from telephony.sip.metrics import SipMetrics
+from telephony.sip.transaction import InviteServerTransaction, ServerTransaction, Timers, TransactionLayer
+from telephony.sip.transport import UdpTransport, resolve
+from telephony.sip.useragent import ALLOW, UserAgent
+from telephony.sip_call import CallContext, SipCall
+
+log = logging.getLogger(__name__)
+
+
+class CallFailed(Exception):
+    """An outgoing call was not answered: the final SIP status and reason (408 when nobody answered)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"call failed: {status} {reason}")
+        self.status, self.reason = status, reason
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 5060  # 0: any free port (see SipEndpoint.local_address)
+    advertised_host: str | None = None  # the address in Contact, Via and SDP; default: listen_host
+    rtp_port_range: tuple[int, int] = (10000, 20000)
+    allowed_sources: tuple[str, ...] | None = None  # CIDR networks allowed to send requests; None: anyone
+    user_agent: str = "VoiceSwarm"
+    no_media_timeout_s: float | None = 30.0  # hang up after this long without RTP; None: never
+    invite_rate: float = 10.0  # new INVITEs a second per source address (the excess gets 503)
+    invite_burst: int = 20
+    max_calls: int = 100  # more simultaneous calls get 486 Busy Here
+    ring_ms: int = 0  # between 180 Ringing and 200 OK
+    codecs: tuple[str, ...] = ("PCMU", "PCMA")  # ours, in order of preference (the caller's order wins)
+    transfer_timeout_s: float = 30.0
+    timers: Timers = Timers()
+    registration: object | None = None  # extension mode (REGISTER to a PBX): not implemented yet
+
+    def __post_init__(self) -> None:
+        for name in ("listen_host", "advertised_host"):
+            value = getattr(self, name)
+            if value is not None:
+                try:
+                    ipaddress.ip_address(value)
+                except ValueError:
+                    raise ValueError(f"{name} must be an IP address, got {value!r}") from None
+        if self.advertised_host is None and ipaddress.ip_address(self.listen_host).is_unspecified:
+            raise ValueError(f"listening on {self.listen_host} needs advertised_host: the address callers and "
+                             "their media should reach us at")
+        if self.advertised_host is not None and ipaddress.ip_address(self.advertised_host).is_unspecified:
+            raise ValueError("advertised_host must be a reachable address, not 0.0.0.0 or ::")
+        for network in self.allowed_sources or ():
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ValueError(f"allowed_sources: {network!r} is not a network like 192.0.2.0/24") from None
+        if self.registration is not None:
+            raise ValueError("registration (extension mode) is not implemented yet: use trunk mode")
+
+    @property
+    def media_host(self) -> str:
+        return self.advertised_host or self.listen_host
+
+
+OnCall = Callable[[SipCall], Awaitable[None]]
+
+
+class SipEndpoint:
+    def __init__(self, config: EndpointConfig, on_call: OnCall) -> None:
+        self.config = config
+        self.metrics = SipMetrics()
+        self._on_call = on_call
+        self._networks = [ipaddress.ip_network(n, strict=False) for n in config.allowed_sources or ()]
+        self._invites = RateLimiter(config.invite_rate, config.invite_burst)
+        self._transport = UdpTransport(self.metrics, self._on_request, self._on_response, user_agent=config.user_agent)
+        self._layer: TransactionLayer | None = None
+        self._ua: UserAgent | None = None
+        self._context: CallContext | None = None
+        self._calls: dict[tuple[str, str], SipCall] = {}
+        self._setups: dict[tuple, asyncio.Task] = {}  # INVITE transaction key -> the task answering it
+        self._tasks: set[asyncio.Task] = set()
+        self._shielded: set[asyncio.Task] = set()  # media shutdown: awaited by stop(), never cancelled
+        self._stopping = False
+        self._idle = asyncio.Event()
+
+    @property
+    def local_address(self) -> tuple[str, int]:
+        if self._transport.local_address is None:
+            raise RuntimeError("the endpoint is not started")
+        return self._transport.local_address
+
+    @property
+    def calls(self) -> list[SipCall]:
+        return list(self._calls.values())
+
+    async def start(self) -> None:
+        config = self.config
+        host, port = await self._transport.open(config.listen_host, config.listen_port)
+        self._layer = TransactionLayer(self._transport, self.metrics, config.media_host, port, timers=config.timers)
+        self._layer.on_request = self._on_new_request
+        self._layer.on_cancel = self._on_cancel
+        self._layer.on_stray_response = self._on_stray_response
+        advertised = f"[{config.media_host}]" if ":" in config.media_host else config.media_host
+        self._ua = UserAgent(self._layer, self.metrics, config.user_agent, f"<sip:voiceswarm@{advertised}:{port}>")
+        self._context = CallContext(self._ua, config.media_host, config.codecs, config.transfer_timeout_s,
+                                    self._spawn, self._call_ended)
+
+    async def stop(self, deadline_s: float = 10.0) -> None:
+        """Refuse new calls, give live ones until the deadline to end, then BYE them; leaves no task behind."""
+        self._stopping = True
+        for task in list(self._setups.values()):
+            task.cancel()  # still ringing: answered 503
+        if self._calls:
+            self._idle.clear()
+            try:
+                await asyncio.wait_for(self._idle.wait(), deadline_s)
+            except TimeoutError:
+                pass
+        leaving = [self._spawn(call._leave("shutdown")) for call in list(self._calls.values())]
+        if leaving:
+            await asyncio.wait(leaving, timeout=4 * self.config.timers.t1)
+        while self._tasks:  # cancelling may spawn more (a media close, a BYE): repeat until none is left
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for call in list(self._calls.values()):
+            call.end_without_bye("shutdown")
+        await asyncio.gather(*self._shielded, return_exceptions=True)
+        if self._layer is not None:
+            self._layer.close()
+        self._transport.close()
+        await asyncio.sleep(0)  # let the transport's connection_lost run
+        log.info("event=sip_stopped metrics=%s", self.metrics)
+
+    # ---- dialling out ------------------------------------------------------------------------------------
+
+    async def dial(self, uri: str, *, from_user: str = "voiceswarm", timeout_s: float = 10.0) -> SipCall:
+        """Call `uri` (sip:user@host[:port]); returns the answered call or raises CallFailed."""
+        ua, context, config = self._require_started()
+        target = SipUri.parse(uri)
+        destination = await resolve(target)
+        call_id = new_call_id(config.media_host)
+        rtp = await RtpSession.open(config.listen_host, config.rtp_port_range,
+                                    no_media_timeout=config.no_media_timeout_s, call_id=call_id)
+        self.metrics.calls_dialled += 1
+        try:
+            request = self._invite(target, from_user, call_id, sdp.offer(config.media_host, rtp.local_port, config.codecs))
+            transaction = ua.start(request, destination)
+            try:
+                response = await asyncio.wait_for(asyncio.shield(transaction.final), timeout_s)
+            except TimeoutError:
+                self._cancel_invite(request, transaction)
+                raise CallFailed(408, f"no answer within {timeout_s:g} s") from None
+            if not 200 <= response.status < 300:
+                raise CallFailed(response.status, response.reason)
+            return self._dialled(request, response, rtp)
+        except BaseException:
+            self.metrics.dial_failures += 1
+            await rtp.close()
+            raise
+
+    def _invite(self, target: SipUri, from_user: str, call_id: str, offer: str) -> Request:
+        assert self._ua is not None
+        host, port = self.local_address
+        local = SipUri("sip", from_user, None, self.config.media_host, port)
+        headers = Headers([("From", f"<{local}>;tag={new_tag()}"), ("To", f"<{target}>"),
+                           ("Call-ID", call_id), ("CSeq", "1 INVITE"),
+                           ("Max-Forwards", "70"), ("Contact", self._ua.contact), ("Allow", ALLOW),
+                           ("Content-Type", "application/sdp")])
+        return Request("INVITE", target, headers, offer.encode())
+
+    def _cancel_invite(self, request: Request, transaction: Any) -> None:
+        """RFC 3261 §9.1: CANCEL in the INVITE's branch, once something came back (else it cannot land)."""
+        assert self._layer is not None
+        if transaction.provisional is None:
+            return
+        headers = Headers([("Via", request.headers.get_all("Via")[0])])
+        for name in ("Route", "From", "To", "Call-ID"):
+            for value in request.headers.get_all(name):
+                headers.add(name, value)
+        headers.add("CSeq", f"{request.cseq[0]} CANCEL")
+        headers.add("Max-Forwards", "70")
+        self._layer.request(Request("CANCEL", request.uri, headers), transaction.destination)
+
+    def _dialled(self, request: Request, response: Response, rtp: RtpSession) -> SipCall:
+        ua, context, _ = self._require_started()
+        dialog = Dialog.as_uac(request, response, ua.contact)
+        call = SipCall(context, dialog, rtp, request)
+        call.ack = dialog.create_request("ACK", cseq=request.cseq[0])
+        self._send_ack(call)
+        call.confirmed.set()
+        self._calls[dialog.key] = call
+        self.metrics.calls_active = len(self._calls)
+        try:
+            call.start_media(sdp.parse_answer(response.body.decode("utf-8", "replace"), codecs=self.config.codecs))
+        except (sdp.SdpError, RtpError) as error:
+            self._spawn(call.hangup())
+            raise CallFailed(488, f"unusable SDP answer: {error}") from None
+        call.answered_at = time.time()
+        log.info("event=sip_dial_answered call=%s to=%s", call.call_id, request.uri)
+        return call
+
+    def _send_ack(self, call: SipCall) -> None:
+        assert self._layer is not None and call.ack is not None
+        self._spawn(self._send_ack_async(call.ack, call.dialog.next_hop()))
+
+    async def _send_ack_async(self, ack: Request, target: SipUri) -> None:
+        assert self._layer is not None
+        ack.headers.remove("Via")  # each ACK for a 2xx is its own transaction: a fresh branch
+        self._layer.send_stateless(ack, await resolve(target))
+
+    # ---- requests ----------------------------------------------------------------------------------------
+
+    def _on_request(self, request: Request, source: tuple[str, int]) -> None:
+        if self._layer is not None:
+            self._layer.receive_request(request, source)
+
+    def _on_response(self, response: Response, source: tuple[str, int]) -> None:
+        if self._layer is not None:
+            self._layer.receive_response(response, source)
+
+    def _on_new_request(self, request: Request, transaction: ServerTransaction | None) -> None:
+        ua, _, _ = self._require_started()
+        to_tag = request.to.tag
+        if to_tag is not None:
+            call = self._calls.get((request.call_id, to_tag))
+            if call is not None:
+                call.handle_request(request, transaction)
+            elif transaction is not None:
+                self.metrics.unknown_dialog += 1
+                transaction.respond(ua.response(request, 481))
+            return
+        if transaction is None:
+            return  # an ACK outside any dialog: nothing to do
+        if not self._allowed(transaction.source[0]):
+            self.metrics.forbidden += 1
+            transaction.respond(ua.response(request, 403, "Forbidden (source not allowed)"))
+            return
+        if request.method == "INVITE":
+            assert isinstance(transaction, InviteServerTransaction)
+            self._on_invite(request, transaction)
+        elif request.method == "OPTIONS":
+            transaction.respond(ua.response(request, 200))
+        elif request.method in ("BYE", "NOTIFY", "INFO", "UPDATE", "PRACK", "REFER"):
+            self.metrics.unknown_dialog += 1  # these only exist inside a dialog
+            transaction.respond(ua.response(request, 481))
+        else:
+            transaction.respond(ua.method_not_supported(request))
+
+    def _on_invite(self, request: Request, transaction: InviteServerTransaction) -> None:
+        ua, _, config = self._require_started()
+        source = transaction.source[0]
+        if not self._invites.allow(source):
+            self.metrics.rate_limited += 1
+            transaction.respond(ua.response(request, 503, "Service Unavailable (rate limit)",
+                                            headers={"Retry-After": str(self._invites.retry_after())}))
+            return
+        self.metrics.invites_received += 1
+        if self._stopping:
+            transaction.respond(ua.response(request, 503, "Service Unavailable (shutting down)"))
+            return
+        if len(self._calls) + len(self._setups) >= config.max_calls:
+            self.metrics.busy += 1
+            transaction.respond(ua.response(request, 486))
+            return
+        if request.headers.get_all("Require"):
+            transaction.respond(ua.response(request, 420, headers={"Unsupported": ", ".join(request.headers.get_all("Require"))}))
+            return
+        content_type = (request.content_type or "application/sdp").partition(";")[0].strip().lower()
+        if request.body and content_type != "application/sdp":
+            transaction.respond(ua.response(request, 415, headers={"Accept": "application/sdp"}))
+            return
+        task = self._spawn(self._answer(request, transaction))
+        self._setups[transaction.key] = task
+        task.add_done_callback(lambda _: self._setups.pop(transaction.key, None))
+
+    async def _answer(self, request: Request, transaction: InviteServerTransaction) -> None:
+        ua, context, config = self._require_started()
+        try:
+            rtp = await RtpSession.open(config.listen_host, config.rtp_port_range,
+                                        no_media_timeout=config.no_media_timeout_s, call_id=request.call_id)
+        except (PortRangeExhausted, OSError) as error:
+            log.error("event=sip_rtp_unavailable call=%s error=%s", request.call_id, error)
+            transaction.respond(ua.response(request, 503, "Service Unavailable (no RTP port)"))
+            return
+        call: SipCall | None = None
+        try:
+            dialog = Dialog.as_uas(request, new_tag(), ua.contact)
+            call = SipCall(context, dialog, rtp, request)
+            answer = call.answer_offer(request.body) if request.body else None
+        except sdp.NoCommonCodec as error:
+            self.metrics.no_common_codec += 1
+            log.info("event=sip_no_common_codec call=%s detail=%s", request.call_id, error)
+            transaction.respond(ua.response(request, 488, headers={"Warning": f'304 voiceswarm "{error}"'[:250]}))
+            await rtp.close()
+            return
+        except (sdp.SdpError, DialogError, SipParseError) as error:
+            self.metrics.bad_requests += 1
+            transaction.respond(ua.response(request, 400, headers={"Warning": f'399 voiceswarm "{error}"'[:250]}))
+            await rtp.close()
+            return
+        except BaseException:
+            await rtp.close()
+            raise
+        try:
+            tag = dialog.local_tag
+            transaction.respond(ua.response(request, 180, to_tag=tag))
+            if config.ring_ms:
+                await asyncio.sleep(config.ring_ms / 1000)
+            body = answer.sdp if answer is not None else call.make_offer()
+            if answer is not None:
+                call.start_media(answer)  # its first packet leaves after the 200: no await in between
+        except RtpError as error:  # e.g. a host name instead of an address in c=
+            self.metrics.no_common_codec += 1
+            transaction.respond(ua.response(request, 488, headers={"Warning": f'305 voiceswarm "{error}"'[:250]}))
+            await rtp.close()
+            return
+        except BaseException:  # CANCEL (already answered 487 by _on_cancel) or stop()
+            if not transaction.final:
+                transaction.respond(ua.response(request, 503, "Service Unavailable (shutting down)"))
+            await rtp.close()
+            raise
+        self._calls[dialog.key] = call
+        self.metrics.calls_active = len(self._calls)
+        transaction.on_ack_timeout = call.on_ack_timeout
+        transaction.respond(ua.response(request, 200, to_tag=tag, sdp=body))
+        call.answered_at = time.time()
+        self.metrics.calls_answered += 1
+        log.info("event=sip_call_answered call=%s from=%s to=%s source=%s:%d", call.call_id, call.caller,
+                 call.called, *transaction.source)
+        self._spawn(self._run_application(call))
+
+    async def _run_application(self, call: SipCall) -> None:
+        try:
+            await self._on_call(call)
+        except Exception:
+            log.exception("event=on_call_failed call=%s", call.call_id)
+        if not call.closed.is_set():
+            await call.hangup()
+
+    def _on_cancel(self, cancel: ServerTransaction, invite: InviteServerTransaction) -> None:
+        ua = self._ua
+        assert ua is not None
+        cancel.respond(ua.response(cancel.request, 200))
+        if invite.final:
+            return  # too late: the call was answered (or refused) already
+        self.metrics.calls_cancelled += 1
+        sent = invite.response  # keep the To tag of our 180 if it went out
+        tag = sent.to.tag if sent is not None and sent.to.tag else new_tag()
+        invite.respond(ua.response(invite.request, 487, to_tag=tag))
+        log.info("event=sip_call_cancelled call=%s", invite.request.call_id)
+        task = self._setups.get(invite.key)
+        if task is not None:
+            task.cancel()
+
+    def _on_stray_response(self, response: Response) -> None:
+        """A retransmitted 2xx to our INVITE: our ACK was lost, send it again."""
+        if response.cseq[1] != "INVITE" or not 200 <= response.status < 300:
+            return
+        call = self._calls.get((response.call_id, response.from_.tag or ""))
+        if call is not None and call.ack is not None:
+            self._send_ack(call)
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+
+    def _allowed(self, source: str) -> bool:
+        if not self._networks:
+            return True
+        try:
+            address = ipaddress.ip_address(source)
+        except ValueError:
+            return False
+        return any(address in network for network in self._networks)
+
+    def _call_ended(self, call: SipCall) -> None:
+        if self._calls.get(call.dialog.key) is call:
+            del self._calls[call.dialog.key]
+        self.metrics.calls_ended += 1
+        self.metrics.calls_active = len(self._calls)
+        if not self._calls:
+            self._idle.set()
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any], *, shielded: bool = False) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        tasks = self._shielded if shielded else self._tasks
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        return task
+
+    def _require_started(self) -> tuple[UserAgent, CallContext, EndpointConfig]:
+        if self._ua is None or self._context is None:
+            raise RuntimeError("the endpoint is not started: await endpoint.start() first")
+        return self._ua, self._context, self.config
