@@ -1,65 +1,84 @@
-"""`make demo`: two conversations with the demo shop, a purchase and a return, printed as they happen.
+"""`make demo`: a real SIP server takes two real calls from the built-in caller: a purchase and a return.
 
-Until the voice path lands this runs as text; it uses Ollama when one answers at OLLAMA_HOST with the
-configured model, and otherwise the offline router, and says which.
+Both sides are printed as they happen: what the caller says (spoken by Piper, sent as RTP) and what the
+caller hears (the agent's voice, transcribed by Whisper). It uses Ollama when one answers at OLLAMA_HOST
+with the configured model, and otherwise the offline router, and says which.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
-from callcenter.app import App, open_app
-from callcenter.cli import turn_events
-from callcenter.config import load_config
+from callcenter.caller import TestCaller
+from callcenter.commands.serve import VoiceServer
+from callcenter.config import Config, load_config
+from callcenter.records import CallRecords
+from callcenter.voice import SpeechModels
 
-CALLER = "+44 20 7946 0321"
+CALLER = "+442079460321"
 CALLS = {
-    "a caller who buys": ["Hello?", "I'd like to buy a new phone charger.", "Yes, please."],
+    "a caller who buys": ["I'd like to buy a new phone charger.", "Yes, please."],
     "a caller who returns": ["I want to return the headphones I bought last week.", "Yes."],
 }
 
 
-async def run_call(app: App, title: str, lines: list[str]) -> None:
-    print(f"\n=== {title} ({CALLER})")
-    session = app.session(f"demo-{title.split()[-1]}", CALLER)
-    for line in lines:
-        print(f"  caller: {line}")
-        seen = len(session.events)
-        await session.complete(line)
-        for item in turn_events(session.events[seen:]):
-            if item["event"] == "agent_change":
-                print(f"          (handed over to {item['to']})")
-            elif item["event"] == "tool_call":
-                print(f"          (tool {item['name']})")
-            else:
-                print(f"  {item['agent']:>6}: {item['text']}")
+def demo_config(folder: Path) -> Config:
+    config = load_config()
+    return replace(
+        config,
+        database=str(folder / "shop.db"),
+        sip=replace(config.sip, listen="127.0.0.1:0"),
+        voice=replace(config.voice, calls_database=str(folder / "calls.db"), metrics_listen=""),
+    )
 
 
-def show_rows(app: App) -> None:
+def show_line(start: float) -> callable:
+    def show(who: str, text: str) -> None:
+        print(f"  {time.monotonic() - start:5.1f}s  {who:>6}: {text}", flush=True)
+
+    return show
+
+
+async def main() -> int:
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory() as folder:
+        config = demo_config(Path(folder))
+        print("Loading Whisper, Piper and the voice activity model...", flush=True)
+        speech = await asyncio.to_thread(SpeechModels.load, config.voice)
+        async with VoiceServer(config, speech=speech) as server:
+            host, port = server.address
+            print(f"VoiceSwarm answers SIP on {host}:{port} — brain: {server.app.brain}", flush=True)
+            server.app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+            for title, lines in CALLS.items():
+                print(f"\n=== {title}: the built-in caller dials sip:shop@{host}:{port}", flush=True)
+                caller = TestCaller(speech, caller_id=CALLER, on_line=show_line(time.monotonic()))
+                await caller.call(f"sip:shop@{host}:{port}", lines)
+            await asyncio.sleep(0.5)  # the server writes its call records as the calls end
+            show_rows(server.app.shop, server.records)
+        speech.close()
+    return 0
+
+
+def show_rows(shop, records: CallRecords) -> None:  # noqa: ANN001 - the demo's Shop
     print("\n=== what the shop's database holds now")
-    for order in app.shop.find_orders(customer_phone=CALLER):
+    for order in shop.find_orders(customer_phone=CALLER):
         items = ", ".join(f"{line.quantity} x {line.name}" for line in order.lines)
         returned = sum(line.returned_quantity for line in order.lines)
         note = f", {returned} returned" if returned else ""
         print(f"  order {order.order_number} of {order.created_at:%d %b}: {items}, {order.total_cents / 100:.2f} EUR{note}")
-
-
-async def main() -> int:
-    with tempfile.TemporaryDirectory() as folder:
-        config = replace(load_config(), database=str(Path(folder) / "demo-shop.db"))
-        app = await open_app(config)
-        try:
-            print(f"VoiceSwarm demo — brain: {app.brain}")
-            app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
-            for title, lines in CALLS.items():
-                await run_call(app, title, lines)
-            show_rows(app)
-        finally:
-            app.close()
-    return 0
+    print("\n=== call records")
+    for record in reversed(records.recent(2)):
+        print(f"  {record.call_id[:16]}  {record.disposition:<11} agents {' > '.join(record.agents)}; "
+              f"orders {record.orders or '-'}; returns {record.returns or '-'}")
+        for turn in record.turns:
+            v2v = turn.get("voice_to_voice_s")
+            if v2v is not None:
+                print(f"      turn: voice-to-voice {v2v:.2f} s (speech-to-text {turn['stt_s']:.2f} s)")
 
 
 if __name__ == "__main__":

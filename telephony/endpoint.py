@@ -22,13 +22,19 @@ from telephony import sdp
 from telephony.ports import PortRangeExhausted
 from telephony.rtp import RtpError, RtpSession
 from telephony.sip.dialog import Dialog, DialogError
-from telephony.sip.headers import Headers, NameAddr
+from telephony.sip.headers import Headers
 from telephony.sip.limits import RateLimiter
 from telephony.sip.message import Request, Response, SipParseError, SipUri, new_call_id, new_tag
 from telephony.sip.metrics import SipMetrics
-from telephony.sip.transaction import InviteServerTransaction, ServerTransaction, Timers, TransactionLayer
+from telephony.sip.transaction import (
+    ClientTransaction,
+    InviteServerTransaction,
+    ServerTransaction,
+    Timers,
+    TransactionLayer,
+)
 from telephony.sip.transport import UdpTransport, resolve
-from telephony.sip.useragent import ALLOW, UserAgent
+from telephony.sip.useragent import ALLOW, UserAgent, warning
 from telephony.sip_call import CallContext, SipCall
 
 log = logging.getLogger(__name__)
@@ -78,6 +84,8 @@ class EndpointConfig:
                 ipaddress.ip_network(network, strict=False)
             except ValueError:
                 raise ValueError(f"allowed_sources: {network!r} is not a network like 192.0.2.0/24") from None
+        if self.invite_rate <= 0 or self.invite_burst < 1:
+            raise ValueError(f"invite_rate must be > 0 and invite_burst >= 1, got {self.invite_rate}, {self.invite_burst}")
         if self.registration is not None:
             raise ValueError("registration (extension mode) is not implemented yet: use trunk mode")
 
@@ -169,7 +177,8 @@ class SipEndpoint:
                                     no_media_timeout=config.no_media_timeout_s, call_id=call_id)
         self.metrics.calls_dialled += 1
         try:
-            request = self._invite(target, from_user, call_id, sdp.offer(config.media_host, rtp.local_port, config.codecs))
+            offer = sdp.offer(config.media_host, rtp.local_port, config.codecs)
+            request = self._invite(target, from_user, call_id, offer)
             transaction = ua.start(request, destination)
             try:
                 response = await asyncio.wait_for(asyncio.shield(transaction.final), timeout_s)
@@ -186,7 +195,7 @@ class SipEndpoint:
 
     def _invite(self, target: SipUri, from_user: str, call_id: str, offer: str) -> Request:
         assert self._ua is not None
-        host, port = self.local_address
+        port = self.local_address[1]
         local = SipUri("sip", from_user, None, self.config.media_host, port)
         headers = Headers([("From", f"<{local}>;tag={new_tag()}"), ("To", f"<{target}>"),
                            ("Call-ID", call_id), ("CSeq", "1 INVITE"),
@@ -194,7 +203,7 @@ class SipEndpoint:
                            ("Content-Type", "application/sdp")])
         return Request("INVITE", target, headers, offer.encode())
 
-    def _cancel_invite(self, request: Request, transaction: Any) -> None:
+    def _cancel_invite(self, request: Request, transaction: ClientTransaction) -> None:
         """RFC 3261 §9.1: CANCEL in the INVITE's branch, once something came back (else it cannot land)."""
         assert self._layer is not None
         if transaction.provisional is None:
@@ -259,6 +268,7 @@ class SipEndpoint:
             return  # an ACK outside any dialog: nothing to do
         if not self._allowed(transaction.source[0]):
             self.metrics.forbidden += 1
+            self._transport.warn("forbidden", transaction.source, f"{request.method} from outside allowed_sources")
             transaction.respond(ua.response(request, 403, "Forbidden (source not allowed)"))
             return
         if request.method == "INVITE":
@@ -277,6 +287,7 @@ class SipEndpoint:
         source = transaction.source[0]
         if not self._invites.allow(source):
             self.metrics.rate_limited += 1
+            self._transport.warn("rate_limited", transaction.source, f"over {self.config.invite_rate:g} INVITEs/s")
             transaction.respond(ua.response(request, 503, "Service Unavailable (rate limit)",
                                             headers={"Retry-After": str(self._invites.retry_after())}))
             return
@@ -289,7 +300,8 @@ class SipEndpoint:
             transaction.respond(ua.response(request, 486))
             return
         if request.headers.get_all("Require"):
-            transaction.respond(ua.response(request, 420, headers={"Unsupported": ", ".join(request.headers.get_all("Require"))}))
+            unsupported = ", ".join(request.headers.get_all("Require"))
+            transaction.respond(ua.response(request, 420, headers={"Unsupported": unsupported}))
             return
         content_type = (request.content_type or "application/sdp").partition(";")[0].strip().lower()
         if request.body and content_type != "application/sdp":
@@ -297,7 +309,7 @@ class SipEndpoint:
             return
         task = self._spawn(self._answer(request, transaction))
         self._setups[transaction.key] = task
-        task.add_done_callback(lambda _: self._setups.pop(transaction.key, None))
+        task.add_done_callback(lambda done: self._setup_done(done, transaction))
 
     async def _answer(self, request: Request, transaction: InviteServerTransaction) -> None:
         ua, context, config = self._require_started()
@@ -308,7 +320,6 @@ class SipEndpoint:
             log.error("event=sip_rtp_unavailable call=%s error=%s", request.call_id, error)
             transaction.respond(ua.response(request, 503, "Service Unavailable (no RTP port)"))
             return
-        call: SipCall | None = None
         try:
             dialog = Dialog.as_uas(request, new_tag(), ua.contact)
             call = SipCall(context, dialog, rtp, request)
@@ -316,12 +327,12 @@ class SipEndpoint:
         except sdp.NoCommonCodec as error:
             self.metrics.no_common_codec += 1
             log.info("event=sip_no_common_codec call=%s detail=%s", request.call_id, error)
-            transaction.respond(ua.response(request, 488, headers={"Warning": f'304 voiceswarm "{error}"'[:250]}))
+            transaction.respond(ua.response(request, 488, headers=warning(304, str(error))))
             await rtp.close()
             return
         except (sdp.SdpError, DialogError, SipParseError) as error:
             self.metrics.bad_requests += 1
-            transaction.respond(ua.response(request, 400, headers={"Warning": f'399 voiceswarm "{error}"'[:250]}))
+            transaction.respond(ua.response(request, 400, headers=warning(399, str(error))))
             await rtp.close()
             return
         except BaseException:
@@ -337,7 +348,7 @@ class SipEndpoint:
                 call.start_media(answer)  # its first packet leaves after the 200: no await in between
         except RtpError as error:  # e.g. a host name instead of an address in c=
             self.metrics.no_common_codec += 1
-            transaction.respond(ua.response(request, 488, headers={"Warning": f'305 voiceswarm "{error}"'[:250]}))
+            transaction.respond(ua.response(request, 488, headers=warning(305, str(error))))
             await rtp.close()
             return
         except BaseException:  # CANCEL (already answered 487 by _on_cancel) or stop()
@@ -354,6 +365,16 @@ class SipEndpoint:
         log.info("event=sip_call_answered call=%s from=%s to=%s source=%s:%d", call.call_id, call.caller,
                  call.called, *transaction.source)
         self._spawn(self._run_application(call))
+
+    def _setup_done(self, task: asyncio.Task, transaction: InviteServerTransaction) -> None:
+        self._setups.pop(transaction.key, None)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self.metrics.internal_errors += 1
+            log.error("event=sip_answer_failed call=%s", transaction.request.call_id, exc_info=error)
+        if not transaction.final:  # whatever went wrong, the caller gets an answer and the transaction ends
+            assert self._ua is not None
+            transaction.respond(self._ua.response(transaction.request, 500))
 
     async def _run_application(self, call: SipCall) -> None:
         try:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import re
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+
 import numpy as np
 
 from telephony import sdp
@@ -17,7 +19,7 @@ from telephony.rtp import RtpError, RtpSession
 from telephony.sip.dialog import Dialog, DialogError
 from telephony.sip.message import Request, SipParseError, SipUri
 from telephony.sip.transaction import InviteServerTransaction, ServerTransaction
-from telephony.sip.useragent import UserAgent
+from telephony.sip.useragent import UserAgent, warning
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ class SipCall:
         self.ended_at: float | None = None
         self.confirmed = asyncio.Event()  # the ACK of our 2xx came (or we stopped waiting for it)
         self.ack: Request | None = None  # our ACK to the peer's 2xx (dial), re-sent if the 2xx is
-        self._sdp_session = rtp.local_port * 65_537 + int(time.time())
+        self._sdp_session = random.getrandbits(31)  # o= session id, kept for every later answer
         self._sdp_version = 0
         self._awaiting_answer = False  # our 2xx carried the offer: the answer comes in the ACK
         self._leaving = False
@@ -208,10 +210,10 @@ class SipCall:
                 answer, body = None, self.make_offer()
         except (sdp.NoCommonCodec, RtpError) as error:  # the call goes on as it was
             ua.metrics.no_common_codec += 1
-            transaction.respond(ua.response(request, 488, headers={"Warning": f'304 voiceswarm "{error}"'[:250]}))
+            transaction.respond(ua.response(request, 488, headers=warning(304, str(error))))
             return
         except (sdp.SdpError, DialogError) as error:
-            transaction.respond(ua.response(request, 400, headers={"Warning": f'399 voiceswarm "{error}"'[:250]}))
+            transaction.respond(ua.response(request, 400, headers=warning(399, str(error))))
             return
         self.confirmed.clear()
         transaction.on_ack_timeout = self.on_ack_timeout
@@ -251,6 +253,8 @@ class SipCall:
             return
         self._leaving = True
         await self.confirmed.wait()  # RFC 3261 §15: no BYE before the ACK of our 2xx (or its timeout)
+        if self.end_reason is not None:
+            return  # the peer hung up meanwhile
         bye = self.dialog.create_request("BYE")
         self._end(reason)
         try:
@@ -266,6 +270,7 @@ class SipCall:
         self.end_reason = reason
         self.ended_at = time.time()
         self._push_notify(None)
+        self.confirmed.set()  # nothing more to wait for
         self.closed.set()
         self._context.on_ended(self)
         self._context.spawn(self._rtp.close(), shielded=True)
@@ -278,7 +283,8 @@ class SipCall:
     # ---- helpers ---------------------------------------------------------------------------------------
 
     async def _refer(self, uri: str) -> bool:
-        refer = self.dialog.create_request("REFER", {"Refer-To": f"<{uri}>", "Referred-By": f"<{self.dialog.local.uri}>"})
+        headers = {"Refer-To": f"<{uri}>", "Referred-By": f"<{self.dialog.local.uri}>"}
+        refer = self.dialog.create_request("REFER", headers)
         try:
             response = await self._context.ua.send(refer, self.dialog.next_hop())
         except OSError as error:

@@ -135,10 +135,8 @@ class InviteServerTransaction(ServerTransaction):
 class ClientTransaction:
     """Our request: sent at once, retransmitted until a response (UDP), `final` resolved with the final one."""
 
-    def __init__(self, layer: TransactionLayer, request: Request, destination: Address,
-                 on_provisional: Callable[[Response], None] | None) -> None:
+    def __init__(self, layer: TransactionLayer, request: Request, destination: Address) -> None:
         self.layer, self.request, self.destination = layer, request, destination
-        self.on_provisional = on_provisional
         self.key = (request.vias[0].branch, request.method)
         self.final: asyncio.Future[Response] = layer.loop.create_future()
         self.provisional: Response | None = None
@@ -166,9 +164,7 @@ class ClientTransaction:
 
     def receive(self, response: Response) -> None:
         if response.status < 200:
-            self.provisional = response
-            if self.on_provisional is not None and not self.final.done():
-                self.on_provisional(response)
+            self.provisional = response  # the INVITE stops retransmitting; others slow down to T2
             return
         first = not self.final.done()
         self._resolve(response)
@@ -185,9 +181,8 @@ class ClientTransaction:
         """RFC 3261 §17.1.1.3: the ACK for a non-2xx final response, in the INVITE's transaction."""
         headers = Headers()
         headers.add("Via", self.request.headers.get_all("Via")[0])
-        for name in ("Route",):
-            for value in self.request.headers.get_all(name):
-                headers.add(name, value)
+        for route in self.request.headers.get_all("Route"):
+            headers.add("Route", route)
         headers.add("From", self.request.headers.get("From") or "")
         headers.add("To", response.headers.get("To") or "")
         headers.add("Call-ID", self.request.call_id)
@@ -291,12 +286,11 @@ class TransactionLayer:
 
     # ---- client side ----------------------------------------------------------------------------------
 
-    def request(self, request: Request, destination: Address,
-                on_provisional: Callable[[Response], None] | None = None) -> ClientTransaction:
+    def request(self, request: Request, destination: Address) -> ClientTransaction:
         """Send our request in a new client transaction (adding our Via when it has none)."""
         if "Via" not in request.headers:
             request.headers.add("Via", self.via())
-        transaction = ClientTransaction(self, request, destination, on_provisional)
+        transaction = ClientTransaction(self, request, destination)
         self._client[transaction.key] = transaction
         return transaction
 

@@ -1,6 +1,6 @@
 """SIP over UDP (RFC 3261 §18): one socket, each datagram parsed and validated on arrival, responses
 routed back by their Via (RFC 3581 received/rport). Nothing is queued: the datagram callback hands each
-message straight to the transaction layer, so a flood costs CPU but never memory.
+message straight to the transaction layer (whose table is capped), so a flood costs CPU, not memory.
 
 Bad datagrams never raise out of here: each one is counted in SipMetrics, logged at most once a minute
 per source, and answered 400 when enough of it parses to address a response; otherwise dropped.
@@ -73,7 +73,7 @@ class UdpTransport(asyncio.DatagramProtocol):
             self._transport.sendto(data, destination)
         except OSError as error:
             self.metrics.send_errors += 1
-            self._warn("send_failed", destination, str(error))
+            self.warn("send_failed", destination, str(error))
             return
         self.metrics.datagrams_sent += 1
 
@@ -95,7 +95,7 @@ class UdpTransport(asyncio.DatagramProtocol):
     def error_received(self, exc: Exception) -> None:
         # ICMP port unreachable for something we sent: the peer is gone; timers will notice.
         self.metrics.send_errors += 1
-        self._warn("icmp_error", ("-", 0), repr(exc))
+        self.warn("icmp_error", ("-", 0), repr(exc))
 
     def _receive(self, data: bytes, source: Address) -> None:
         if not data.strip(b"\r\n"):
@@ -103,14 +103,14 @@ class UdpTransport(asyncio.DatagramProtocol):
             return
         if len(data) > MAX_MESSAGE_SIZE:
             self.metrics.oversized += 1
-            self._warn("oversized", source, f"{len(data)} bytes")
+            self.warn("oversized", source, f"{len(data)} bytes")
             self._answer_unparsed(data[:MAX_MESSAGE_SIZE], source, 513, "over 64 KB")
             return
         try:
             message = parse_message(data)
         except SipParseError as error:
             self.metrics.malformed += 1
-            self._warn("malformed", source, str(error))
+            self.warn("malformed", source, str(error))
             self._answer_unparsed(data, source, 400, str(error))
             return
         if isinstance(message, Response):
@@ -118,14 +118,14 @@ class UdpTransport(asyncio.DatagramProtocol):
                 validate_response(message)
             except SipParseError as error:
                 self.metrics.bad_responses += 1
-                self._warn("bad_response", source, str(error))
+                self.warn("bad_response", source, str(error))
                 return
             self.on_response(message, source)
             return
         try:
             validate_request(message)
         except SipParseError as error:
-            self._warn("bad_request", source, str(error))
+            self.warn("bad_request", source, str(error))
             self._answer_bad(message, source, error.status, str(error))
             return
         _stamp_via(message, source)
@@ -149,7 +149,8 @@ class UdpTransport(asyncio.DatagramProtocol):
         # The Via of a bad request cannot be trusted: answer where it came from.
         self.send(response, source)
 
-    def _warn(self, kind: str, source: Address, detail: str) -> None:
+    def warn(self, kind: str, source: Address, detail: str) -> None:
+        """A warning line, at most once a minute per kind and source address."""
         if self._warnings.allow(kind, source[0]):
             log.warning("event=sip_%s source=%s:%s detail=%s (logged once a minute per source)", kind,
                         source[0], source[1], detail[:300])

@@ -2,18 +2,23 @@
 and requests sent through a client transaction to a URI."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .message import Request, Response, SipUri, make_response
 from .metrics import SipMetrics
-from .transaction import TransactionLayer
+from .syntax import quote
+from .transaction import ClientTransaction, TransactionLayer
 from .transport import resolve
 
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, NOTIFY"
 # Methods we know but do not take (405 with Allow); anything else is 501.
 KNOWN_METHODS = frozenset({"INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "NOTIFY", "REFER", "REGISTER", "SUBSCRIBE",
                            "INFO", "UPDATE", "PRACK", "MESSAGE", "PUBLISH"})
+
+
+def warning(code: int, text: str) -> dict[str, str]:
+    """A Warning header (RFC 3261 §20.43) saying why, for the admin reading the peer's logs."""
+    return {"Warning": f"{code} voiceswarm {quote(text[:200])}"}
 
 
 @dataclass
@@ -41,12 +46,11 @@ class UserAgent:
         self.metrics.not_implemented += 1
         return self.response(request, 501)
 
-    async def send(self, request: Request, target: SipUri,
-                   on_provisional: Callable[[Response], None] | None = None) -> Response:
+    async def send(self, request: Request, target: SipUri) -> Response:
         """Send in a client transaction and wait for the final response (a 408 after 64*T1 without one)."""
-        return await self.start(request, await resolve(target), on_provisional).final
+        return await self.start(request, await resolve(target)).final
 
-    def start(self, request: Request, destination: tuple[str, int],
-              on_provisional: Callable[[Response], None] | None = None):
+    def start(self, request: Request, destination: tuple[str, int]) -> ClientTransaction:
+        """Send in a new client transaction; its `final` future resolves with the final response."""
         request.headers.set("User-Agent", self.name)
-        return self.layer.request(request, destination, on_provisional)
+        return self.layer.request(request, destination)
