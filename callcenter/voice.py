@@ -30,7 +30,9 @@ class SpeechModels:
     @classmethod
     def load(cls, voice: VoiceConfig) -> SpeechModels:
         started = time.monotonic()
-        models = cls(Transcriber(voice.whisper_model), Synthesizer(_synth_config(voice)), VadModel())
+        named = voice.whisper_model in ("tiny.en", "base")
+        transcriber = Transcriber(voice.whisper_model) if named else Transcriber(model_path=voice.whisper_model)
+        models = cls(transcriber, Synthesizer(_synth_config(voice)), VadModel())
         log.info("event=speech_loaded whisper=%s seconds=%.1f", voice.whisper_model, time.monotonic() - started)
         return models
 
