@@ -16,7 +16,13 @@ from swarm.events import AgentChanged, AssistantText, Event, ToolCalled
 
 # Commands that live in their own module: each has register(subparsers), which adds a parser whose
 # defaults hold run(args, config) -> exit status.
-COMMAND_MODULES: tuple[str, ...] = ("callcenter.commands.echo", "callcenter.commands.serve", "callcenter.commands.say")
+COMMAND_MODULES: tuple[str, ...] = (
+    "callcenter.commands.serve",
+    "callcenter.commands.call",
+    "callcenter.commands.calls",
+    "callcenter.commands.echo",
+    "callcenter.commands.say",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,66 @@
+"""`voiceswarm calls [ID]`: recent call records, or one call in full."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from callcenter.config import Config
+from callcenter.records import CallRecord, CallRecords
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    calls = commands.add_parser("calls", help="list recent calls, or show one")
+    calls.add_argument("call_id", nargs="?", help="a call id (or its first characters)")
+    calls.add_argument("--limit", type=int, default=20)
+    calls.add_argument("--json", action="store_true", help="print JSON")
+    calls.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    path = Path(config.voice.calls_database)
+    if not path.exists():
+        print(f"voiceswarm calls: no call records yet at {path}", file=sys.stderr)
+        return 1
+    records = CallRecords(path)
+    try:
+        if args.call_id is None:
+            found = records.recent(args.limit)
+            for record in found:
+                print(json.dumps(_summary(record)) if args.json else _line(record))
+            return 0
+        record = records.get(args.call_id) or next((r for r in records.recent(1000) if r.call_id.startswith(args.call_id)), None)
+        if record is None:
+            print(f"voiceswarm calls: no call {args.call_id!r}", file=sys.stderr)
+            return 1
+        print(json.dumps(record.__dict__, indent=2, ensure_ascii=False) if args.json else _full(record))
+        return 0
+    finally:
+        records.close()
+
+
+def _summary(record: CallRecord) -> dict:
+    return {"call_id": record.call_id, "caller": record.caller, "started_at": record.started_at,
+            "seconds": round(record.ended_at - record.started_at, 1), "disposition": record.disposition,
+            "agents": record.agents, "orders": record.orders, "returns": record.returns}
+
+
+def _line(record: CallRecord) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started_at))
+    seconds = record.ended_at - record.started_at
+    extra = " ".join(f"order {o}" for o in record.orders) + " ".join(f"return {r}" for r in record.returns)
+    return f"{when}  {record.call_id[:20]:<20}  {record.caller:<16} {seconds:6.1f}s  {record.disposition:<11} {' > '.join(record.agents)}  {extra}"
+
+
+def _full(record: CallRecord) -> str:
+    lines = [_line(record), f"end reason: {record.end_reason or '-'}"]
+    for entry in record.transcript:
+        lines.append(f"  {entry['who']:>6}: {entry['text']}")
+    for call in record.tool_calls:
+        lines.append(f"  tool {call['agent']}.{call['name']} {json.dumps(call['arguments'], ensure_ascii=False)}")
+    for index, turn in enumerate(record.turns, 1):
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in turn.items() if v is not None)
+        lines.append(f"  turn {index}: {parts}")
+    return "\n".join(lines)
