@@ -46,6 +46,8 @@ class SipConfig:
     allowed_sources: list[str] = field(default_factory=list)
     max_calls: int = 20
     no_media_timeout_s: float = 30.0
+    # Also accept calls from Asterisk's AudioSocket() on this HOST:PORT; empty: off.
+    audiosocket_listen: str = ""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from callcenter.config import Config, host_port, rtp_port_range
 from callcenter.metrics import VoiceMetrics
 from callcenter.records import CallRecords
 from callcenter.voice import SpeechModels, VoiceService
+from telephony.audiosocket import AudioSocketServer
 from telephony.endpoint import EndpointConfig, SipEndpoint
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,18 @@ class VoiceServer:
         self.service = VoiceService(self.app, self.speech, self.records, self.metrics)
         self.endpoint = SipEndpoint(endpoint_config(self.config, self._listen), self.service.handle_call)
         await self.endpoint.start()
+        self.audiosocket = await self._serve_audiosocket(self.config.sip.audiosocket_listen)
         self._web = await self._serve_metrics(voice.metrics_listen)
         return self
+
+    async def _serve_audiosocket(self, listen: str) -> AudioSocketServer | None:
+        if not listen:
+            return None
+        host, port = host_port(listen)
+        server = AudioSocketServer(host, port, self.service.handle_call, no_media_timeout_s=self.config.sip.no_media_timeout_s)
+        await server.start()
+        log.info("event=audiosocket_listening address=%s:%d", *server.local_address)
+        return server
 
     @property
     def address(self) -> tuple[str, int]:
@@ -88,7 +99,11 @@ class VoiceServer:
 
     async def __aexit__(self, *exc_info: object) -> None:
         # Live calls get until the deadline to finish; then the endpoint says BYE.
-        await self.endpoint.stop(self.config.voice.shutdown_deadline_s)
+        deadline = self.config.voice.shutdown_deadline_s
+        if self.audiosocket is not None:
+            await asyncio.gather(self.endpoint.stop(deadline), self.audiosocket.stop(deadline))
+        else:
+            await self.endpoint.stop(deadline)
         if self._web is not None:
             await self._web.cleanup()
         self.records.close()
