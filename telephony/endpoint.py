@@ -1,5 +1,6 @@
-"""SipEndpoint: the SIP user agent that answers calls (trunk mode: the PBX sends INVITEs straight to us)
-and dials test calls, on one UDP socket and one asyncio loop.
+"""SipEndpoint: the SIP user agent that answers calls and dials test calls, on one UDP socket and one asyncio
+loop. Trunk mode: the PBX sends INVITEs straight to us. Extension mode (`registration=RegistrationConfig(...)`):
+we also REGISTER our Contact with the PBX, which then sends the extension's calls to it.
 
     endpoint = SipEndpoint(EndpointConfig(listen_host="192.0.2.10", listen_port=5060), on_call)
     await endpoint.start()
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from telephony import sdp
+from telephony.media_clock import MediaClock
 from telephony.ports import PortRangeExhausted
 from telephony.rtp import RtpError, RtpSession
 from telephony.sip.dialog import Dialog, DialogError
@@ -26,6 +28,7 @@ from telephony.sip.headers import Headers
 from telephony.sip.limits import RateLimiter
 from telephony.sip.message import Request, Response, SipParseError, SipUri, new_call_id, new_tag
 from telephony.sip.metrics import SipMetrics
+from telephony.sip.registration import Registration, RegistrationConfig
 from telephony.sip.transaction import (
     ClientTransaction,
     InviteServerTransaction,
@@ -64,7 +67,7 @@ class EndpointConfig:
     codecs: tuple[str, ...] = ("PCMU", "PCMA")  # ours, in order of preference (the caller's order wins)
     transfer_timeout_s: float = 30.0
     timers: Timers = Timers()
-    registration: object | None = None  # extension mode (REGISTER to a PBX): not implemented yet
+    registration: RegistrationConfig | None = None  # extension mode: REGISTER with a PBX
 
     def __post_init__(self) -> None:
         for name in ("listen_host", "advertised_host"):
@@ -86,8 +89,8 @@ class EndpointConfig:
                 raise ValueError(f"allowed_sources: {network!r} is not a network like 192.0.2.0/24") from None
         if self.invite_rate <= 0 or self.invite_burst < 1:
             raise ValueError(f"invite_rate must be > 0 and invite_burst >= 1, got {self.invite_rate}, {self.invite_burst}")
-        if self.registration is not None:
-            raise ValueError("registration (extension mode) is not implemented yet: use trunk mode")
+        if self.registration is not None and not isinstance(self.registration, RegistrationConfig):
+            raise ValueError(f"registration must be a RegistrationConfig, got {type(self.registration).__name__}")
 
     @property
     def media_host(self) -> str:
@@ -108,6 +111,8 @@ class SipEndpoint:
         self._layer: TransactionLayer | None = None
         self._ua: UserAgent | None = None
         self._context: CallContext | None = None
+        self._clock: MediaClock | None = None  # one 20 ms send clock for all our calls' RTP
+        self.registration: Registration | None = None  # extension mode: its `status` is for health checks
         self._calls: dict[tuple[str, str], SipCall] = {}
         self._setups: dict[tuple, asyncio.Task] = {}  # INVITE transaction key -> the task answering it
         self._tasks: set[asyncio.Task] = set()
@@ -128,18 +133,28 @@ class SipEndpoint:
     async def start(self) -> None:
         config = self.config
         host, port = await self._transport.open(config.listen_host, config.listen_port)
+        self._clock = MediaClock()
         self._layer = TransactionLayer(self._transport, self.metrics, config.media_host, port, timers=config.timers)
         self._layer.on_request = self._on_new_request
         self._layer.on_cancel = self._on_cancel
         self._layer.on_stray_response = self._on_stray_response
-        advertised = f"[{config.media_host}]" if ":" in config.media_host else config.media_host
-        self._ua = UserAgent(self._layer, self.metrics, config.user_agent, f"<sip:voiceswarm@{advertised}:{port}>")
+        registration = config.registration
+        user = (registration.contact_user or registration.username) if registration else "voiceswarm"
+        contact = SipUri("sip", user, None, config.media_host, port)
+        self._ua = UserAgent(self._layer, self.metrics, config.user_agent, f"<{contact}>")
         self._context = CallContext(self._ua, config.media_host, config.codecs, config.transfer_timeout_s,
                                     self._spawn, self._call_ended)
+        if registration is not None:
+            self.registration = Registration(registration, self._ua, contact,
+                                             unregister_timeout_s=8 * config.timers.t1)
+            self.registration.start()
 
     async def stop(self, deadline_s: float = 10.0) -> None:
-        """Refuse new calls, give live ones until the deadline to end, then BYE them; leaves no task behind."""
+        """Unregister, refuse new calls, give live ones until the deadline to end, then BYE them; leaves no
+        task behind."""
         self._stopping = True
+        if self.registration is not None:
+            await self.registration.stop()  # first: the PBX stops sending us new calls
         for task in list(self._setups.values()):
             task.cancel()  # still ringing: answered 503
         if self._calls:
@@ -173,7 +188,7 @@ class SipEndpoint:
         target = SipUri.parse(uri)
         destination = await resolve(target)
         call_id = new_call_id(config.media_host)
-        rtp = await RtpSession.open(config.listen_host, config.rtp_port_range,
+        rtp = await RtpSession.open(config.listen_host, config.rtp_port_range, clock=self._clock,
                                     no_media_timeout=config.no_media_timeout_s, call_id=call_id)
         self.metrics.calls_dialled += 1
         try:
@@ -314,7 +329,7 @@ class SipEndpoint:
     async def _answer(self, request: Request, transaction: InviteServerTransaction) -> None:
         ua, context, config = self._require_started()
         try:
-            rtp = await RtpSession.open(config.listen_host, config.rtp_port_range,
+            rtp = await RtpSession.open(config.listen_host, config.rtp_port_range, clock=self._clock,
                                         no_media_timeout=config.no_media_timeout_s, call_id=request.call_id)
         except (PortRangeExhausted, OSError) as error:
             log.error("event=sip_rtp_unavailable call=%s error=%s", request.call_id, error)

@@ -48,15 +48,19 @@ def _alaw_decode_table() -> np.ndarray:
 
 _ULAW_ENC, _ULAW_DEC = _ulaw_encode_table(), _ulaw_decode_table()
 _ALAW_ENC, _ALAW_DEC = _alaw_encode_table(), _alaw_decode_table()
+# The encode tables indexed by the sample's 16 bits read as unsigned (-1 is 0xFFFF): one lookup per packet,
+# no widening and offsetting of every sample first. The encoders run once per packet per call.
+_ULAW_ENC_U16, _ALAW_ENC_U16 = np.roll(_ULAW_ENC, 32768), np.roll(_ALAW_ENC, 32768)
 
 
-def _as_pcm(pcm16: bytes | np.ndarray) -> np.ndarray:
-    samples = np.frombuffer(pcm16, dtype="<i2") if isinstance(pcm16, (bytes, bytearray, memoryview)) else pcm16
-    return samples.astype(np.int16, copy=False)
+def _as_u16(pcm16: bytes | np.ndarray) -> np.ndarray:
+    if isinstance(pcm16, (bytes, bytearray, memoryview)):
+        return np.frombuffer(pcm16, dtype="<u2")
+    return pcm16.astype("<i2", copy=False).view("<u2")
 
 
 def ulaw_encode(pcm16: bytes | np.ndarray) -> bytes:
-    return _ULAW_ENC[_as_pcm(pcm16).astype(np.int32) + 32768].tobytes()
+    return _ULAW_ENC_U16[_as_u16(pcm16)].tobytes()
 
 
 def ulaw_decode(data: bytes) -> np.ndarray:
@@ -64,7 +68,7 @@ def ulaw_decode(data: bytes) -> np.ndarray:
 
 
 def alaw_encode(pcm16: bytes | np.ndarray) -> bytes:
-    return _ALAW_ENC[_as_pcm(pcm16).astype(np.int32) + 32768].tobytes()
+    return _ALAW_ENC_U16[_as_u16(pcm16)].tobytes()
 
 
 def alaw_decode(data: bytes) -> np.ndarray:

@@ -1,9 +1,12 @@
 """One call's RTP media on asyncio: G.711 audio both ways, RFC 4733 DTMF, basic RTCP. No thread per call.
 
-Receive: datagram callback -> RTP parse -> symmetric-RTP latch -> payload-type filter -> jitter buffer ->
-G.711 decode -> gaps filled -> re-framed to 20 ms -> `audio_in` (or `dtmf_in` for telephone-events).
-Send: one timer chain per session ticks every 20 ms on an absolute clock (start + n * 20 ms, so no drift) and
-sends the next 20 ms of the playback queue, comfort silence when it is empty, or a DTMF event packet.
+Receive: on each 20 ms slot the RTP socket is drained (no wake-up per packet: at 50 calls that halves the
+event loop's work; arrival times come from kernel timestamps) -> RTP parse -> symmetric-RTP latch ->
+payload-type filter -> jitter buffer -> G.711 decode -> gaps filled -> re-framed to 20 ms -> `audio_in`
+(or `dtmf_in` for telephone-events). RTCP, rare, comes through an ordinary datagram callback.
+Send: a MediaClock (shared by all of an endpoint's calls, or the session's own) ticks every 20 ms on an
+absolute clock (start + n * 20 ms, so no drift) and the session sends the next 20 ms of the playback queue,
+comfort silence when it is empty, or a DTMF event packet.
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import ipaddress
 import logging
 import random
 import socket
+import struct
+import sys
 import time
 from array import array
 from collections import deque
@@ -23,6 +28,7 @@ import numpy as np
 from telephony.codec import Codec
 from telephony.dtmf import VOLUME, DtmfDetector, TelephoneEvent, event_code
 from telephony.jitter import JitterBuffer
+from telephony.media_clock import PTIME, MediaClock  # noqa: F401  (PTIME: benchmarks import it from here)
 from telephony.ports import allocate
 from telephony.queues import DropOldestQueue
 from telephony.rtcp import SR, ReceptionStats, parse_compound, receiver_report, sender_report
@@ -31,14 +37,19 @@ from telephony.sdp import DIRECTIONS
 
 log = logging.getLogger(__name__)
 
-PTIME = 0.020
 FRAME_SAMPLES = 160  # 20 ms at 8 kHz
 FRAME_BYTES = 2 * FRAME_SAMPLES
-MAX_CATCH_UP = 3  # a late event loop sends at most this many missed packets back to back, then skips
 RTCP_INTERVAL = 5.0
 MAX_FILL_SAMPLES = 8000  # a timestamp jump over 1 s is a new timeline, not a gap to fill
 FADE_SAMPLES = 480  # a lost stretch repeats the last packet fading out over 60 ms, then silence
 WARN_EVERY = 60.0  # bad input is counted always, logged at most once a minute per kind and session
+MAX_READS_PER_SLOT = 64  # datagrams taken per 20 ms slot; a flood beyond that waits (or drops) in the kernel
+MAX_DATAGRAM = 2048
+# Kernel receive timestamps (Linux SO_TIMESTAMPNS: Python does not export the constant) keep the RFC 3550
+# jitter honest although packets are read once per slot; elsewhere the read time stands in.
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform == "linux" else None)
+_TIMESPEC = struct.Struct("@ll")  # struct timespec: time_t and long, both C longs on Linux
+_ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 
 
 class RtpError(RuntimeError):
@@ -97,6 +108,7 @@ class RtpStats:
     rtcp_sent: int = 0
     rtcp_received: int = 0
     send_skipped: int = 0  # 20 ms slots not sent because the event loop was too late
+    send_errors: int = 0  # packets the socket refused (a full buffer, an ICMP error pending)
     jitter_ms: float = 0.0
     send_intervals: IntervalHistogram = field(default_factory=IntervalHistogram)
 
@@ -130,8 +142,10 @@ class RtpSession:
     """
 
     def __init__(self, rtp: socket.socket, rtcp: socket.socket, *, no_media_timeout: float | None, call_id: str,
-                 audio_queue: int, jitter_depth: int) -> None:
+                 audio_queue: int, jitter_depth: int, clock: MediaClock | None = None) -> None:
         self._loop = asyncio.get_running_loop()
+        self._clock = clock if clock is not None else MediaClock()
+        self._ticking = False
         self.local_host, self.local_port = rtp.getsockname()[:2]
         self.call_id = call_id
         self.no_media_timeout = no_media_timeout
@@ -147,10 +161,9 @@ class RtpSession:
         self._jitter = JitterBuffer(jitter_depth)
         self._reception = ReceptionStats()
         self._detector = DtmfDetector()
-        self._rtp: asyncio.DatagramTransport | None = None
+        self._sock = rtp  # read on each slot, written directly: no transport in between
+        self._timestamps = _enable_timestamps(rtp)
         self._rtcp: asyncio.DatagramTransport | None = None
-        self._timer: asyncio.Handle | None = None  # the sender: a chain of call_at slots, cheaper than a task
-        self._next_slot = 0.0
         self._closed = False
         self._warned: dict[str, float] = {}
         # where to send: the SDP address until the peer's media latches us to its real source
@@ -182,14 +195,14 @@ class RtpSession:
     @classmethod
     async def open(cls, local_host: str, port_range: tuple[int, int] = (10000, 20000), *,
                    no_media_timeout: float | None = 30.0, call_id: str = "", audio_queue: int = 100,
-                   jitter_depth: int = 3) -> RtpSession:
-        """Bind an even RTP port (and RTCP on the next one) in port_range; raises PortRangeExhausted."""
+                   jitter_depth: int = 3, clock: MediaClock | None = None) -> RtpSession:
+        """Bind an even RTP port (and RTCP on the next one) in port_range; raises PortRangeExhausted.
+        `clock`: the 20 ms send clock shared with other sessions (default: one of its own)."""
         rtp, rtcp = allocate(local_host, port_range)
         try:
             session = cls(rtp, rtcp, no_media_timeout=no_media_timeout, call_id=call_id,
-                          audio_queue=audio_queue, jitter_depth=jitter_depth)
+                          audio_queue=audio_queue, jitter_depth=jitter_depth, clock=clock)
             loop = session._loop
-            session._rtp, _ = await loop.create_datagram_endpoint(lambda: _Receiver(session._on_rtp), sock=rtp)
             session._rtcp, _ = await loop.create_datagram_endpoint(lambda: _Receiver(session._on_rtcp), sock=rtcp)
         except BaseException:
             rtp.close()
@@ -208,10 +221,11 @@ class RtpSession:
         self._silence = bytes([codec.silence]) * FRAME_SAMPLES
         self.update_remote(remote_addr)
         self.set_direction(direction)
-        if self._timer is None:
-            self._next_slot = self._loop.time()
-            self._next_rtcp = self._next_slot + RTCP_INTERVAL * random.uniform(0.5, 1.5)
-            self._timer = self._loop.call_soon(self._on_slot)
+        if not self._ticking:
+            self._ticking = True
+            self._drain()  # what came before the answer (early media, strays) is not part of the call
+            self._next_rtcp = self._loop.time() + RTCP_INTERVAL * random.uniform(0.5, 1.5)
+            self._clock.add(self)
         log.info("event=rtp_start call=%s local=%s:%d remote=%s codec=%s/%d dtmf_pt=%s direction=%s", self.call_id,
                  self.local_host, self.local_port, remote_addr, codec.name, codec.payload_type, dtmf_pt, direction)
 
@@ -263,12 +277,11 @@ class RtpSession:
         if self._closed:
             return
         self._closed = True
-        if self._timer:
-            self._timer.cancel()
+        self._clock.discard(self)
         self._abort_dtmf("the RTP session closed")
-        for transport in (self._rtp, self._rtcp):
-            if transport:
-                transport.close()
+        self._sock.close()
+        if self._rtcp:
+            self._rtcp.close()
         self.audio_in.close()
         self.dtmf_in.close()
         self._played.set()
@@ -335,20 +348,15 @@ class RtpSession:
 
     # ---- sending --------------------------------------------------------------------------------------------
 
-    def _on_slot(self) -> None:
-        """One 20 ms slot; the next is due at start + n * 20 ms whatever this one cost (no drift)."""
-        try:
-            behind = int((self._loop.time() - self._next_slot) / PTIME)
-            if behind > MAX_CATCH_UP:  # keep the clock: skip slots rather than flood the peer
-                skipped = behind - MAX_CATCH_UP
-                self._next_slot += skipped * PTIME
-                self._ts = (self._ts + skipped * FRAME_SAMPLES) & 0xFFFFFFFF
-                self._stats.send_skipped += skipped
-            self._tick()
-        finally:
-            self._next_slot += PTIME  # a slot already due runs on the next loop pass: missed packets go promptly
-            if not self._closed:
-                self._timer = self._loop.call_at(self._next_slot, self._on_slot)
+    def on_slot(self, skipped: int) -> None:
+        """One 20 ms slot of the clock: send one packet. `skipped` slots were given up (the loop was late):
+        the timestamp jumps over them, as the receiver's clock does."""
+        if self._closed:  # closed earlier in this slot (by another session's callback)
+            return
+        if skipped:
+            self._ts = (self._ts + skipped * FRAME_SAMPLES) & 0xFFFFFFFF
+            self._stats.send_skipped += skipped
+        self._tick()
 
     def _tick(self) -> None:
         now = self._loop.time()
@@ -398,9 +406,12 @@ class RtpSession:
                 event.done.set_result(None)
 
     def _send(self, payload_type: int, timestamp: int, payload: bytes, marker: bool) -> None:
-        assert self._rtp is not None
         header = _HEADER.pack(0x80, 0x80 | payload_type if marker else payload_type, self._seq, timestamp, self._ssrc)
-        self._rtp.sendto(header + payload, self.remote)
+        try:
+            self._sock.sendto(header + payload, self.remote)
+        except OSError as error:  # the packet is lost, the stream goes on (its sequence number is used)
+            self._stats.send_errors += 1
+            self._warn("send_failed", self.remote or ("-", 0), str(error))
         self._seq = (self._seq + 1) & 0xFFFF
         stats = self._stats
         stats.packets_sent += 1
@@ -438,7 +449,36 @@ class RtpSession:
 
     # ---- receiving ------------------------------------------------------------------------------------------
 
-    def _on_rtp(self, data: bytes, addr: tuple) -> None:
+    def after_slot(self) -> None:
+        """Take in what arrived since the last slot."""
+        if self._closed:  # a callback of the application closed us during this slot
+            return
+        sock, timestamps = self._sock, self._timestamps
+        for _ in range(MAX_READS_PER_SLOT):
+            try:
+                data, ancillary, _, addr = sock.recvmsg(MAX_DATAGRAM, _ANCILLARY if timestamps else 0)
+            except BlockingIOError:
+                return
+            except OSError as error:  # an ICMP error for something we sent (the peer is not up yet): read on
+                log.debug("event=rtp_socket_error call=%s error=%r", self.call_id, error)
+                continue
+            arrival = None
+            if ancillary:  # the kernel's wall-clock stamp, moved to the loop's clock
+                seconds, nanoseconds = _TIMESPEC.unpack_from(ancillary[0][2])
+                arrival = self._loop.time() - (time.time() - seconds - nanoseconds * 1e-9)
+            self._on_rtp(data, addr, arrival)
+
+    def _drain(self) -> None:
+        for _ in range(4 * MAX_READS_PER_SLOT):
+            try:
+                self._sock.recvfrom(MAX_DATAGRAM)
+            except BlockingIOError:
+                return
+            except OSError:
+                continue
+
+    def _on_rtp(self, data: bytes, addr: tuple, arrival: float | None = None) -> None:
+        """One datagram on the RTP port; `arrival`: when the kernel received it (loop clock), if known."""
         if is_rtcp(data):  # the peer multiplexes RTCP on the RTP port (RFC 5761)
             self._on_rtcp(data, addr)
             return
@@ -469,7 +509,8 @@ class RtpSession:
         self._stats.bytes_received += len(packet.payload)
         now = self._loop.time()
         self._last_rx = now
-        self._reception.update(packet.seq, packet.timestamp, now, packet.payload_type == codec.payload_type)
+        self._reception.update(packet.seq, packet.timestamp, now if arrival is None else arrival,
+                               packet.payload_type == codec.payload_type)
         if not self._receiving:
             return
         for due, missing in self._jitter.push(packet):
@@ -514,6 +555,9 @@ class RtpSession:
 
     def _frame(self, pcm: np.ndarray) -> None:
         """Cut the stream into 20 ms frames whatever the sender's packet size (sipp's pcap sends 30 ms)."""
+        if not self._pending.size and len(pcm) == FRAME_SAMPLES:  # 20 ms packets: the usual case
+            self.audio_in.put(pcm)
+            return
         if self._pending.size:
             pcm = np.concatenate((self._pending, pcm))
         whole = len(pcm) - len(pcm) % FRAME_SAMPLES
@@ -563,3 +607,13 @@ class RtpSession:
             callback()
         except Exception:
             log.exception("event=rtp_callback_failed call=%s callback=%s", self.call_id, name)
+
+
+def _enable_timestamps(sock: socket.socket) -> bool:
+    if _SO_TIMESTAMPNS is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True

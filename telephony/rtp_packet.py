@@ -47,6 +47,8 @@ def parse(data: bytes) -> RtpPacket:
     if len(data) < _HEADER.size:
         raise MalformedPacket(f"{len(data)} bytes is shorter than an RTP header")
     first, second, seq, timestamp, ssrc = _HEADER.unpack_from(data)
+    if first == 0x80:  # what phones send: no padding, extension or CSRC (the fast path, once per packet)
+        return RtpPacket(second & 0x7F, seq, timestamp, ssrc, data[_HEADER.size:], second > 0x7F)
     if first >> 6 != VERSION:
         raise MalformedPacket(f"RTP version {first >> 6}, expected 2")
     end = len(data)

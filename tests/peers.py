@@ -166,9 +166,11 @@ class Peers:
 
     # ---- baresip ------------------------------------------------------------------------------------
 
-    async def baresip_call(self, target_uri: str, wav: Path, *, seconds: int = 15) -> tuple[PeerRun, Path]:
-        """baresip dials `target_uri`, sends `wav` (8 kHz mono) as its microphone, records what it hears
-        and sends (sndfile: dump-*-dec.wav / dump-*-enc.wav), and quits after `seconds` at most."""
+    async def baresip_call(self, target_uri: str, wav: Path, *, seconds: int = 15, aor: str = f"sip:caller@{LOCAL}",
+                           calls: int = 1) -> tuple[PeerRun, Path]:
+        """baresip dials `target_uri` from `aor`, sends `wav` (8 kHz mono) as its microphone, records what it
+        hears and sends (sndfile: dump-*-dec.wav / dump-*-enc.wav), and quits once `calls` calls have ended
+        (more than one when it follows a REFER) or after `seconds` at most."""
         workdir = self._workdir("baresip")
         config_dir, recordings = workdir / "config", workdir / "recordings"
         config_dir.mkdir()
@@ -178,7 +180,7 @@ class Peers:
             "poll_method epoll",
             f"sip_listen {LOCAL}:{sip_port}",
             "call_local_timeout 30",
-            "call_max_calls 1",
+            f"call_max_calls {calls}",
             f"audio_source aufile,{wav}",
             "audio_player aubridge,nowhere",
             "audio_alert aubridge,nowhere",
@@ -196,7 +198,7 @@ class Peers:
             "module_app menu.so",
             "",
         ]))
-        (config_dir / "accounts").write_text(f"<sip:caller@{LOCAL}>;regint=0;audio_codecs=PCMU\n")
+        (config_dir / "accounts").write_text(f"<{aor}>;regint=0;audio_codecs=PCMU\n")
         (config_dir / "contacts").write_text("")
         argv = ["baresip", "-f", str(config_dir), "-n", LOCAL, "-e", f"/dial {target_uri}", "-t", str(seconds)]
         process = await self._start("baresip", argv, workdir)
@@ -207,7 +209,8 @@ class Peers:
                 # baresip stays up until -t runs out; once the call is over its recordings are complete.
                 while line := (await process.stdout.readline()).decode(errors="replace"):
                     lines.append(line)
-                    if " terminated " in line:
+                    calls -= " terminated " in line
+                    if calls <= 0:
                         os.killpg(process.pid, signal.SIGTERM)
                         break
         except TimeoutError:

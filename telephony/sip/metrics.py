@@ -37,3 +37,5 @@ class SipMetrics:
     transfers_succeeded: int = 0
     transfers_failed: int = 0
     media_timeouts: int = 0
+    registrations: int = 0  # successful REGISTERs (refreshes included)
+    registration_failures: int = 0  # REGISTER attempts that failed (refused, timed out, unanswerable)
