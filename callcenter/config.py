@@ -48,6 +48,11 @@ class SipConfig:
     no_media_timeout_s: float = 30.0
     # Also accept calls from Asterisk's AudioSocket() on this HOST:PORT; empty: off.
     audiosocket_listen: str = ""
+    # Extension mode: REGISTER to this registrar (a SIP URI, e.g. sip:pbx.example.com) with digest auth.
+    registrar: str = ""
+    username: str = ""
+    password: str = ""  # better set with VOICESWARM_SIP_PASSWORD than in the file
+    register_expires: int = 300
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,7 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "VOICESWARM_HISTORY_SIZE": ("session", "history_size", int),
     "VOICESWARM_SIP_LISTEN": ("sip", "listen", str),
     "VOICESWARM_SIP_ADVERTISED": ("sip", "advertised", str),
+    "VOICESWARM_SIP_PASSWORD": ("sip", "password", str),
     "VOICESWARM_OPERATOR": ("voice", "operator", str),
     "VOICESWARM_WHISPER_MODEL": ("voice", "whisper_model", str),
 }
@@ -169,6 +175,8 @@ def _validated(config: Config) -> Config:
     if config.session.history_size < 2:
         raise ConfigError("session.history_size must be at least 2")
     _host_port(config.sip.listen, "sip.listen")
+    if config.sip.registrar and not (config.sip.username and config.sip.password):
+        raise ConfigError("sip.registrar is set: extension mode also needs sip.username and sip.password")
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")

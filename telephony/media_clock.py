@@ -32,17 +32,18 @@ class MediaClock:
         self._sessions: dict[int, Ticked] = {}  # by id(): insertion order is tick order, kept stable
         self._timer: asyncio.Handle | None = None
         self._next_slot = 0.0
+        self._in_slot = False  # sessions come and go during a slot: the slot itself decides what follows
 
     def add(self, session: Ticked) -> None:
         """Tick `session` from the next slot on (the first one starts the clock at once)."""
         self._sessions[id(session)] = session
-        if self._timer is None:
+        if self._timer is None and not self._in_slot:
             self._next_slot = self._loop.time()
             self._timer = self._loop.call_soon(self._on_slot)
 
     def discard(self, session: Ticked) -> None:
         self._sessions.pop(id(session), None)
-        if not self._sessions and self._timer is not None:
+        if not self._sessions and self._timer is not None and not self._in_slot:
             self._timer.cancel()
             self._timer = None
 
@@ -51,15 +52,19 @@ class MediaClock:
         skipped = max(0, behind - MAX_CATCH_UP)  # keep the clock: skip slots rather than flood the peers
         self._next_slot += skipped * PTIME
         sessions = list(self._sessions.values())
-        for session in sessions:
-            try:
-                session.on_slot(skipped)
-            except Exception:  # one session's bug must not silence the others
-                log.exception("event=rtp_slot_failed session=%r", session)
-        for session in sessions:
-            try:
-                session.after_slot()
-            except Exception:
-                log.exception("event=rtp_slot_failed session=%r", session)
+        self._in_slot = True
+        try:
+            for session in sessions:
+                try:
+                    session.on_slot(skipped)
+                except Exception:  # one session's bug must not silence the others
+                    log.exception("event=rtp_slot_failed session=%r", session)
+            for session in sessions:
+                try:
+                    session.after_slot()
+                except Exception:
+                    log.exception("event=rtp_slot_failed session=%r", session)
+        finally:
+            self._in_slot = False
         self._next_slot += PTIME  # a slot already due runs on the next loop pass: missed packets go promptly
         self._timer = self._loop.call_at(self._next_slot, self._on_slot) if self._sessions else None

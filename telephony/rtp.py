@@ -1,7 +1,7 @@
 """One call's RTP media on asyncio: G.711 audio both ways, RFC 4733 DTMF, basic RTCP. No thread per call.
 
-Receive: on each 20 ms slot the RTP socket is drained (no wake-up per packet: at 50 calls that halves the
-event loop's work; arrival times come from kernel timestamps) -> RTP parse -> symmetric-RTP latch ->
+Receive: after each 20 ms slot the RTP socket is drained (no event-loop wake-up per packet; arrival times
+come from kernel timestamps; it adds at most 20 ms of delay) -> RTP parse -> symmetric-RTP latch ->
 payload-type filter -> jitter buffer -> G.711 decode -> gaps filled -> re-framed to 20 ms -> `audio_in`
 (or `dtmf_in` for telephone-events). RTCP, rare, comes through an ordinary datagram callback.
 Send: a MediaClock (shared by all of an endpoint's calls, or the session's own) ticks every 20 ms on an

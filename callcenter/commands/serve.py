@@ -16,6 +16,7 @@ from callcenter.records import CallRecords
 from callcenter.voice import SpeechModels, VoiceService
 from telephony.audiosocket import AudioSocketServer
 from telephony.endpoint import EndpointConfig, SipEndpoint
+from telephony.sip.registration import RegistrationConfig
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ def endpoint_config(config: Config, listen: str | None = None) -> EndpointConfig
         listen_host=host, listen_port=port, advertised_host=sip.advertised, rtp_port_range=rtp_port_range(sip),
         allowed_sources=tuple(sip.allowed_sources) or None, max_calls=sip.max_calls,
         no_media_timeout_s=sip.no_media_timeout_s,
+        registration=RegistrationConfig(sip.registrar, sip.username, sip.password, expires=sip.register_expires)
+        if sip.registrar else None,
     )
 
 
