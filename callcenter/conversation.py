@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 class Transcribing(Protocol):
-    async def transcribe(self, pcm16_8k: np.ndarray, *, prompt: str | None = None) -> Any: ...
+    async def transcribe(self, pcm16_8k: np.ndarray, *, prompt: str | None = None, call_id: str = "-") -> Any: ...
 
 
 class Synthesizing(Protocol):
@@ -93,9 +93,17 @@ class Conversation:
         self._last_activity = time.monotonic()
         self._digits: list[str] = []
         self._finished = asyncio.Event()
+        # Utterances being transcribed; one at a time, so the caller's words reach the model in order.
+        self._hearing: set[asyncio.Task[None]] = set()
+        self._transcribing = asyncio.Lock()
+        self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
+        self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
+        self._cut_off = False  # the caller's last sound stopped the agent mid-turn
+        self._reprompts = 0  # since the caller last said something
 
     async def run(self) -> str:
-        """Serve the call until it ends; returns the disposition (completed, transferred, abandoned)."""
+        """Serve the call until it ends; returns the disposition: completed, transferred, abandoned (the caller
+        hung up before any turn, or stayed silent), or failed (no operator took an escalation, media stopped)."""
         started = time.monotonic()
         helpers = [asyncio.create_task(c) for c in (self._listen(), self._keys(), self._watch(started))]
         try:
@@ -105,12 +113,17 @@ class Conversation:
             await asyncio.wait({closed, finished}, return_when=asyncio.FIRST_COMPLETED)
             closed.cancel(), finished.cancel()
         finally:
-            tasks = [*helpers, *([self._turn] if self._turn else [])]
+            tasks = [*helpers, *self._hearing, *([self._turn] if self._turn else [])]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._keep_heard("call_ended")
             self.session.dispose()
-        if self.disposition == "completed" and self.call.end_reason == "remote_hangup" and not self.transcript.turns:
+        if self.call.end_reason == "transferred":
+            self.disposition = "transferred"  # the call may end before transfer() has returned to us
+        elif self.call.end_reason == "media_timeout":
+            self.disposition = "failed"  # the caller's audio stopped reaching us
+        elif self.disposition == "completed" and self.call.end_reason == "remote_hangup" and not self.transcript.turns:
             self.disposition = "abandoned"
         return self.disposition
 
@@ -121,33 +134,68 @@ class Conversation:
             for event in self.endpointer.feed(frame):
                 if isinstance(event, SpeechStarted):
                     self._last_activity = time.monotonic()
-                    self._barge_in()
+                    if self.call.playing and not self._closing:
+                        self._interrupt("barge_in")
+                        self._cut_off = True
                 elif isinstance(event, SpeechEnded):
                     self._last_activity = time.monotonic()
-                    self._start_turn(self._answer(event.audio))
+                    self._hear(event.audio)
 
-    def _barge_in(self) -> None:
-        """The caller speaks: stop talking now, and remember only what they heard."""
-        if self._turn is None or self._turn.done():
-            if not self.call.playing:
-                return
-        heard = self._heard()
+    def _hear(self, audio: np.ndarray) -> None:
+        if self._closing:
+            return
+        task = asyncio.create_task(self._transcribe(audio, time.monotonic()))
+        self._hearing.add(task)
+        task.add_done_callback(self._hearing.discard)
+
+    async def _transcribe(self, audio: np.ndarray, ended: float) -> None:
+        """Answer what the caller said; noise (an empty transcript) leaves the agent's turn alone."""
+        timing = TurnTiming()
+        async with self._transcribing:
+            transcript = await self.transcriber.transcribe(audio, prompt=self.domain_prompt, call_id=self.call.call_id)
+        timing.transcript_s = time.monotonic() - ended
+        text = transcript.text.strip()
+        if self._closing:
+            return
+        cut_off, self._cut_off = self._cut_off, False
+        if not text:
+            # Noise or a cough: nothing to answer, and the agent goes on; unless it cut the agent off.
+            if cut_off:
+                self._start_turn(self._say_prepared(self.settings.repeat))
+            return
+        self._reprompts = 0
+        self.transcript.add("caller", text)
+        if not transcript.confident:
+            log.info("event=low_confidence call=%s text=%r", self.call.call_id, text)
+            self._start_turn(self._say_prepared(self.settings.repeat))
+        else:
+            self._start_turn(self._reply(text, ended, timing))
+
+    def _interrupt(self, reason: str) -> None:
+        """Stop the agent's turn and its playback now; the session and the record keep only what was heard."""
+        self._keep_heard(reason)
         self.call.flush()
         if self._turn is not None:
             self._turn.cancel()
         self._queued = self.call.played_samples
-        if self._spoken:
-            self.session.commit_heard(" ".join(heard))
-            log.info("event=barge_in call=%s heard=%d/%d sentences", self.call.call_id, len(heard), len(self._spoken))
-        self._spoken = []
 
-    def _heard(self) -> list[str]:
+    def _keep_heard(self, reason: str) -> None:
+        """Forget the sentences of the running turn that the caller has not heard (yet)."""
         played = self.call.played_samples
-        return [sentence for sentence, end in self._spoken if end <= played]
+        heard = [sentence for sentence, end in self._spoken if end <= played]
+        if len(heard) < len(self._spoken):
+            self.session.commit_heard(" ".join(heard))
+            unheard = {id(line) for line in self._agent_lines[len(heard):]}
+            self.transcript.lines = [line for line in self.transcript.lines if id(line) not in unheard]
+            log.info("event=agent_interrupted call=%s reason=%s heard=%d/%d sentences", self.call.call_id, reason,
+                     len(heard), len(self._spoken))
+        self._spoken, self._agent_lines = [], []
 
     async def _keys(self) -> None:
         async for key in self.call.dtmf_in:
             self._last_activity = time.monotonic()
+            if self._closing:
+                continue
             if self._collecting_digits():
                 self._digits.append(key)
                 if key == "#":
@@ -169,7 +217,6 @@ class Conversation:
 
     async def _watch(self, started: float) -> None:
         """Re-prompt a silent caller, end a call that stays silent or runs too long, submit typed digits."""
-        reprompts = 0
         while True:
             await asyncio.sleep(0.25)
             now = time.monotonic()
@@ -178,41 +225,37 @@ class Conversation:
                 return
             if self._digits and now - self._last_activity > self.settings.digit_timeout_s:
                 self._submit_digits()
-            busy = (self._turn is not None and not self._turn.done()) or self.call.playing
-            if busy:
+            busy = (self._turn is not None and not self._turn.done()) or self.call.playing or self._hearing
+            if busy or self._closing:
                 self._last_activity = now
                 continue
             if now - self._last_activity < self.settings.reprompt_after_s:
                 continue
-            reprompts += 1
+            self._reprompts += 1
             self._last_activity = now
-            if reprompts > self.settings.reprompts_before_hangup:
-                self._start_turn(self._goodbye(self.settings.silence_goodbye))
+            if self._reprompts > self.settings.reprompts_before_hangup:
+                self._start_turn(self._goodbye(self.settings.silence_goodbye, "abandoned"))
                 return
             self._start_turn(self._say_prepared(self.settings.reprompt))
 
     # --- the agent's side -------------------------------------------------------------------------------------
 
-    def _start_turn(self, work: Any) -> None:
-        if self._turn is not None and not self._turn.done():
-            self._turn.cancel()
-        self._spoken = []
-        self._turn = asyncio.create_task(work)
+    def _start_turn(self, work: Coroutine[Any, Any, None]) -> None:
+        """A newer turn replaces the running one; what the caller has not heard of it yet is never said."""
+        self._interrupt("new_turn")
+        self._turn = asyncio.create_task(self._guarded(work))
 
-    async def _answer(self, audio: np.ndarray) -> None:
-        ended = time.monotonic()
-        timing = TurnTiming()
-        transcript = await self.transcriber.transcribe(audio, prompt=self.domain_prompt)
-        timing.transcript_s = time.monotonic() - ended
-        text = transcript.text.strip()
-        if not text:
-            return  # noise or a cough: nothing to answer
-        self.transcript.add("caller", text)
-        if not transcript.confident:
-            log.info("event=low_confidence call=%s text=%r", self.call.call_id, text)
-            await self._say_prepared(self.settings.repeat)
-            return
-        await self._reply(text, ended, timing)
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
+        """A turn that fails still leaves the caller with something to hear, and the call going."""
+        try:
+            await work
+        except Exception:
+            log.exception("event=turn_failed call=%s closing=%s", self.call.call_id, self._closing)
+            if self._closing:
+                await self._hang_up("failed")
+                return
+            with contextlib.suppress(Exception):
+                await self._say_prepared(self.settings.repeat)
 
     async def _reply(self, text: str, ended: float, timing: TurnTiming) -> None:
         async def sentences() -> AsyncIterator[str]:
@@ -221,24 +264,28 @@ class Conversation:
                     timing.first_sentence_s = time.monotonic() - ended
                 yield sentence
 
-        await self._speak(sentences(), ended, timing)
-        self.transcript.turns.append(timing)
-        if self.on_turn:
-            self.on_turn(timing)
-        log.info("event=turn call=%s %s", self.call.call_id,
-                 " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None))
+        try:
+            await self._speak(sentences(), ended, timing)
+        finally:  # an interrupted turn was still a turn, with its latencies
+            self.transcript.turns.append(timing)
+            if self.on_turn:
+                self.on_turn(timing)
+            log.info("event=turn call=%s %s", self.call.call_id,
+                     " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None))
         await self._after_turn()
 
     async def _speak(self, sentences: AsyncIterator[str], ended: float | None = None, timing: TurnTiming | None = None) -> None:
-        async for sentence in sentences:
-            async with contextlib.aclosing(self.synthesizer.synthesize_stream(sentence, self.call.call_id)) as chunks:
-                async for chunk in chunks:
-                    if timing is not None and ended is not None and timing.first_audio_s is None:
-                        timing.first_audio_s = time.monotonic() - ended
-                    self.call.play(chunk)
-                    self._queued += len(chunk)
-            self._spoken.append((sentence, self._queued))
-            self.transcript.add("agent", sentence)
+        async with contextlib.aclosing(sentences):
+            async for sentence in sentences:
+                async with contextlib.aclosing(self.synthesizer.synthesize_stream(sentence, self.call.call_id)) as chunks:
+                    async for chunk in chunks:
+                        if timing is not None and ended is not None and timing.first_audio_s is None:
+                            timing.first_audio_s = time.monotonic() - ended
+                        self.call.play(chunk)
+                        self._queued += len(chunk)
+                self._spoken.append((sentence, self._queued))
+                self.transcript.add("agent", sentence)
+                self._agent_lines.append(self.transcript.lines[-1])
 
     async def _say_prepared(self, text: str) -> None:
         self.session.emit(text)
@@ -252,28 +299,35 @@ class Conversation:
         if self.session.escalation:
             await self._handover()
         elif self.session.ending:
+            self._closing = True
             await self.call.wait_played()
             await self._hang_up("completed")
 
     async def _handover(self) -> None:
+        self._closing = True
         await self.call.wait_played()
         target = self.settings.operator
         if target is None:
-            await self._goodbye(self.settings.no_operator)
+            await self._goodbye(self.settings.no_operator, "failed")
             return
         if not self.session.escalation or "pressed" in self.session.escalation:
             await self._say_prepared(self.settings.handover)
             await self.call.wait_played()
-        if await self.call.transfer(target):
-            self.disposition = "transferred"
+        try:
+            transferred = await self.call.transfer(target)
+        except ValueError as error:  # a malformed operator target in the config
+            log.error("event=transfer_impossible call=%s error=%s", self.call.call_id, error)
+            transferred = False
+        if transferred:
             self._finished.set()
         else:
-            await self._goodbye(self.settings.no_operator)
+            await self._goodbye(self.settings.no_operator, "failed")
 
-    async def _goodbye(self, text: str) -> None:
+    async def _goodbye(self, text: str, disposition: str = "completed") -> None:
+        self._closing = True
         await self._say_prepared(text)
         await self.call.wait_played()
-        await self._hang_up("completed")
+        await self._hang_up(disposition)
 
     async def _hang_up(self, disposition: str) -> None:
         self.disposition = disposition

@@ -1,0 +1,232 @@
+"""Voice-to-voice latency of whole calls: N built-in SIP callers talk to one VoiceServer at once.
+
+Each caller says 3 lines (Piper, sent as RTP), each after the agent's previous turn. The model is a
+scripted one behind Ollama's wire protocol (tests/fake_ollama.py) that answers every turn after a fixed
+200 ms. Per server turn, from the Conversation's TurnTiming, whose clock starts when the endpointer decides
+the caller has stopped (end_silence_ms = 500 ms after the last voiced frame):
+  stt  end of speech -> transcript             llm  transcript -> the model's first sentence
+  tts  first sentence -> its first audio       v2v  end of speech -> first reply audio handed to RTP
+and measured at the caller, "heard": the end of the caller's actual speech -> the first frame of the
+reply with speech in it (this includes the endpointer's 500 ms, the network and the jitter buffers).
+"turns" can exceed "lines" when the server's endpointer cut a line in two; "unanswered" counts lines
+after which the caller heard nothing within its turn timeout; "load" is the machine's load average.
+
+Calls start spread over 4 seconds (in a seeded random order), so their turns do not all line up. The
+callers run in a child process (on the same 2 cores: their RTP and VAD take a little CPU) and skip Whisper.
+
+Usage: .venv/bin/python benchmarks/voice_to_voice.py [--calls 1,4,8] [--models tiny.en,base] [--no-search]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fake_ollama import FakeOllama, Reply  # noqa: E402
+
+from callcenter.caller import TestCaller  # noqa: E402
+from callcenter.commands.serve import VoiceServer  # noqa: E402
+from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig  # noqa: E402
+from callcenter.voice import SpeechModels  # noqa: E402
+
+LINES = (
+    "Hello, I would like to know when your shop is open.",
+    "And how long does a delivery to London usually take?",
+    "Thank you, that is all I needed to know today.",
+)
+MODEL_DELAY_S = 0.2
+MIN_TURNS = 12  # repeat small runs until this many turns are measured
+TARGET_P95_S = 2.0
+MAX_SEARCH_CALLS = 16
+SPREAD_S = 4.0  # calls start this far apart at most
+CALLERS_TIMEOUT_S = 600.0
+
+
+def model(body: dict) -> Reply:
+    return Reply("Sure, I can help you with that. Is there anything else you would like to know?", delay=MODEL_DELAY_S)
+
+
+@dataclass
+class Turns:
+    stt: list[float] = field(default_factory=list)
+    llm: list[float] = field(default_factory=list)
+    tts: list[float] = field(default_factory=list)
+    v2v: list[float] = field(default_factory=list)
+    heard: list[float] = field(default_factory=list)
+    lines: int = 0  # lines the callers said
+    unanswered: int = 0  # lines after which the caller heard nothing (should stay 0)
+    load: list[float] = field(default_factory=list)  # the machine's 1-minute load average after each round
+
+    def extend(self, other: Turns) -> None:
+        for name in ("stt", "llm", "tts", "v2v", "heard", "load"):
+            getattr(self, name).extend(getattr(other, name))
+        self.lines += other.lines
+        self.unanswered += other.unanswered
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else math.nan
+
+
+async def one_round(speech: SpeechModels, calls: int, seed: int) -> Turns:
+    turns = Turns()
+    with tempfile.TemporaryDirectory() as folder:
+        async with FakeOllama(model) as llm:
+            config = Config(
+                llm=LLMConfig(provider="ollama", host=llm.url, timeout=30.0), database=str(Path(folder) / "shop.db"),
+                sip=SipConfig(listen="127.0.0.1:0", max_calls=MAX_SEARCH_CALLS + 4),
+                voice=VoiceConfig(calls_database=str(Path(folder) / "calls.db"), metrics_listen="",
+                                  shutdown_deadline_s=5.0),
+            )
+            async with VoiceServer(config, speech=speech) as server:
+                host, port = server.address
+                heard = await run_callers(f"sip:shop@{host}:{port}", calls, seed)
+                deadline = time.monotonic() + 20
+                while len(server.records.recent(calls + 1)) < calls and time.monotonic() < deadline:
+                    await asyncio.sleep(0.2)
+                records = server.records.recent(calls + 1)
+    # Server turns (an utterance cut in two by a pause is two turns), and what the callers heard after each line.
+    for record in records:
+        for timing in record.turns:
+            if timing["voice_to_voice_s"] is not None:
+                turns.stt.append(timing["stt_s"])
+                turns.llm.append(timing["llm_s"])
+                turns.tts.append(timing["tts_s"])
+                turns.v2v.append(timing["voice_to_voice_s"])
+    turns.lines = len(heard)
+    turns.heard = [h for h in heard if h is not None]
+    turns.unanswered = turns.lines - len(turns.heard)
+    turns.load.append(os.getloadavg()[0])
+    return turns
+
+
+async def run_callers(uri: str, calls: int, seed: int) -> list[float | None]:
+    """The callers run in a process of their own, so the server's event loop carries only the server's work."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--callers", uri, "--calls", str(calls), "--seed", str(seed),
+        stdout=asyncio.subprocess.PIPE, start_new_session=True)
+    try:
+        out, _ = await asyncio.wait_for(child.communicate(), CALLERS_TIMEOUT_S)
+    except TimeoutError:
+        child.kill()
+        await child.wait()
+        raise RuntimeError(f"the callers did not finish within {CALLERS_TIMEOUT_S} s") from None
+    if child.returncode != 0:
+        raise RuntimeError(f"the callers failed (exit {child.returncode})")
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+async def callers_main(uri: str, calls: int, seed: int) -> int:
+    """Child process: `calls` TestCallers say LINES; prints, per line said, seconds until the reply was heard."""
+    speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model="tiny.en"))
+    try:
+        callers = [TestCaller(speech, caller_id=f"+4420794600{n:02d}", transcribe=False) for n in range(calls)]
+        callers[0].prepare(*LINES)
+        for caller in callers:
+            caller.voices = callers[0].voices
+        offsets = random.Random(seed).sample([i * SPREAD_S / calls for i in range(calls)], calls)
+
+        async def talk(caller: TestCaller, offset: float) -> None:
+            await asyncio.sleep(offset)
+            await caller.call(uri, list(LINES))
+
+        await asyncio.gather(*(talk(c, o) for c, o in zip(callers, offsets)))
+    finally:
+        speech.close()
+    heard = []
+    for caller in callers:
+        for _, ended in caller.exchange.spoken:
+            first = caller.exchange.first_sound(ended)
+            heard.append(None if first is None else first - ended)
+    print(json.dumps(heard), flush=True)
+    return 0
+
+
+async def measure(speech: SpeechModels, calls: int) -> Turns:
+    turns = Turns()
+    rounds = max(1, math.ceil(MIN_TURNS / (calls * len(LINES))))
+    for seed in range(rounds):
+        turns.extend(await one_round(speech, calls, seed))
+    return turns
+
+
+def row(whisper: str, calls: int, t: Turns) -> str:
+    return (f"| {whisper:<7} | {calls:>5} | {t.lines:>5} | {len(t.v2v):>5} | {pct(t.v2v, 50):7.2f} | {pct(t.v2v, 95):7.2f} | "
+            f"{pct(t.stt, 50):7.2f} | {pct(t.llm, 50):7.2f} | {pct(t.tts, 50):7.2f} | {pct(t.heard, 50):9.2f} | "
+            f"{pct(t.heard, 95):9.2f} | {t.unanswered:>10} | {max(t.load):4.1f} |")
+
+
+HEADER = ("| whisper | calls | lines | turns | v2v p50 | v2v p95 | stt p50 | llm p50 | tts p50 | heard p50 | heard p95 "
+          "| unanswered | load |\n"
+          "|---------|-------|-------|-------|---------|---------|---------|---------|---------|-----------|-----------"
+          "|------------|------|")
+
+
+async def largest_under_target(speech: SpeechModels, measured: dict[int, Turns], whisper: str) -> int:
+    """The most simultaneous calls whose v2v p95 stays under TARGET_P95_S (bisection, up to MAX_SEARCH_CALLS)."""
+    def passes(turns: Turns) -> bool:
+        return pct(turns.v2v, 95) < TARGET_P95_S and not turns.unanswered
+
+    good = max((n for n, t in measured.items() if passes(t)), default=0)
+    bad = min((n for n, t in measured.items() if n > good and not passes(t)), default=MAX_SEARCH_CALLS + 1)
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        turns = await measure(speech, middle)
+        print(row(whisper, middle, turns), flush=True)
+        good, bad = (middle, bad) if passes(turns) else (good, middle)
+    return good
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", default="1,4,8")
+    parser.add_argument("--models", default="tiny.en,base")
+    parser.add_argument("--no-search", action="store_true", help="skip the search for the most calls under 2 s")
+    parser.add_argument("--callers", metavar="URI", help=argparse.SUPPRESS)  # the child process's mode
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.callers:
+        return await callers_main(args.callers, int(args.calls), args.seed)
+    counts = [int(n) for n in args.calls.split(",")]
+    print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; model answers after "
+          f"{MODEL_DELAY_S * 1000:.0f} ms; seconds\n", flush=True)
+    summary = []
+    for whisper in args.models.split(","):
+        speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model=whisper))
+        try:
+            print(HEADER, flush=True)
+            measured = {}
+            for calls in counts:
+                measured[calls] = await measure(speech, calls)
+                print(row(whisper, calls, measured[calls]), flush=True)
+            if not args.no_search:
+                best = await largest_under_target(speech, measured, whisper)
+                summary.append(f"whisper {whisper}: at most {best} simultaneous talking calls keep v2v p95 under "
+                               f"{TARGET_P95_S:g} s")
+            print(flush=True)
+        finally:
+            speech.close()
+    for line in summary:
+        print(line)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,498 @@
+"""Whole phone calls with real parts: a real SIP caller (the built-in TestCaller, or sipp) speaks Piper
+audio over RTP to a VoiceServer on 127.0.0.1, which hears it with Whisper, answers through the shop's
+swarm and speaks back with Piper; the caller transcribes what it hears with Whisper.
+
+The speech models are loaded once for the module, with Whisper tiny.en (base would add ~1 s per
+utterance on this CPU; these tests check content, not accuracy or speed). The model behind the swarm is
+either the offline router or a scripted model served over Ollama's wire protocol (tests/fake_ollama.py).
+Every wait is bounded; assertions are on what was said, heard and stored, not on how fast.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from fake_ollama import FakeOllama, Reply
+
+from callcenter.caller import TestCaller
+from callcenter.commands.serve import VoiceServer
+from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
+from callcenter.conversation import VoiceSettings
+from callcenter.records import CallRecord
+from callcenter.voice import SpeechModels
+from tests.peers import Peers, peers  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.timeout(150)
+
+CALLER = "+442079460321"
+RETURN_LINE = "I want to return the headphones I bought last week."
+OPERATOR = "7000"
+
+
+# ---- the parts ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def speech() -> SpeechModels:
+    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
+    yield models
+    models.close()
+
+
+@pytest.fixture
+async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[..., object]]:
+    """serve(llm=LLMConfig(...), no_media_timeout_s=..., **VoiceConfig fields) -> a started VoiceServer on
+    127.0.0.1:<free port> with a fresh shop (holding the caller's headphones order) and call records."""
+    servers = contextlib.AsyncExitStack()
+
+    async def start(llm: LLMConfig = LLMConfig(provider="offline"), *, no_media_timeout_s: float = 30.0,
+                    **voice: object) -> VoiceServer:
+        config = Config(
+            llm=llm, database=str(tmp_path / "shop.db"),
+            sip=SipConfig(listen="127.0.0.1:0", no_media_timeout_s=no_media_timeout_s),
+            voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"), metrics_listen="",
+                              shutdown_deadline_s=2.0, **voice),
+        )
+        server = await servers.enter_async_context(VoiceServer(config, speech=speech))
+        server.app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+        return server
+
+    async with servers:
+        yield start
+
+
+class WatchedOllama(FakeOllama):
+    """FakeOllama that also counts the chat requests whose client went away before the answer."""
+
+    abandoned = 0
+
+    async def _chat(self, request):  # noqa: ANN001, ANN202 - aiohttp's handler
+        try:
+            return await super()._chat(request)
+        except asyncio.CancelledError:
+            self.abandoned += 1
+            raise
+
+
+def uri(server: VoiceServer) -> str:
+    host, port = server.address
+    return f"sip:shop@{host}:{port}"
+
+
+def rows(server: VoiceServer, table: str) -> list[sqlite3.Row]:
+    with contextlib.closing(sqlite3.connect(server.config.database)) as conn:
+        conn.row_factory = sqlite3.Row
+        return conn.execute(f"SELECT * FROM {table}").fetchall()
+
+
+async def record_of(server: VoiceServer, timeout_s: float = 20.0) -> CallRecord:
+    """The call's record, written by the server once the call has ended on its side."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        records = server.records.recent(5)
+        if records:
+            assert len(records) == 1, [r.call_id for r in records]
+            return records[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no call record within {timeout_s} s")
+
+
+async def until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s} s")
+        await asyncio.sleep(0.05)
+
+
+def agent_lines(record: CallRecord) -> list[str]:
+    return [line["text"] for line in record.transcript if line["who"] == "agent"]
+
+
+def closed_tcp_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# ---- scripted models, answering over Ollama's wire protocol ----------------------------------------------
+
+def _tools(body: dict) -> set[str]:
+    return {t["function"]["name"] for t in body.get("tools") or []}
+
+
+def _last_tool_result(body: dict) -> dict:
+    return json.loads([m for m in body["messages"] if m["role"] == "tool"][-1]["content"])
+
+
+def refund_model(body: dict) -> Reply:
+    """Triage hands over to refund, which finds the order, reads it back, and creates the return after yes."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Reply(_last_tool_result(body)["say"])
+    if "find_order" not in _tools(body):
+        return Reply(tool_calls=[("navigate_to_refund", {})])
+    if last["content"].lower().lstrip(" .,!").startswith("yes"):
+        proposal = _last_tool_result(body)["proposal"]
+        return Reply(tool_calls=[(proposal["tool"], {**proposal["arguments"], "confirmed": True})])
+    return Reply(tool_calls=[("find_order", {"product": "headphones"})])
+
+
+LONG_REPLY = [
+    "Of course, I can help you with a return.",
+    "Our returns policy is simple, and it covers everything you bought from us in the last thirty days.",
+    "You will get a prepaid shipping label by email as soon as the return is registered.",
+    "Please pack the item in its original box if you still have it, with all of its cables.",
+    "The refund goes back to the card you paid with, usually within five working days.",
+    "Gift cards and vouchers are refunded as store credit instead of money.",
+]
+
+
+def talkative_model(body: dict) -> Reply:
+    """A long answer that hands over to refund at its end; refund then thinks for a long time. A second
+    caller turn (the barge-in) gets a short answer."""
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    if len(users) >= 2:
+        return Reply("All right, I am listening.")
+    if "find_order" not in _tools(body):
+        return Reply(" ".join(LONG_REPLY), tool_calls=[("navigate_to_refund", {})])
+    return Reply("Let me look that up.", delay=60.0)  # still thinking when the caller interrupts
+
+
+# ---- the two paths -----------------------------------------------------------------------------------------
+
+async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
+    async with FakeOllama(refund_model) as model:
+        server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=20.0))
+        caller = TestCaller(speech, caller_id=CALLER)
+        async with caller.connected(uri(server)):
+            await caller.agent_turn()
+            await caller.say(RETURN_LINE)
+            await caller.agent_turn()
+            assert rows(server, "returns") == []  # read back, not yet confirmed
+            await caller.say("Yes.")
+            await caller.agent_turn()
+        record = await record_of(server)
+    returns = rows(server, "returns")
+    assert len(returns) == 1 and returns[0]["sku"] == "HP-100"
+    heard = caller.exchange.heard().lower()
+    assert "return" in heard and "registered" in heard, caller.exchange.lines
+    assert record.agents == ["triage", "refund"]
+    assert record.returns == [returns[0]["return_number"]]
+    assert record.disposition == "completed" and record.caller == CALLER
+    assert len(record.turns) == 2 and all(t["voice_to_voice_s"] is not None and t["stt_s"] is not None
+                                          for t in record.turns), record.turns
+    assert "voiceswarm_voice_to_voice_seconds_count 2.0" in server.metrics.exposition().decode()
+    # The model heard the caller through Whisper.
+    said = [m["content"].lower() for body in model.requests for m in body["messages"] if m["role"] == "user"]
+    assert any("return" in text and "headphones" in text for text in said), said
+
+
+async def test_buy_call_through_offline_router(serve, speech) -> None:
+    server = await serve()
+    orders_before = len(rows(server, "orders"))
+    caller = TestCaller(speech, caller_id=CALLER)
+    async with caller.connected(uri(server)):
+        await caller.agent_turn()
+        await caller.say("I'd like to buy a new phone charger.")
+        await caller.agent_turn()
+        assert len(rows(server, "orders")) == orders_before  # offered and read back only
+        await caller.say("Yes, please.")
+        await caller.agent_turn()
+    record = await record_of(server)
+    orders = rows(server, "orders")
+    assert len(orders) == orders_before + 1
+    new = orders[-1]
+    assert [r["sku"] for r in rows(server, "order_lines") if r["order_id"] == new["id"]] == ["CH-110"]
+    assert record.agents == ["triage", "sales"] and record.orders == [new["order_number"]]
+    heard = caller.exchange.heard().lower()
+    assert "charger" in heard and "order" in heard, caller.exchange.lines
+
+
+# ---- barge-in and hang-up ----------------------------------------------------------------------------------
+
+async def test_barge_in_stops_the_agent_and_keeps_only_what_was_heard(serve, speech) -> None:
+    async with WatchedOllama(talkative_model) as model:
+        server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=90.0))
+        caller = TestCaller(speech, caller_id=CALLER)
+        async with caller.connected(uri(server)):
+            await caller.agent_turn()
+            await caller.say("Can you tell me how returns work?")
+            assert await caller.agent_speaking()
+            talking_since = time.monotonic()
+            # The long answer is queued and the hand-over ran; the refund agent is still thinking.
+            await until(lambda: len(model.requests) >= 2, 60, "the refund agent's request")
+            # Its first sentence (2.5 s) has been heard; its last (at ~25 s) is far off.
+            await asyncio.sleep(max(0.0, talking_since + 4.0 - time.monotonic()))
+            await caller.say("Sorry to interrupt, but I only want to return my headphones today.")
+            await caller.agent_turn()
+        record = await record_of(server)
+    exchange = caller.exchange
+    interrupted_at, interruption_ended = exchange.spoken[-1]
+    # The agent was talking when the caller started, and quiet from shortly after until the caller stopped.
+    assert exchange.loudest(interrupted_at - 1.0, interrupted_at) > -35.0
+    assert interruption_ended - interrupted_at > 2.0
+    assert exchange.loudest(interrupted_at + 1.5, interruption_ended) < -55.0
+    # The refund agent's running completion was cancelled: its HTTP request was abandoned unanswered.
+    assert model.abandoned == 1
+    # The model's next request holds only what the caller heard of the long answer.
+    last = model.requests[-1]["messages"]
+    assistant = [m["content"] for m in last if m["role"] == "assistant" and m["content"]]
+    heard_text = assistant[-1]
+    assert heard_text.startswith(LONG_REPLY[0]) and LONG_REPLY[-1] not in heard_text, assistant
+    assert last[-1]["role"] == "user" and "interrupt" in last[-1]["content"].lower()
+    # So does the call record; the answer to the interruption was heard.
+    said = agent_lines(record)
+    assert LONG_REPLY[0] in said and LONG_REPLY[-1] not in said, said
+    assert "All right, I am listening." in said
+    assert "listening" in exchange.heard().lower(), exchange.lines
+
+
+async def test_caller_hanging_up_cancels_everything(serve, speech) -> None:
+    async with WatchedOllama(talkative_model) as model:
+        server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=90.0))
+        await asyncio.sleep(0.2)
+        tasks_before = asyncio.all_tasks()
+        threads_before = {thread.ident for thread in threading.enumerate()}
+        caller = TestCaller(speech, caller_id=CALLER)
+        async with caller.connected(uri(server)):
+            await caller.agent_turn()
+            await caller.say("Can you tell me how returns work?")
+            assert await caller.agent_speaking()
+            await until(lambda: len(model.requests) >= 2, 60, "the refund agent's request")
+            # The caller hangs up while the agent talks and the model thinks.
+        record = await record_of(server)
+        await until(lambda: model.abandoned == 1, 10, "the model's request abandoned")
+
+        def leftovers() -> list[asyncio.Task]:
+            return [t for t in asyncio.all_tasks() - tasks_before if t is not asyncio.current_task()]
+
+        with contextlib.suppress(AssertionError):
+            await until(lambda: not leftovers(), 10, "tasks ending")
+    assert leftovers() == []
+    assert server.endpoint.calls == []
+    # The models' pools, asyncio's default executor, and tqdm's one monitor thread (faster-whisper starts it).
+    shared = ("whisper", "piper", "asyncio_", "tqdm_monitor")
+    extra = [t.name for t in threading.enumerate() if t.ident not in threads_before and not t.name.startswith(shared)]
+    assert extra == []
+    assert record.disposition == "completed" and record.end_reason == "remote_hangup"
+    assert LONG_REPLY[-1] not in agent_lines(record)
+
+
+# ---- the operator ------------------------------------------------------------------------------------------
+
+_SIPP_CALL = """<?xml version="1.0" encoding="ISO-8859-1" ?>
+<!DOCTYPE scenario SYSTEM "sipp.dtd">
+<scenario name="{name}">
+  <send retrans="500">
+    <![CDATA[
+
+      INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: "Sipp Caller" <sip:+4930123456@[local_ip]:[local_port]>;tag=[pid]SIPpTag09[call_number]
+      To: <sip:[service]@[remote_ip]:[remote_port]>
+      Call-ID: [call_id]
+      CSeq: 1 INVITE
+      Contact: <sip:sipp@[local_ip]:[local_port]>
+      Max-Forwards: 70
+      Content-Type: application/sdp
+      Content-Length: [len]
+
+      v=0
+      o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]
+      s=-
+      c=IN IP[local_ip_type] [local_ip]
+      t=0 0
+      m=audio [auto_media_port] RTP/AVP 0 101
+      a=rtpmap:0 PCMU/8000
+      a=rtpmap:101 telephone-event/8000
+      a=fmtp:101 0-15
+
+    ]]>
+  </send>
+  <recv response="100" optional="true"/>
+  <recv response="180" optional="true"/>
+  <recv response="200" rrs="true"/>
+  <send>
+    <![CDATA[
+
+      ACK sip:[service]@[remote_ip]:[remote_port] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: "Sipp Caller" <sip:+4930123456@[local_ip]:[local_port]>;tag=[pid]SIPpTag09[call_number]
+      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: 1 ACK
+      Max-Forwards: 70
+      Content-Length: 0
+
+    ]]>
+  </send>
+{body}
+  <recv request="BYE" timeout="40000"/>
+  <send>
+    <![CDATA[
+
+      SIP/2.0 200 OK
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Content-Length: 0
+
+    ]]>
+  </send>
+</scenario>
+"""
+
+_NOTIFY = """  <send retrans="500">
+    <![CDATA[
+
+      NOTIFY [next_url] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: "Sipp Caller" <sip:+4930123456@[local_ip]:[local_port]>;tag=[pid]SIPpTag09[call_number]
+      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
+      Call-ID: [call_id]
+      CSeq: {cseq} NOTIFY
+      Contact: <sip:sipp@[local_ip]:[local_port]>
+      Max-Forwards: 70
+      Event: refer
+      Subscription-State: {state}
+      Content-Type: message/sipfrag;version=2.0
+      Content-Length: [len]
+
+      SIP/2.0 {status}
+
+    ]]>
+  </send>
+  <recv response="200"/>
+"""
+
+# Press 0 after the greeting has begun; take the REFER to the operator (Refer-To checked), report the
+# transfer's progress and success in NOTIFYs, then expect our BYE.
+PRESS_0_AND_ACCEPT_TRANSFER = _SIPP_CALL.format(name="press 0, accept the transfer", body="""
+  <pause milliseconds="1500"/>
+  <nop><action><exec play_pcap_audio="pcap/dtmf_2833_0.pcap"/></action></nop>
+  <recv request="REFER" timeout="40000">
+    <action>
+      <ereg regexp="&lt;sip:""" + OPERATOR + r"""@127\.0\.0\.1[:>]" search_in="hdr" header="Refer-To:" check_it="true" assign_to="target"/>
+    </action>
+  </recv>
+  <send>
+    <![CDATA[
+
+      SIP/2.0 202 Accepted
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:sipp@[local_ip]:[local_port]>
+      Content-Length: 0
+
+    ]]>
+  </send>
+""" + _NOTIFY.format(cseq=2, state="active;expires=60", status="100 Trying")
+    + _NOTIFY.format(cseq=3, state="terminated;reason=noresource", status="200 OK") + """
+  <Reference variables="target"/>""")
+
+# Answer, send no RTP at all, and wait for the BYE.
+SEND_NO_MEDIA = _SIPP_CALL.format(name="no media", body="")
+
+
+async def run_sipp(peers: Peers, tmp_path: Path, server: VoiceServer, scenario: str, name: str):  # noqa: ANN201
+    path = tmp_path / name
+    path.write_text(scenario)
+    run = await peers.sipp(server.address, str(path), timeout_s=45)
+    assert run.returncode == 0 and run.successful == 1 and run.failed == 0, run.report()
+    return run
+
+
+async def test_dtmf_0_transfers_to_the_operator_with_refer(serve, peers, tmp_path) -> None:
+    server = await serve(operator=OPERATOR)
+    run = await run_sipp(peers, tmp_path, server, PRESS_0_AND_ACCEPT_TRANSFER, "press_0.xml")
+    record = await record_of(server)
+    refer = run.logs["messages.log"].split("REFER sip:", 1)[1].split("\n\n", 1)[0]
+    assert f"Refer-To: <sip:{OPERATOR}@127.0.0.1" in refer
+    assert record.disposition == "transferred" and record.end_reason == "transferred"
+    assert "Please hold, I'm putting you through to a colleague." in agent_lines(record)
+    assert server.endpoint.metrics.transfers_succeeded == 1
+
+
+@pytest.mark.parametrize("operator", [OPERATOR, ""])
+async def test_llm_server_down_apologises_and_tries_the_operator(serve, speech, operator) -> None:
+    llm = LLMConfig(provider="ollama", host=f"http://127.0.0.1:{closed_tcp_port()}", timeout=30.0)
+    server = await serve(llm, operator=operator)
+    caller = TestCaller(speech, caller_id=CALLER)
+    async with caller.connected(uri(server)):
+        await caller.agent_turn()
+        await caller.say(RETURN_LINE)
+        assert await caller.hung_up(60)  # the agent ends the call
+    record = await record_of(server)
+    exchange = caller.exchange
+    heard = exchange.heard().lower()
+    assert exchange.end_reason == "remote_hangup"
+    assert "technical problem" in heard and "colleague" in heard, exchange.lines
+    # The apology came at once, not after the 30 s LLM timeout.
+    answered = exchange.first_sound(exchange.spoken[-1][1])
+    assert answered is not None and answered - exchange.spoken[-1][1] < 10.0
+    said = agent_lines(record)
+    assert said[1:] == [server.app.config.session.apology, VoiceSettings.no_operator], said
+    metrics = server.endpoint.metrics
+    # The test caller takes no transfers: the REFER is refused, and the agent says goodbye.
+    assert (metrics.transfers_failed, metrics.transfers_succeeded) == ((1, 0) if operator else (0, 0))
+    assert record.disposition == "failed"
+
+
+# ---- bad input ---------------------------------------------------------------------------------------------
+
+async def test_silent_caller_is_reprompted_then_hung_up_on(serve, speech) -> None:
+    server = await serve(reprompt_after_s=2.0, reprompts_before_hangup=1)
+    caller = TestCaller(speech, caller_id=CALLER)
+    async with caller.connected(uri(server)):
+        assert await caller.hung_up(60)
+    record = await record_of(server)
+    heard = caller.exchange.heard().lower()
+    assert caller.exchange.end_reason == "remote_hangup"
+    assert "still there" in heard and "hear anything" in heard, caller.exchange.lines
+    said = agent_lines(record)
+    assert len(said) == 3 and "still there" in said[1] and "Goodbye" in said[2], said
+    assert record.disposition == "abandoned" and record.turns == []
+
+
+async def test_call_without_rtp_ends_by_media_timeout_with_a_record(serve, peers, tmp_path) -> None:
+    server = await serve(no_media_timeout_s=2.0)
+    await run_sipp(peers, tmp_path, server, SEND_NO_MEDIA, "no_media.xml")
+    record = await record_of(server)
+    assert record.end_reason == "media_timeout" and record.disposition == "failed"
+    assert server.endpoint.metrics.media_timeouts == 1
+
+
+async def test_tool_that_raises_still_gets_a_sensible_answer(serve, speech, monkeypatch) -> None:
+    server = await serve()
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(server.app.shop, "search", broken)
+    orders_before = len(rows(server, "orders"))
+    caller = TestCaller(speech, caller_id=CALLER)
+    async with caller.connected(uri(server)):
+        await caller.agent_turn()
+        await caller.say("I'd like to buy a new phone charger.")
+        await caller.agent_turn()
+    record = await record_of(server)
+    failed = [c for c in record.tool_calls if c["name"] == "search_products"]
+    assert failed and "database is locked" in failed[0]["result"]
+    reply = " ".join(agent_lines(record)[1:]).lower()  # after the greeting
+    assert "sorry" in reply and "colleague" in reply, reply
+    assert "sorry" in caller.exchange.heard().lower(), caller.exchange.lines
+    assert caller.exchange.end_reason == "local_hangup"  # the call went on until the caller hung up
+    assert len(rows(server, "orders")) == orders_before and record.disposition == "completed"
