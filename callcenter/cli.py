@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "callcenter.commands.calls",
     "callcenter.commands.echo",
     "callcenter.commands.say",
+    "callcenter.commands.transcribe",
 )
 
 

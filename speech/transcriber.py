@@ -38,13 +38,19 @@ class Transcript:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """When a transcript is trusted. Chosen from measurements (see benchmarks/speech_stt.py)."""
+    """When a transcript is trusted, measured on the phone-path corpus and on noise (benchmarks/speech_stt.py):
+    Piper's speech never crossed these, espeak-ng's hard speech did on 6-9% of sentences (mostly wrong
+    ones), and silence, hiss, noise, hum, clicks, DC and square waves always did."""
 
     # Audio whose loudest 30 ms (after removing DC) is below this holds no speech: the model is not run.
-    min_level_dbfs: float = -45.0
+    # Line hiss sits near -60 dBFS; a quiet caller's loudest syllable near -30.
+    min_level_dbfs: float = -50.0
+    # Speech scored at most 0.50 (a lone "um"); noise and silence at least 0.55 (base), 0.74 (tiny.en).
     max_no_speech_prob: float = 0.5
+    # Piper's speech scored at least -0.99; noise at most -0.88 but with no_speech_prob >= 0.55.
     min_avg_logprob: float = -1.0
-    # Whisper's failure loops ("and-and-and-...") compress far better than language: gzip ratio.
+    # Whisper's failure loops ("and-and-and-...", "BOOOOO") compress far better than language (gzip
+    # ratio, the measure and limit Whisper itself uses); a rule, not a list of known hallucinations.
     max_compression_ratio: float = 2.4
 
 
@@ -108,8 +114,10 @@ class Transcriber:
         started = time.perf_counter()
         pcm = np.asarray(pcm16_8k, dtype=np.int16).ravel()
         duration = pcm.size / rate
-        audio = resample(pcm, rate, WHISPER_RATE, dtype=np.float32)
-        audio -= audio.mean() if audio.size else 0.0  # a DC offset is not speech
+        # A DC offset is not speech; removed before resampling, where its edges would ring.
+        centred = pcm.astype(np.float32) / 32768.0
+        centred -= centred.mean() if centred.size else 0.0
+        audio = resample(centred, rate, WHISPER_RATE, dtype=np.float32)
         if loudest_dbfs(audio) < self.thresholds.min_level_dbfs:
             transcript, reason = Transcript("", float("-inf"), 1.0, duration, False), "quiet"
         else:
