@@ -9,12 +9,15 @@ the caller has stopped (end_silence_ms = 500 ms after the last voiced frame):
 and measured at the caller, "heard": the end of the caller's actual speech -> the first frame of the
 reply with speech in it (this includes the endpointer's 500 ms, the network and the jitter buffers).
 "turns" can exceed "lines" when the server's endpointer cut a line in two; "unanswered" counts lines
-after which the caller heard nothing within its turn timeout; "load" is the machine's load average.
+after which the caller heard nothing within its turn timeout; "early" is the share of turns transcribed
+from the caller's first pause (voice.early_transcript_ms), before the end of the turn was certain;
+"load" is the machine's load average.
 
 Calls start spread over 4 seconds (in a seeded random order), so their turns do not all line up. The
 callers run in a child process (on the same 2 cores: their RTP and VAD take a little CPU) and skip Whisper.
 
 Usage: .venv/bin/python benchmarks/voice_to_voice.py [--calls 1,4,8] [--models tiny.en,base] [--no-search]
+                                                    [--early-ms 200 (0: transcribe at the end of the turn)]
 """
 from __future__ import annotations
 
@@ -68,12 +71,13 @@ class Turns:
     tts: list[float] = field(default_factory=list)
     v2v: list[float] = field(default_factory=list)
     heard: list[float] = field(default_factory=list)
+    early: list[bool] = field(default_factory=list)
     lines: int = 0  # lines the callers said
     unanswered: int = 0  # lines after which the caller heard nothing (should stay 0)
     load: list[float] = field(default_factory=list)  # the machine's 1-minute load average after each round
 
     def extend(self, other: Turns) -> None:
-        for name in ("stt", "llm", "tts", "v2v", "heard", "load"):
+        for name in ("stt", "llm", "tts", "v2v", "heard", "early", "load"):
             getattr(self, name).extend(getattr(other, name))
         self.lines += other.lines
         self.unanswered += other.unanswered
@@ -83,7 +87,7 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
-async def one_round(speech: SpeechModels, calls: int, seed: int) -> Turns:
+async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int) -> Turns:
     turns = Turns()
     with tempfile.TemporaryDirectory() as folder:
         async with FakeOllama(model) as llm:
@@ -91,7 +95,7 @@ async def one_round(speech: SpeechModels, calls: int, seed: int) -> Turns:
                 llm=LLMConfig(provider="ollama", host=llm.url, timeout=30.0), database=str(Path(folder) / "shop.db"),
                 sip=SipConfig(listen="127.0.0.1:0", max_calls=MAX_SEARCH_CALLS + 4),
                 voice=VoiceConfig(calls_database=str(Path(folder) / "calls.db"), metrics_listen="",
-                                  shutdown_deadline_s=5.0),
+                                  shutdown_deadline_s=5.0, early_transcript_ms=early_ms),
             )
             async with VoiceServer(config, speech=speech) as server:
                 host, port = server.address
@@ -108,6 +112,7 @@ async def one_round(speech: SpeechModels, calls: int, seed: int) -> Turns:
                 turns.llm.append(timing["llm_s"])
                 turns.tts.append(timing["tts_s"])
                 turns.v2v.append(timing["voice_to_voice_s"])
+                turns.early.append(bool(timing["early_transcript"]))
     turns.lines = len(heard)
     turns.heard = [h for h in heard if h is not None]
     turns.unanswered = turns.lines - len(turns.heard)
@@ -157,27 +162,27 @@ async def callers_main(uri: str, calls: int, seed: int) -> int:
     return 0
 
 
-async def measure(speech: SpeechModels, calls: int) -> Turns:
+async def measure(speech: SpeechModels, calls: int, early_ms: int) -> Turns:
     turns = Turns()
     rounds = max(1, math.ceil(MIN_TURNS / (calls * len(LINES))))
     for seed in range(rounds):
-        turns.extend(await one_round(speech, calls, seed))
+        turns.extend(await one_round(speech, calls, seed, early_ms))
     return turns
 
 
 def row(whisper: str, calls: int, t: Turns) -> str:
     return (f"| {whisper:<7} | {calls:>5} | {t.lines:>5} | {len(t.v2v):>5} | {pct(t.v2v, 50):7.2f} | {pct(t.v2v, 95):7.2f} | "
             f"{pct(t.stt, 50):7.2f} | {pct(t.llm, 50):7.2f} | {pct(t.tts, 50):7.2f} | {pct(t.heard, 50):9.2f} | "
-            f"{pct(t.heard, 95):9.2f} | {t.unanswered:>10} | {max(t.load):4.1f} |")
+            f"{pct(t.heard, 95):9.2f} | {t.unanswered:>10} | {sum(t.early) / max(1, len(t.early)):5.0%} | {max(t.load):4.1f} |")
 
 
 HEADER = ("| whisper | calls | lines | turns | v2v p50 | v2v p95 | stt p50 | llm p50 | tts p50 | heard p50 | heard p95 "
-          "| unanswered | load |\n"
+          "| unanswered | early | load |\n"
           "|---------|-------|-------|-------|---------|---------|---------|---------|---------|-----------|-----------"
-          "|------------|------|")
+          "|------------|-------|------|")
 
 
-async def largest_under_target(speech: SpeechModels, measured: dict[int, Turns], whisper: str) -> int:
+async def largest_under_target(speech: SpeechModels, measured: dict[int, Turns], whisper: str, early_ms: int) -> int:
     """The most simultaneous calls whose v2v p95 stays under TARGET_P95_S (bisection, up to MAX_SEARCH_CALLS)."""
     def passes(turns: Turns) -> bool:
         return pct(turns.v2v, 95) < TARGET_P95_S and not turns.unanswered
@@ -186,7 +191,7 @@ async def largest_under_target(speech: SpeechModels, measured: dict[int, Turns],
     bad = min((n for n, t in measured.items() if n > good and not passes(t)), default=MAX_SEARCH_CALLS + 1)
     while bad - good > 1:
         middle = (good + bad) // 2
-        turns = await measure(speech, middle)
+        turns = await measure(speech, middle, early_ms)
         print(row(whisper, middle, turns), flush=True)
         good, bad = (middle, bad) if passes(turns) else (good, middle)
     return good
@@ -197,6 +202,7 @@ async def main() -> int:
     parser.add_argument("--calls", default="1,4,8")
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--no-search", action="store_true", help="skip the search for the most calls under 2 s")
+    parser.add_argument("--early-ms", type=int, default=VoiceConfig.early_transcript_ms)
     parser.add_argument("--callers", metavar="URI", help=argparse.SUPPRESS)  # the child process's mode
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -205,7 +211,7 @@ async def main() -> int:
         return await callers_main(args.callers, int(args.calls), args.seed)
     counts = [int(n) for n in args.calls.split(",")]
     print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; model answers after "
-          f"{MODEL_DELAY_S * 1000:.0f} ms; seconds\n", flush=True)
+          f"{MODEL_DELAY_S * 1000:.0f} ms; early transcripts after {args.early_ms} ms of silence; seconds\n", flush=True)
     summary = []
     for whisper in args.models.split(","):
         speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model=whisper))
@@ -213,10 +219,10 @@ async def main() -> int:
             print(HEADER, flush=True)
             measured = {}
             for calls in counts:
-                measured[calls] = await measure(speech, calls)
+                measured[calls] = await measure(speech, calls, args.early_ms)
                 print(row(whisper, calls, measured[calls]), flush=True)
             if not args.no_search:
-                best = await largest_under_target(speech, measured, whisper)
+                best = await largest_under_target(speech, measured, whisper, args.early_ms)
                 summary.append(f"whisper {whisper}: at most {best} simultaneous talking calls keep v2v p95 under "
                                f"{TARGET_P95_S:g} s")
             print(flush=True)

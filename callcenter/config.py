@@ -55,6 +55,10 @@ class SipConfig:
     register_expires: int = 300
 
 
+# Silence kept after the caller's last word in an utterance; an early transcript needs at least this much.
+EARLY_TAIL_MS = 200
+
+
 @dataclass(frozen=True)
 class VoiceConfig:
     greeting: str = "Hello, you're through to the shop. How can I help you today?"
@@ -68,6 +72,10 @@ class VoiceConfig:
     # A Piper .onnx voice; empty: the packaged en_US joe voice.
     piper_voice: str = ""
     end_silence_ms: int = 500
+    # Transcription starts after this much silence, before the turn is sure to have ended (0: at the end);
+    # the transcript is ready end_silence_ms - early_transcript_ms sooner, at the cost of some wasted CPU
+    # when the caller only paused.
+    early_transcript_ms: int = 200
     calls_database: str = "var/calls.db"
     # Where Prometheus scrapes /metrics; empty: no metrics server.
     metrics_listen: str = "127.0.0.1:9460"
@@ -177,6 +185,12 @@ def _validated(config: Config) -> Config:
     _host_port(config.sip.listen, "sip.listen")
     if config.sip.registrar and not (config.sip.username and config.sip.password):
         raise ConfigError("sip.registrar is set: extension mode also needs sip.username and sip.password")
+    voice = config.voice
+    if not 200 <= voice.end_silence_ms <= 5000:
+        raise ConfigError(f"voice.end_silence_ms is {voice.end_silence_ms}; use 200 to 5000 (milliseconds)")
+    if voice.early_transcript_ms and not EARLY_TAIL_MS <= voice.early_transcript_ms < voice.end_silence_ms:
+        raise ConfigError(f"voice.early_transcript_ms is {voice.early_transcript_ms}; use 0 (off) or "
+                          f"{EARLY_TAIL_MS} up to end_silence_ms ({voice.end_silence_ms})")
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")

@@ -2,6 +2,8 @@
 
 The caller can talk over the agent (barge-in): playback stops at once, the running completion and
 synthesis are cancelled, and the session keeps only what the caller actually heard.
+Transcription starts at the caller's first pause (SpeechPaused), before the endpointer is sure the turn
+has ended: when the silence lasts, the transcript is ready sooner by the rest of the end-of-turn silence.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from speech.endpointer import SpeechEnded, SpeechStarted
+from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
 from swarm.session import Session
 from telephony.call import Call
 
@@ -59,11 +61,13 @@ class TurnTiming:
     transcript_s: float | None = None  # end of speech -> transcript
     first_sentence_s: float | None = None  # end of speech -> the model's first sentence
     first_audio_s: float | None = None  # end of speech -> first reply audio handed to the call (voice-to-voice)
+    early: bool = False  # the transcript was started at the caller's pause, before the end of the turn
 
-    def breakdown(self) -> dict[str, float | None]:
+    def breakdown(self) -> dict[str, float | bool | None]:
         llm = _minus(self.first_sentence_s, self.transcript_s)
         tts = _minus(self.first_audio_s, self.first_sentence_s)
-        return {"stt_s": self.transcript_s, "llm_s": llm, "tts_s": tts, "voice_to_voice_s": self.first_audio_s}
+        return {"stt_s": self.transcript_s, "llm_s": llm, "tts_s": tts, "voice_to_voice_s": self.first_audio_s,
+                "early_transcript": self.early}
 
 
 @dataclass
@@ -96,6 +100,7 @@ class Conversation:
         # Utterances being transcribed; one at a time, so the caller's words reach the model in order.
         self._hearing: set[asyncio.Task[None]] = set()
         self._transcribing = asyncio.Lock()
+        self._early: tuple[SpeechPaused, asyncio.Task[Any]] | None = None  # a transcription started at a pause
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
         self._cut_off = False  # the caller's last sound stopped the agent mid-turn
@@ -113,7 +118,7 @@ class Conversation:
             await asyncio.wait({closed, finished}, return_when=asyncio.FIRST_COMPLETED)
             closed.cancel(), finished.cancel()
         finally:
-            tasks = [*helpers, *self._hearing, *([self._turn] if self._turn else [])]
+            tasks = [*helpers, *self._hearing, *([self._turn] if self._turn else []), *([self._early[1]] if self._early else [])]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -137,22 +142,49 @@ class Conversation:
                     if self.call.playing and not self._closing:
                         self._interrupt("barge_in")
                         self._cut_off = True
+                elif isinstance(event, SpeechPaused):
+                    self._transcribe_early(event)
                 elif isinstance(event, SpeechEnded):
                     self._last_activity = time.monotonic()
-                    self._hear(event.audio)
+                    self._hear(event)
 
-    def _hear(self, audio: np.ndarray) -> None:
+    def _transcribe_early(self, pause: SpeechPaused) -> None:
+        self._drop_early()  # the caller spoke again since the last pause
+        if not self._closing:
+            task = asyncio.create_task(self.transcriber.transcribe(pause.audio, prompt=self.domain_prompt, call_id=self.call.call_id))
+            self._early = (pause, task)
+
+    def _drop_early(self) -> None:
+        if self._early is not None:
+            self._early[1].cancel()  # a transcription not yet running never runs; a running one is ignored
+            self._early = None
+
+    def _take_early(self, turn: SpeechEnded) -> asyncio.Task[Any] | None:
+        """The transcription started at this turn's last pause, if it heard exactly the turn's audio."""
+        early, self._early = self._early, None
+        if early is not None and early[0].start_s == turn.start_s and early[0].audio.size == turn.audio.size:
+            return early[1]
+        if early is not None:
+            early[1].cancel()
+        return None
+
+    def _hear(self, turn: SpeechEnded) -> None:
         if self._closing:
+            self._drop_early()
             return
-        task = asyncio.create_task(self._transcribe(audio, time.monotonic()))
+        task = asyncio.create_task(self._transcribe(turn, self._take_early(turn), time.monotonic()))
         self._hearing.add(task)
         task.add_done_callback(self._hearing.discard)
 
-    async def _transcribe(self, audio: np.ndarray, ended: float) -> None:
+    async def _transcribe(self, turn: SpeechEnded, early: asyncio.Task[Any] | None, ended: float) -> None:
         """Answer what the caller said; noise (an empty transcript) leaves the agent's turn alone."""
-        timing = TurnTiming()
-        async with self._transcribing:
-            transcript = await self.transcriber.transcribe(audio, prompt=self.domain_prompt, call_id=self.call.call_id)
+        timing = TurnTiming(early=early is not None)
+        try:
+            async with self._transcribing:
+                transcript = await (early or self.transcriber.transcribe(turn.audio, prompt=self.domain_prompt, call_id=self.call.call_id))
+        finally:
+            if early is not None:
+                early.cancel()  # when this turn was cancelled, so is its transcription
         timing.transcript_s = time.monotonic() - ended
         text = transcript.text.strip()
         if self._closing:

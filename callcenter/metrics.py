@@ -22,7 +22,7 @@ class VoiceMetrics:
         self.tts = Histogram("voiceswarm_tts_first_audio_seconds", "First sentence to its first audio", buckets=_BUCKETS, registry=r)
         self.voice_to_voice = Histogram("voiceswarm_voice_to_voice_seconds", "End of caller speech to first reply audio", buckets=_BUCKETS, registry=r)
 
-    def observe_turn(self, breakdown: dict[str, float | None]) -> None:
+    def observe_turn(self, breakdown: dict[str, float | bool | None]) -> None:
         for histogram, key in ((self.stt, "stt_s"), (self.llm, "llm_s"), (self.tts, "tts_s"), (self.voice_to_voice, "voice_to_voice_s")):
             value = breakdown.get(key)
             if value is not None:

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from callcenter.app import App
-from callcenter.config import VoiceConfig
+from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
 from callcenter.metrics import VoiceMetrics
 from callcenter.records import CallRecord, CallRecords
@@ -67,7 +67,9 @@ class VoiceService:
         """Serve one answered call to its end; every failure still ends in a record."""
         started = time.time()
         session = self.app.session(call.call_id, call.caller)
-        endpointer = Endpointer(self.speech.vad, end_silence_ms=self.app.config.voice.end_silence_ms, call_id=call.call_id)
+        voice = self.app.config.voice
+        endpointer = Endpointer(self.speech.vad, end_silence_ms=voice.end_silence_ms, post_roll_ms=EARLY_TAIL_MS,
+                                pause_ms=voice.early_transcript_ms or None, call_id=call.call_id)
         conversation = Conversation(call, session, endpointer, self.speech.transcriber, self.speech.synthesizer,
                                     self.settings, domain_prompt=self.prompt, on_turn=self._observe)
         self.metrics.active_calls.inc()

@@ -36,13 +36,22 @@ class SpeechStarted:
 
 @dataclass(frozen=True)
 class SpeechEnded:
-    audio: np.ndarray  # int16, 8 kHz, from pre_roll_ms before the start to pre_roll_ms after the last voiced frame
+    audio: np.ndarray  # int16, 8 kHz, from pre_roll_ms before the start to post_roll_ms after the last voiced frame
     start_s: float  # stream time of audio[0]
     duration_s: float
     reason: Literal["silence", "max_length"]
 
 
-Event = SpeechStarted | SpeechEnded
+@dataclass(frozen=True)
+class SpeechPaused:
+    """The caller has been silent for `pause_ms`: if the silence lasts, SpeechEnded will carry this very
+    audio, so transcribing it now wins the rest of end_silence_ms (a new voiced frame makes it moot)."""
+
+    audio: np.ndarray
+    start_s: float
+
+
+Event = SpeechStarted | SpeechPaused | SpeechEnded
 
 
 class Endpointer:
@@ -51,11 +60,13 @@ class Endpointer:
     A frame scoring >= threshold opens a candidate utterance; it is confirmed (SpeechStarted) once
     `start_ms` of frames have scored >= threshold, and it ends once `end_silence_ms` of consecutive
     frames scored below `stay_threshold`. An unconfirmed candidate that ends is dropped silently.
+    With `pause_ms`, a confirmed utterance also announces each pause of that length (SpeechPaused).
     """
 
     def __init__(self, model: VadModel, *, threshold: float = 0.5, stay_threshold: float | None = None,
                  start_ms: int = 160, end_silence_ms: int = 500, max_utterance_s: float = 30.0,
-                 pre_roll_ms: int = 300, call_id: str = "-") -> None:
+                 pre_roll_ms: int = 300, post_roll_ms: int | None = None, pause_ms: int | None = None,
+                 call_id: str = "-") -> None:
         self.threshold = threshold
         self.stay_threshold = threshold - 0.15 if stay_threshold is None else stay_threshold
         if not 0.0 < self.stay_threshold <= threshold < 1.0:
@@ -64,6 +75,11 @@ class Endpointer:
         self.end_silence_samples = end_silence_ms * PHONE_RATE // 1000
         self.max_samples = int(max_utterance_s * PHONE_RATE)
         self.pad_samples = pre_roll_ms * PHONE_RATE // 1000
+        self.tail_samples = (pre_roll_ms if post_roll_ms is None else post_roll_ms) * PHONE_RATE // 1000
+        # A pause shorter than the tail would hand over less audio than the turn's end will.
+        if pause_ms is not None and not self.tail_samples <= pause_ms * PHONE_RATE // 1000 < self.end_silence_samples:
+            raise ValueError(f"need post_roll_ms <= pause_ms < end_silence_ms, got pause_ms={pause_ms}")
+        self.pause_samples = None if pause_ms is None else pause_ms * PHONE_RATE // 1000
         self.call_id = call_id
         self._vad = model.stream()
         self.reset()
@@ -123,22 +139,22 @@ class Endpointer:
     def _advance(self, samples: int, events: list[Event]) -> None:
         if self._prob >= self.threshold:
             self._voiced += samples
+        silence_before = self._silence
         self._silence = self._silence + samples if self._prob < self.stay_threshold else 0
         if not self._started and self._voiced >= self.start_samples:
             self._started = True
             at_s = self._onset / PHONE_RATE
             log.info("speech started call=%s at_s=%.2f", self.call_id, at_s)
             events.append(SpeechStarted(at_s))
+        if self._started and self.pause_samples is not None and silence_before < self.pause_samples <= self._silence < self.end_silence_samples:
+            events.append(SpeechPaused(self._trimmed(), self._utterance_start / PHONE_RATE))
         if self._silence >= self.end_silence_samples:
             self._close("silence", events)
         elif self._utterance_samples >= self.max_samples:
             self._close("max_length", events)
 
     def _close(self, reason: Literal["silence", "max_length"], events: list[Event]) -> None:
-        assert self._utterance is not None
-        audio = np.concatenate(self._utterance)
-        if reason == "silence":
-            audio = audio[: audio.size - self._silence + self.pad_samples]
+        audio = self._trimmed() if reason == "silence" else np.concatenate(self._utterance or [])
         if self._started:
             ended = SpeechEnded(audio, self._utterance_start / PHONE_RATE, audio.size / PHONE_RATE, reason)
             log.info("speech ended call=%s start_s=%.2f duration_s=%.2f reason=%s",
@@ -150,6 +166,13 @@ class Endpointer:
             self._pre_roll_samples = 0
         self._utterance = None
         self._utterance_samples = 0
+
+
+    def _trimmed(self) -> np.ndarray:
+        """The utterance so far, ending post_roll_ms after its last voiced frame."""
+        assert self._utterance is not None
+        audio = np.concatenate(self._utterance)
+        return audio[: audio.size - self._silence + self.tail_samples]
 
 
 def _describe(frame: object) -> str:

@@ -87,6 +87,9 @@ def test_empty_environment_variable_is_ignored(tmp_path: Path) -> None:
         ("[session]\nhistory = 10\n", {}, "history"),
         ('[pbx]\nhost = "10.0.0.1"\n', {}, "pbx"),
         ('database = "shop.db"\n', {}, "database"),
+        ("[voice]\nend_silence_ms = 50\n", {}, "voice.end_silence_ms"),
+        ("[voice]\nearly_transcript_ms = 100\n", {}, "voice.early_transcript_ms"),
+        ("[voice]\nend_silence_ms = 400\nearly_transcript_ms = 400\n", {}, "voice.early_transcript_ms"),
     ],
 )
 def test_invalid_values_name_the_key(tmp_path: Path, text: str, environ: dict[str, str], named: str) -> None:

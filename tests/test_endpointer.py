@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soxr
 
-from speech.endpointer import Endpointer, Event, FrameError, SpeechEnded, SpeechStarted
+from speech.endpointer import Endpointer, Event, FrameError, SpeechEnded, SpeechPaused, SpeechStarted
 from speech.vad import VadModel, VadModelError
 from telephony.g711 import ulaw_decode, ulaw_encode
 
@@ -247,3 +247,38 @@ def test_a_missing_or_foreign_model_file_is_named(tmp_path: Path):
     foreign.write_bytes(b"not silero")
     with pytest.raises(VadModelError, match="sha256"):
         VadModel(foreign)
+
+
+def test_a_pause_announces_the_audio_the_turn_will_end_with(model):
+    pcm = np.concatenate([silence(0.5), espeak(FIRST), silence(1.0)])
+
+    events = run(Endpointer(model, post_roll_ms=200, pause_ms=200), pcm)
+
+    assert [type(event) for _, event in events] == [SpeechStarted, SpeechPaused, SpeechEnded]
+    (paused_at, paused), (ended_at, turn) = events[1], events[2]
+    assert paused.start_s == turn.start_s and np.array_equal(paused.audio, turn.audio)
+    assert ended_at - paused_at == pytest.approx(0.3, abs=0.021)  # the head start: end_silence - pause
+
+
+def test_speech_after_a_pause_makes_the_turn_longer_than_the_pause_said(model):
+    speech = espeak(FIRST)
+    pcm = np.concatenate([silence(0.5), speech, silence(0.35), speech, silence(1.0)])
+
+    events = run(Endpointer(model, post_roll_ms=200, pause_ms=200), pcm)
+
+    pauses = [event for _, event in events if isinstance(event, SpeechPaused)]
+    [turn] = ended(events)
+    assert len(pauses) == 2 and all(p.start_s == turn.start_s for p in pauses)
+    assert pauses[0].audio.size < turn.audio.size and np.array_equal(pauses[1].audio, turn.audio)
+    assert turn.duration_s > 2 * speech.size / RATE
+
+
+def test_no_pause_events_unless_asked(model):
+    events = run(Endpointer(model), np.concatenate([silence(0.5), espeak(FIRST), silence(1.0)]))
+    assert not any(isinstance(event, SpeechPaused) for _, event in events)
+
+
+@pytest.mark.parametrize("pause_ms", [100, 500, 600])
+def test_a_pause_outside_tail_to_end_silence_is_refused(model, pause_ms):
+    with pytest.raises(ValueError, match="pause_ms"):
+        Endpointer(model, post_roll_ms=200, end_silence_ms=500, pause_ms=pause_ms)

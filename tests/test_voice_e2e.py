@@ -189,6 +189,8 @@ async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
     assert record.disposition == "completed" and record.caller == CALLER
     assert len(record.turns) == 2 and all(t["voice_to_voice_s"] is not None and t["stt_s"] is not None
                                           for t in record.turns), record.turns
+    # Each turn was transcribed from the caller's first pause, before the end of the turn was certain.
+    assert all(t["early_transcript"] for t in record.turns), record.turns
     assert "voiceswarm_voice_to_voice_seconds_count 2.0" in server.metrics.exposition().decode()
     # The model heard the caller through Whisper.
     said = [m["content"].lower() for body in model.requests for m in body["messages"] if m["role"] == "user"]
@@ -196,7 +198,7 @@ async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
 
 
 async def test_buy_call_through_offline_router(serve, speech) -> None:
-    server = await serve()
+    server = await serve(early_transcript_ms=0)  # transcribed at the end of each turn only
     orders_before = len(rows(server, "orders"))
     caller = TestCaller(speech, caller_id=CALLER)
     async with caller.connected(uri(server)):
@@ -212,6 +214,7 @@ async def test_buy_call_through_offline_router(serve, speech) -> None:
     new = orders[-1]
     assert [r["sku"] for r in rows(server, "order_lines") if r["order_id"] == new["id"]] == ["CH-110"]
     assert record.agents == ["triage", "sales"] and record.orders == [new["order_number"]]
+    assert len(record.turns) == 2 and not any(t["early_transcript"] for t in record.turns), record.turns
     heard = caller.exchange.heard().lower()
     assert "charger" in heard and "order" in heard, caller.exchange.lines
 
