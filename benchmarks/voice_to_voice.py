@@ -2,8 +2,9 @@
 
 Each caller says 3 lines (Piper, sent as RTP), each after the agent's previous turn. The model is a
 scripted one behind Ollama's wire protocol (tests/fake_ollama.py) that answers every turn after a fixed
-200 ms. Per server turn, from the Conversation's TurnTiming, whose clock starts when the endpointer decides
-the caller has stopped (end_silence_ms = 500 ms after the last voiced frame):
+200 ms, with a new first clause each time (a phrase said before would come from the synthesizer's
+cache). Per server turn, from the Conversation's TurnTiming, whose clock starts when the endpointer
+decides the caller has stopped (end_silence_ms = 500 ms after the last voiced frame):
   stt  end of speech -> transcript             llm  transcript -> the model's first sentence
   tts  first sentence -> its first audio       v2v  end of speech -> first reply audio handed to RTP
 and measured at the caller, "heard": the end of the caller's actual speech -> the first frame of the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import logging
 import math
@@ -60,8 +62,13 @@ SPREAD_S = 4.0  # calls start this far apart at most
 CALLERS_TIMEOUT_S = 600.0
 
 
+_replies = itertools.count(1)
+
+
 def model(body: dict) -> Reply:
-    return Reply("Sure, I can help you with that. Is there anything else you would like to know?", delay=MODEL_DELAY_S)
+    # A new first clause every turn: a phrase said before would come from the synthesizer's cache.
+    return Reply(f"Your ticket number is {next(_replies)}, and I can help you with that. Is there anything else "
+                 "you would like to know?", delay=MODEL_DELAY_S)
 
 
 @dataclass

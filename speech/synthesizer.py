@@ -3,7 +3,8 @@
 What the caller feels is the time to first audio. Piper renders a whole sentence at once (a 10-word
 sentence takes ~0.22 s on an idle core here), so the first sentence is cut at its first clause boundary
 and that clause (~0.09 s) is sent while the rest is rendered; synthesis runs 5-15x faster than playback,
-so the rest is ready before the clause has been played (benchmarks/speech_tts.py).
+so the rest is ready before the clause has been played (benchmarks/speech_tts.py). Pieces said again
+(the greeting, "could you say it again?", confirmations) come from a small cache, at once.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import logging
 import math
 import re
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -56,6 +58,7 @@ class SynthesizerConfig:
     loudness_dbfs: float = -21.0  # active speech level of every piece: loud on a phone, peaks fit under full scale
     split_first_clause: bool = True
     workers: int = 2  # synthesis threads; more than the cores only adds contention
+    cached_pieces: int = 128  # rendered pieces kept for when they are said again (<= ~10 MB); 0: none
 
 
 class Synthesizer:
@@ -70,6 +73,7 @@ class Synthesizer:
             length_scale=self.config.length_scale, noise_scale=self.config.noise_scale,
             noise_w_scale=self.config.noise_w_scale, normalize_audio=False)
         self._pool = ThreadPoolExecutor(max_workers=self.config.workers, thread_name_prefix="piper")
+        self._cache: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()  # used from the event loop only
 
     async def synthesize_stream(self, text: str, call_id: str = "", rate: int = TELEPHONE_RATE) -> AsyncIterator[np.ndarray]:
         """PCM16 mono chunks at `rate`, one per piece, each yielded as soon as it is rendered.
@@ -81,7 +85,20 @@ class Synthesizer:
         loop = asyncio.get_running_loop()
         pieces = speech_pieces(normalize_for_speech(text), self.config.split_first_clause)
         for index, piece in enumerate(pieces):
-            yield await loop.run_in_executor(self._pool, self._render, piece, rate, call_id, index)
+            pcm = self._cache.get((piece, rate))
+            if pcm is None:
+                pcm = await loop.run_in_executor(self._pool, self._render, piece, rate, call_id, index)
+                self._keep(piece, rate, pcm)
+            else:
+                self._cache.move_to_end((piece, rate))
+            yield pcm
+
+    def _keep(self, piece: str, rate: int, pcm: np.ndarray) -> None:
+        if self.config.cached_pieces:
+            pcm.flags.writeable = False  # shared by every call that says it
+            self._cache[(piece, rate)] = pcm
+            if len(self._cache) > self.config.cached_pieces:
+                self._cache.popitem(last=False)
 
     def synthesize(self, text: str, rate: int = TELEPHONE_RATE) -> np.ndarray:
         """The whole utterance as PCM16 mono at `rate` (`native_rate` skips resampling); blocks."""
@@ -196,6 +213,8 @@ def _check(config: SynthesizerConfig) -> None:
             raise SynthesizerError(f"{name} must be between 0 and 2 (got {value}); leave it unset for the voice's own")
     if not -40 <= config.loudness_dbfs <= -6:
         raise SynthesizerError(f"loudness_dbfs must be between -40 and -6 (got {config.loudness_dbfs}); -21 suits G.711")
+    if config.cached_pieces < 0:
+        raise SynthesizerError(f"cached_pieces must be 0 or more (got {config.cached_pieces})")
     if config.workers < 1:
         raise SynthesizerError(f"workers must be at least 1 (got {config.workers})")
 

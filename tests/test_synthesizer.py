@@ -104,6 +104,25 @@ async def test_streaming_yields_the_first_clause_before_the_rest_is_rendered(syn
     assert max(levels) - min(levels) < 2
 
 
+async def test_a_piece_said_again_comes_from_the_cache(pieces_log) -> None:
+    synth = Synthesizer(SynthesizerConfig(cached_pieces=2))
+    try:
+        async def say(text: str) -> list[np.ndarray]:
+            return [chunk async for chunk in synth.synthesize_stream(text)]
+
+        first = await say("Sorry, I didn't catch that.")
+        again = await say("Sorry, I didn't catch that.")
+        assert len(rendered(pieces_log)) == 1 and again[0] is first[0]
+        with pytest.raises(ValueError):
+            again[0][0] = 1  # one call cannot change what another hears
+        await say("Thank you.")
+        await say("Goodbye.")  # the least recently said piece makes room
+        await say("Sorry, I didn't catch that.")
+        assert len(rendered(pieces_log)) == 4
+    finally:
+        synth.close()
+
+
 async def test_closing_the_stream_after_the_first_chunk_renders_nothing_more(pieces_log) -> None:
     synth = Synthesizer()
     stream = synth.synthesize_stream(LONG_REPLY)
