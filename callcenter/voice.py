@@ -5,6 +5,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from callcenter.app import App
 from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
@@ -89,6 +91,17 @@ class VoiceService:
             record.add_session_events(session.swarm.default_agent, session.events)
             self.records.save(record)
             log.info("event=call_ended call=%s disposition=%s reason=%s", call.call_id, disposition, call.end_reason)
+
+    async def warm_up(self) -> None:
+        """Render the fixed phrases into the synthesizer's cache and run Whisper once, so the first caller
+        hears the greeting at once and does not pay for cold models."""
+        started = time.monotonic()
+        settings = self.settings
+        audio = []
+        for text in (settings.greeting, settings.repeat, settings.reprompt, settings.handover):
+            audio += [chunk async for chunk in self.speech.synthesizer.synthesize_stream(text, "warm-up")]
+        await self.speech.transcriber.transcribe(np.concatenate(audio[:2]), prompt=self.prompt, call_id="warm-up")
+        log.info("event=speech_warmed seconds=%.2f", time.monotonic() - started)
 
     def _observe(self, timing: TurnTiming) -> None:
         self.metrics.observe_turn(timing.breakdown())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import socket
 import sqlite3
 import threading
@@ -217,6 +218,13 @@ async def test_buy_call_through_offline_router(serve, speech) -> None:
     assert len(record.turns) == 2 and not any(t["early_transcript"] for t in record.turns), record.turns
     heard = caller.exchange.heard().lower()
     assert "charger" in heard and "order" in heard, caller.exchange.lines
+
+
+async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, caplog) -> None:
+    server = await serve(greeting="Good morning, this is the warm-up test line.")
+    caplog.set_level(logging.DEBUG, logger="speech.synthesizer")
+    chunks = [chunk async for chunk in server.speech.synthesizer.synthesize_stream(server.service.settings.greeting)]
+    assert chunks and not [r for r in caplog.records if "event=tts_piece" in r.getMessage()]
 
 
 # ---- barge-in and hang-up ----------------------------------------------------------------------------------

@@ -69,6 +69,7 @@ class VoiceServer:
         self.records = CallRecords(voice.calls_database)
         self.speech = self._speech or await asyncio.to_thread(SpeechModels.load, voice)
         self.service = VoiceService(self.app, self.speech, self.records, self.metrics)
+        await self.service.warm_up()
         self.endpoint = SipEndpoint(endpoint_config(self.config, self._listen), self.service.handle_call)
         await self.endpoint.start()
         self.audiosocket = await self._serve_audiosocket(self.config.sip.audiosocket_listen)
