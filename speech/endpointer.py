@@ -167,7 +167,6 @@ class Endpointer:
         self._utterance = None
         self._utterance_samples = 0
 
-
     def _trimmed(self) -> np.ndarray:
         """The utterance so far, ending post_roll_ms after its last voiced frame."""
         assert self._utterance is not None
