@@ -50,9 +50,19 @@ def _synth_config(voice: VoiceConfig):  # noqa: ANN202 - speech's own config typ
 
 
 def domain_prompt(app: App) -> str:
-    """Product names and call-centre words, so Whisper expects them (measured in benchmarks/speech_stt.py)."""
-    names = ", ".join(p.name for p in app.shop.products())
-    return f"A phone call to a shop about an order, a return or a refund. Products: {names}."
+    """Whisper's initial prompt: what a caller says, in the shop's words (measured in benchmarks/speech_stt.py).
+
+    Whisper reads its prompt as the transcript before the utterance, so a caller's sentences steer it
+    better than a list; the product names follow as the agent would say them. Whisper keeps only the
+    prompt's last ~220 tokens, so a big catalogue is cut to what fits (~800 characters)."""
+    prompt = ("Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
+              "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell")
+    for number, product in enumerate(app.shop.products()):
+        name = product.name if product.name[:2].isupper() else product.name[:1].lower() + product.name[1:]  # "USB-C" stays
+        if len(prompt) + len(name) > 800:
+            break
+        prompt += f"{',' if number else ''} the {name}"
+    return prompt + "."
 
 
 class VoiceService:

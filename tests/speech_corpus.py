@@ -36,8 +36,15 @@ def sentences(*names: str) -> list[str]:
 def domain_prompt() -> str:
     """Whisper's initial prompt as callcenter.voice builds it from the shop's catalogue."""
     with open(PRODUCTS, newline="") as file:
-        names = ", ".join(row["name"] for row in csv.DictReader(file))
-    return f"A phone call to a shop about an order, a return or a refund. Products: {names}."
+        names = [row["name"] for row in sorted(csv.DictReader(file), key=lambda row: row["sku"])]  # the shop's order
+    prompt = ("Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
+              "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell")
+    for number, name in enumerate(names):
+        name = name if name[:2].isupper() else name[:1].lower() + name[1:]
+        if len(prompt) + len(name) > 800:
+            break
+        prompt += f"{',' if number else ''} the {name}"
+    return prompt + "."
 
 
 def phone_path(pcm: np.ndarray, rate: int) -> np.ndarray:
