@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import os
+import random
 import shutil
 import signal
 import socket
@@ -47,6 +48,26 @@ def free_udp_port(count: int = 1) -> int:
             for sock in sockets:
                 sock.close()
     raise RuntimeError("no free UDP port found on 127.0.0.1")
+
+
+# Below the kernel's ephemeral range (32768-60999), so no outgoing TCP connection can take a listener's port
+# between our check and the peer's bind.
+_LISTEN_PORTS = range(21000, 32000, 2)
+
+
+def free_sip_port() -> int:
+    """A port P for a SIP peer's listener: free for UDP and TCP, and P+1 free for TCP (baresip listens
+    on all three: UDP and TCP on P, TLS on P+1)."""
+    for port in random.sample(_LISTEN_PORTS, 200):
+        kinds = ((socket.SOCK_DGRAM, port), (socket.SOCK_STREAM, port), (socket.SOCK_STREAM, port + 1))
+        try:
+            for kind, number in kinds:
+                with socket.socket(socket.AF_INET, kind) as probe:
+                    probe.bind((LOCAL, number))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free SIP port found on 127.0.0.1")
 
 
 @dataclass
@@ -175,7 +196,7 @@ class Peers:
         config_dir, recordings = workdir / "config", workdir / "recordings"
         config_dir.mkdir()
         recordings.mkdir()
-        sip_port, rtp_port = free_udp_port(), free_udp_port(4)
+        sip_port, rtp_port = free_sip_port(), free_udp_port(4)
         (config_dir / "config").write_text("\n".join([
             "poll_method epoll",
             f"sip_listen {LOCAL}:{sip_port}",

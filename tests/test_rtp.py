@@ -29,6 +29,7 @@ from telephony.rtcp import RR, SDES, SR, ReceptionStats, parse_compound, receive
 from telephony.rtp import IntervalHistogram, RtpError, RtpSession
 from telephony.rtp_packet import MalformedPacket, RtpPacket, parse
 from telephony.sdp import Answer, answer
+from tests.peers import free_sip_port, free_udp_port
 
 SIPP_PCAPS = Path("/usr/share/sip-tester")
 LOCAL = "127.0.0.1"
@@ -675,12 +676,6 @@ class ScriptedAnswerer(asyncio.DatagramProtocol):
         self.transport.sendto(response.encode(), addr)
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind((LOCAL, 0))
-        return probe.getsockname()[1]
-
-
 def write_wav(path: Path, pcm: np.ndarray) -> None:
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
@@ -716,7 +711,7 @@ async def test_baresip_call_carries_audio_both_ways_and_our_dtmf(open_session, t
     theirs, ours = chirp(300, 3000, 2.0), chirp(3000, 300, 1.5)
     write_wav(tmp_path / "caller.wav", np.concatenate([theirs, np.zeros(8000, np.int16)]))  # the call ends with it
     sip_port = free_udp_port()
-    (tmp_path / "config").write_text(BARESIP_CONFIG.format(local=LOCAL, sip_port=free_udp_port(), folder=tmp_path))
+    (tmp_path / "config").write_text(BARESIP_CONFIG.format(local=LOCAL, sip_port=free_sip_port(), folder=tmp_path))
     (tmp_path / "accounts").write_text(f"<sip:caller@{LOCAL}>;regint=0\n")
     (tmp_path / "contacts").write_text("")
     session = await open_session()
