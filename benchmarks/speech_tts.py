@@ -62,7 +62,9 @@ async def main() -> None:
     print(f"voice load (PiperVoice.load, median of 3): {1000 * statistics.median(loads):.0f} ms; "
           f"sha256 check of the voice files: {1000 * verify:.0f} ms; cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}\n")
 
-    split, whole = Synthesizer(), Synthesizer(SynthesizerConfig(split_first_clause=False))
+    # No cache: every run renders, as the first time a sentence is said.
+    split = Synthesizer(SynthesizerConfig(cached_pieces=0))
+    whole = Synthesizer(SynthesizerConfig(split_first_clause=False, cached_pieces=0))
     await measure(split, "Warming up.")
     print("| words | sentence | first piece words | TTFA whole ms (median / min) | TTFA split ms (median / min) "
           "| total ms | audio s | RTF |")
