@@ -152,6 +152,8 @@ class Conversation:
         self._drop_early()  # the caller spoke again since the last pause
         if not self._closing:
             task = asyncio.create_task(self.transcriber.transcribe(pause.audio, prompt=self.domain_prompt, call_id=self.call.call_id))
+            # A dropped run's failure is not the call's: retrieved here so that it is not reported as lost.
+            task.add_done_callback(lambda done: done.cancelled() or done.exception())
             self._early = (pause, task)
 
     def _drop_early(self) -> None:
