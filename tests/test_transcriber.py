@@ -192,11 +192,16 @@ def test_bad_input_never_gives_a_confident_sentence(request: pytest.FixtureReque
 
 @pytest.mark.parametrize("damage", ["DC offset", "clipping", "quiet"])
 def test_damaged_speech_is_still_understood(base: Transcriber, piper_corpus, damage: str) -> None:
-    text, pcm = piper_corpus[4]
-    samples = pcm.astype(np.float64)
-    damaged = {"DC offset": samples + 9000, "clipping": samples * 10, "quiet": samples / 20}[damage]
-    transcript = base.transcribe_sync(np.clip(np.rint(damaged), -32768, 32767).astype(np.int16))
-    assert transcript.confident and score([text], [transcript.text]) <= 0.2, transcript
+    # Several sentences: Piper speaks each a little differently every time the corpus is made, and one
+    # clipped word more or less must not decide the test.
+    items = piper_corpus[:6]
+    transcripts = []
+    for _, pcm in items:
+        samples = pcm.astype(np.float64)
+        damaged = {"DC offset": samples + 9000, "clipping": samples * 10, "quiet": samples / 20}[damage]
+        transcripts.append(base.transcribe_sync(np.clip(np.rint(damaged), -32768, 32767).astype(np.int16)))
+    assert all(t.confident for t in transcripts), transcripts
+    assert score([text for text, _ in items], [t.text for t in transcripts]) <= 0.2, transcripts  # 6-8% here
 
 
 def test_quiet_audio_skips_the_model(base: Transcriber) -> None:
