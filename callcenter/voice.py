@@ -13,7 +13,7 @@ from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
 from callcenter.metrics import VoiceMetrics
 from callcenter.records import CallRecord, CallRecords
 from speech.endpointer import Endpointer
-from speech.synthesizer import Synthesizer
+from speech.synthesizer import Synthesizer, SynthesizerConfig
 from speech.transcriber import Transcriber
 from speech.vad import VadModel
 from telephony.call import Call
@@ -34,19 +34,13 @@ class SpeechModels:
         started = time.monotonic()
         named = voice.whisper_model in ("tiny.en", "base")
         transcriber = Transcriber(voice.whisper_model) if named else Transcriber(model_path=voice.whisper_model)
-        models = cls(transcriber, Synthesizer(_synth_config(voice)), VadModel())
+        models = cls(transcriber, Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)), VadModel())
         log.info("event=speech_loaded whisper=%s seconds=%.1f", voice.whisper_model, time.monotonic() - started)
         return models
 
     def close(self) -> None:
         self.synthesizer.close()
         self.transcriber.close()
-
-
-def _synth_config(voice: VoiceConfig):  # noqa: ANN202 - speech's own config type
-    from speech.synthesizer import SynthesizerConfig
-
-    return SynthesizerConfig(voice=voice.piper_voice or None)
 
 
 def domain_prompt(app: App) -> str:
