@@ -26,7 +26,8 @@ from telephony.rtp import RtpError, RtpSession
 from telephony.sip.dialog import Dialog, DialogError
 from telephony.sip.headers import Headers
 from telephony.sip.limits import RateLimiter
-from telephony.sip.message import Request, Response, SipParseError, SipUri, new_call_id, new_tag
+from telephony.sip import screening
+from telephony.sip.message import Request, Response, SipParseError, SipUri, make_response, new_call_id, new_tag
 from telephony.sip.metrics import SipMetrics
 from telephony.sip.registration import Registration, RegistrationConfig
 from telephony.sip.transaction import (
@@ -138,6 +139,7 @@ class SipEndpoint:
         self._layer.on_request = self._on_new_request
         self._layer.on_cancel = self._on_cancel
         self._layer.on_stray_response = self._on_stray_response
+        self._layer.screen = self._screen
         registration = config.registration
         user = (registration.contact_user or registration.username) if registration else "voiceswarm"
         contact = SipUri("sip", user, None, config.media_host, port)
@@ -281,11 +283,6 @@ class SipEndpoint:
             return
         if transaction is None:
             return  # an ACK outside any dialog: nothing to do
-        if not self._allowed(transaction.source[0]):
-            self.metrics.forbidden += 1
-            self._transport.warn("forbidden", transaction.source, f"{request.method} from outside allowed_sources")
-            transaction.respond(ua.response(request, 403, "Forbidden (source not allowed)"))
-            return
         if request.method == "INVITE":
             assert isinstance(transaction, InviteServerTransaction)
             self._on_invite(request, transaction)
@@ -297,15 +294,28 @@ class SipEndpoint:
         else:
             transaction.respond(ua.method_not_supported(request))
 
+    def _screen(self, request: Request, source: tuple[str, int]) -> Response | None:
+        """Refusals that need no transaction (RFC 3261 §8.2.7): each is one response to one request, so a
+        flood or a forged source costs the sender as much as it costs us."""
+        to_tag = request.to.tag
+        if to_tag is not None:
+            if request.method == "INVITE" and (request.call_id, to_tag) not in self._calls:
+                self.metrics.unknown_dialog += 1  # a re-INVITE would otherwise retransmit its 481 for 32 s
+                return make_response(request, 481)
+            return screening.refusal(request)
+        if not self._allowed(source[0]):
+            self.metrics.forbidden += 1
+            self._transport.warn("forbidden", source, f"{request.method} from outside allowed_sources")
+            return make_response(request, 403, "Forbidden (source not allowed)")
+        if request.method == "INVITE" and not self._invites.allow(source[0]):
+            self.metrics.rate_limited += 1
+            self._transport.warn("rate_limited", source, f"over {self.config.invite_rate:g} INVITEs/s")
+            return make_response(request, 503, "Service Unavailable (rate limit)",
+                                 headers={"Retry-After": str(self._invites.retry_after())})
+        return screening.refusal(request)
+
     def _on_invite(self, request: Request, transaction: InviteServerTransaction) -> None:
         ua, _, config = self._require_started()
-        source = transaction.source[0]
-        if not self._invites.allow(source):
-            self.metrics.rate_limited += 1
-            self._transport.warn("rate_limited", transaction.source, f"over {self.config.invite_rate:g} INVITEs/s")
-            transaction.respond(ua.response(request, 503, "Service Unavailable (rate limit)",
-                                            headers={"Retry-After": str(self._invites.retry_after())}))
-            return
         self.metrics.invites_received += 1
         if self._stopping:
             transaction.respond(ua.response(request, 503, "Service Unavailable (shutting down)"))
@@ -313,14 +323,6 @@ class SipEndpoint:
         if len(self._calls) + len(self._setups) >= config.max_calls:
             self.metrics.busy += 1
             transaction.respond(ua.response(request, 486))
-            return
-        if request.headers.get_all("Require"):
-            unsupported = ", ".join(request.headers.get_all("Require"))
-            transaction.respond(ua.response(request, 420, headers={"Unsupported": unsupported}))
-            return
-        content_type = (request.content_type or "application/sdp").partition(";")[0].strip().lower()
-        if request.body and content_type != "application/sdp":
-            transaction.respond(ua.response(request, 415, headers={"Accept": "application/sdp"}))
             return
         task = self._spawn(self._answer(request, transaction))
         self._setups[transaction.key] = task
@@ -353,8 +355,8 @@ class SipEndpoint:
         except BaseException:
             await rtp.close()
             raise
+        tag = dialog.local_tag
         try:
-            tag = dialog.local_tag
             transaction.respond(ua.response(request, 180, to_tag=tag))
             if config.ring_ms:
                 await asyncio.sleep(config.ring_ms / 1000)
@@ -368,7 +370,7 @@ class SipEndpoint:
             return
         except BaseException:  # CANCEL (already answered 487 by _on_cancel) or stop()
             if not transaction.final:
-                transaction.respond(ua.response(request, 503, "Service Unavailable (shutting down)"))
+                transaction.respond(ua.response(request, 503, "Service Unavailable (shutting down)", to_tag=tag))
             await rtp.close()
             raise
         self._calls[dialog.key] = call
@@ -389,7 +391,9 @@ class SipEndpoint:
             log.error("event=sip_answer_failed call=%s", transaction.request.call_id, exc_info=error)
         if not transaction.final:  # whatever went wrong, the caller gets an answer and the transaction ends
             assert self._ua is not None
-            transaction.respond(self._ua.response(transaction.request, 500))
+            sent = transaction.response  # the 180's tag, if one went out
+            tag = sent.to.tag if sent is not None and sent.status > 100 else None
+            transaction.respond(self._ua.response(transaction.request, 500, to_tag=tag))
 
     async def _run_application(self, call: SipCall) -> None:
         try:

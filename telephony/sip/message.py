@@ -175,10 +175,13 @@ def validate_response(response: Response) -> None:
 
 def make_response(request: Request, status: int, reason: str | None = None, *, to_tag: str | None = None,
                   headers: Mapping[str, str] | None = None, body: bytes = b"") -> Response:
-    """A response per RFC 3261 §8.2.6: Via, From, To (with `to_tag` added if it has none), Call-ID and
-    CSeq copied as received, so this works for a request that failed validation too."""
+    """A response per RFC 3261 §8.2.6: Via, From, To, Call-ID and CSeq copied as received, so this works for
+    a request that failed validation too. A To without a tag gets `to_tag`, or a fresh one: §8.2.6.2 wants a
+    tag on every response but 100 (a caller's dialog needs the same tag on all of them: pass it)."""
     if not 100 <= status <= 699:
         raise ValueError(f"status {status} is not in 100..699")
+    if to_tag is None and status > 100:
+        to_tag = new_tag()
     received = request.headers.items()
     copied = Headers((name, value) for name, value in received if name == "Via")
     for wanted in ("From", "To", "Call-ID", "CSeq") + (("Timestamp",) if status == 100 else ()):

@@ -21,7 +21,7 @@ class SipMetrics:
     rate_limited: int = 0  # 503: INVITE flood from one source
     overloaded: int = 0  # 503: transaction table full
     loops: int = 0  # 482 merged or looped requests
-    too_many_hops: int = 0  # 483 Max-Forwards 0
+    refused_statelessly: int = 0  # refused before any transaction: one response each (403, 503, 416, 420, ...)
     not_implemented: int = 0  # 501
     unknown_dialog: int = 0  # 481
     busy: int = 0  # 486: max_calls reached

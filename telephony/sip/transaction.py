@@ -3,7 +3,8 @@ timeouts run on loop timers, never on a task per transaction.
 
 Server side: a retransmitted request is answered from the stored response; the INVITE server transaction
 sends 100 Trying at once and retransmits a 2xx (T1 doubling up to T2) until the ACK, telling the
-transaction user when none came within 64*T1. Merged requests get 482 and Max-Forwards 0 gets 483.
+transaction user when none came within 64*T1. Merged requests get 482; what the transaction user's
+`screen` refuses gets one stateless response. Max-Forwards 0 is served: we are the UAS (RFC 4475 §3.3.11).
 Client side: timers A/B (INVITE) and E/F (others); a timeout resolves `final` with a 408, as §8.1.3.1 says.
 """
 from __future__ import annotations
@@ -223,6 +224,8 @@ class TransactionLayer:
         self.on_request: Callable[[Request, ServerTransaction | None], None] = lambda request, txn: None
         self.on_cancel: Callable[[ServerTransaction, InviteServerTransaction], None] = lambda cancel, invite: None
         self.on_stray_response: Callable[[Response], None] = lambda response: None
+        # A new request's refusal, answered before any transaction exists (None: serve it).
+        self.screen: Callable[[Request, Address], Response | None] = lambda request, source: None
         self._server: dict[tuple, ServerTransaction] = {}
         self._client: dict[tuple, ClientTransaction] = {}
         self._accepted: dict[tuple[str, int], InviteServerTransaction] = {}
@@ -247,9 +250,10 @@ class TransactionLayer:
             self.metrics.retransmissions += 1
             existing.retransmitted()
             return
-        if request.max_forwards == 0:
-            self.metrics.too_many_hops += 1
-            self.transport.send_response(make_response(request, 483))
+        refusal = self.screen(request, source)
+        if refusal is not None:  # stateless (RFC 3261 §8.2.7): one response, nothing kept, nothing resent
+            self.metrics.refused_statelessly += 1
+            self.transport.send_response(refusal)
             return
         merge = (request.from_.tag, request.call_id, request.cseq[0], request.method)
         if request.to.tag is None and self._merge_index.get(merge, key) != key:

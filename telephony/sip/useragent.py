@@ -38,7 +38,13 @@ class UserAgent:
         if sdp is not None:
             extra["Content-Type"] = "application/sdp"
         body = sdp.encode() if sdp is not None else b""
-        return make_response(request, status, reason, to_tag=to_tag, headers=extra | (headers or {}), body=body)
+        response = make_response(request, status, reason, to_tag=to_tag, headers=extra | (headers or {}), body=body)
+        if request.method == "INVITE" and 100 < status < 300:
+            # RFC 3261 §12.1.1: the caller builds its route set from these; without them its ACK and BYE
+            # bypass (or are refused by) every proxy that record-routed the INVITE.
+            for route in request.headers.get_all("Record-Route"):
+                response.headers.add("Record-Route", route)
+        return response
 
     def method_not_supported(self, request: Request) -> Response:
         if request.method in KNOWN_METHODS:
