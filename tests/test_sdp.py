@@ -1,19 +1,25 @@
 """SDP parsing and RFC 3264 offer/answer against offers from real phones (captured here) and hold offers."""
 from __future__ import annotations
 
+import base64
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from telephony.sdp import (
     Answer,
+    Crypto,
     NoCommonCodec,
     SdpError,
     SessionDescription,
+    SrtpRefused,
     answer,
     offer,
     parse_answer,
 )
+from telephony.srtp import SrtpKeys, SrtpPolicy
 
 # Captured on this machine: baresip 1.0.0 dialling a UDP socket (`baresip -n 127.0.0.1 -e "/dial ..."`).
 BARESIP = """v=0\r
@@ -189,7 +195,6 @@ def test_srtp_only_stream_is_skipped_for_the_plain_one() -> None:
 @pytest.mark.parametrize("text", [
     SIPP_PCAP.replace("RTP/AVP 8 101", "RTP/AVP 18 101").replace("8 PCMA", "18 G729"),
     SIPP_PCAP.replace("m=audio 6000", "m=audio 0"),
-    SIPP_PCAP.replace("RTP/AVP", "RTP/SAVP"),
     "v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nc=IN IP4 1.2.3.4\r\nt=0 0\r\nm=video 5000 RTP/AVP 96\r\n",
 ])
 def test_no_common_codec_raises(text: str) -> None:
@@ -278,3 +283,158 @@ def test_parse_answer_reads_direction_and_rejection() -> None:
 def test_unknown_codec_names_are_refused_with_the_supported_list() -> None:
     with pytest.raises(ValueError, match="PCMU, PCMA"):
         answer(BARESIP, "127.0.0.1", 20000, codecs=("opus",))
+
+
+# ---- SRTP keys in SDP (SDES, RFC 4568) ---------------------------------------------------------------------
+
+# Captured on this machine: baresip 1.0.0 with `;mediaenc=srtp` (RFC 4568 best effort: RTP/AVP with a=crypto)
+# and with `;mediaenc=srtp-mand` (RTP/SAVP).
+BARESIP_SRTP = """v=0\r
+o=- 3383154479 282862867 IN IP4 127.0.0.1\r
+s=-\r
+c=IN IP4 127.0.0.1\r
+t=0 0\r
+a=tool:baresip 1.0.0\r
+m=audio 26002 RTP/AVP 0 101\r
+a=rtpmap:0 PCMU/8000\r
+a=rtpmap:101 telephone-event/8000\r
+a=fmtp:101 0-15\r
+a=sendrecv\r
+a=label:1\r
+a=rtcp-rsize\r
+a=ssrc:2733084409 cname:sip:caller@127.0.0.1\r
+a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:s6ExxDjeVXcfUQPYTW7TLaheN4/G9jnHwNY0P/Ue\r
+a=minptime:20\r
+a=ptime:20\r
+"""
+BARESIP_SRTP_MANDATORY = BARESIP_SRTP.replace("RTP/AVP", "RTP/SAVP")
+BARESIP_KEY = base64.b64decode("s6ExxDjeVXcfUQPYTW7TLaheN4/G9jnHwNY0P/Ue")
+KEY_80, KEY_32 = base64.b64encode(bytes(range(30))).decode(), base64.b64encode(bytes(range(30, 60))).decode()
+
+
+def crypto_lines(result: Answer | str) -> list[Crypto]:
+    text = result.sdp if isinstance(result, Answer) else result
+    [audio] = [m for m in SessionDescription.parse(text).media if m.port]
+    return [Crypto.parse(a.value or "") for a in audio.attributes if a.name == "crypto"]
+
+
+@pytest.mark.parametrize("text, proto", [(BARESIP_SRTP, "RTP/AVP"), (BARESIP_SRTP_MANDATORY, "RTP/SAVP")])
+@pytest.mark.parametrize("mode", ["offer", "require"])
+def test_baresip_srtp_offer_is_answered_with_our_own_key(text: str, proto: str, mode: str) -> None:
+    policy = SrtpPolicy(mode)
+    result = answer(text, "127.0.0.1", 20000, srtp=policy)
+    [audio] = reparsed_media(result)
+    assert audio.proto == proto  # RFC 3264: the answer keeps the offer's profile
+    [line] = crypto_lines(result)
+    assert (line.tag, line.suite) == (1, "AES_CM_128_HMAC_SHA1_80")
+    assert len(line.key) == 30 and line.key != BARESIP_KEY
+    assert result.srtp == SrtpKeys("AES_CM_128_HMAC_SHA1_80", line.key, BARESIP_KEY)
+    again = answer(text, "127.0.0.1", 20000, srtp=policy, session_version=1)  # a re-INVITE keeps our key
+    assert again.srtp == result.srtp
+    other_call = answer(text, "127.0.0.1", 20000, srtp=SrtpPolicy(mode))
+    assert other_call.srtp is not None and other_call.srtp.local_key != line.key  # fresh per call
+
+
+def test_best_effort_offer_is_answered_in_plain_rtp_when_srtp_is_off() -> None:
+    for policy in (None, SrtpPolicy("off")):
+        result = answer(BARESIP_SRTP, "127.0.0.1", 20000, srtp=policy)
+        assert result.srtp is None and crypto_lines(result) == []
+        assert reparsed_media(result)[0].proto == "RTP/AVP"
+
+
+def test_plain_offer_is_answered_in_plain_rtp_with_offer() -> None:
+    result = answer(BARESIP, "127.0.0.1", 20000, srtp=SrtpPolicy("offer"))
+    assert result.srtp is None and crypto_lines(result) == []
+
+
+def test_savp_offer_is_refused_when_srtp_is_off() -> None:
+    with pytest.raises(SrtpRefused, match="RTP/SAVP stream needs SRTP, which is off"):
+        answer(BARESIP_SRTP_MANDATORY, "127.0.0.1", 20000)
+    assert issubclass(SrtpRefused, NoCommonCodec)  # the endpoint answers it 488
+
+
+def test_require_refuses_a_plain_offer() -> None:
+    with pytest.raises(SrtpRefused, match=r"SRTP is required.*no a=crypto line.*AES_CM_128_HMAC_SHA1_80"):
+        answer(BARESIP, "127.0.0.1", 20000, srtp=SrtpPolicy("require"))
+
+
+def test_savp_without_usable_key_is_refused_even_with_offer() -> None:
+    text = BARESIP_SRTP_MANDATORY.replace("AES_CM_128_HMAC_SHA1_80", "AEAD_AES_256_GCM")
+    with pytest.raises(SrtpRefused, match="suite AEAD_AES_256_GCM is not one we support"):
+        answer(text, "127.0.0.1", 20000, srtp=SrtpPolicy("offer"))
+
+
+def test_the_offerers_first_usable_suite_wins() -> None:
+    lines = (f"a=crypto:1 AEAD_AES_256_GCM inline:{KEY_80}\r\n"
+             f"a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}|2^31|1:4\r\n"  # an MKI: not supported
+             f"a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80} UNENCRYPTED_SRTP\r\n"
+             f"a=crypto:4 AES_CM_128_HMAC_SHA1_32 inline:{KEY_32}|2^31\r\n"
+             f"a=crypto:5 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}\r\n")
+    text = SIPP_PCAP.replace("RTP/AVP", "RTP/SAVP") + lines
+    result = answer(text, "127.0.0.1", 20000, srtp=SrtpPolicy("require"))
+    [line] = crypto_lines(result)
+    assert (line.tag, line.suite) == (4, "AES_CM_128_HMAC_SHA1_32")
+    assert result.srtp is not None and result.srtp.remote_key == bytes(range(30, 60))
+
+
+@pytest.mark.parametrize("value, message", [
+    ("1 AES_CM_128_HMAC_SHA1_80 inline:not*base64*at*all", "tag 1: the inline key is not base64"),
+    (f"1 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80[:20]}", "needs a 30-byte key and salt, the inline key has 15"),
+    ("1 AES_CM_128_HMAC_SHA1_80", "needs a tag, a suite and a key"),
+    (f"x AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}", "tag must be a number"),
+    (f"1 AES_CM_128_HMAC_SHA1_80 key:{KEY_80}", "the key must be given as inline:<base64>"),
+    (f"1 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}|forever", "'forever' is neither a key lifetime nor MKI"),
+])
+def test_malformed_crypto_lines_say_what_is_wrong(value: str, message: str) -> None:
+    with pytest.raises(SdpError, match=re.escape(message)):
+        Crypto.parse(value)
+
+
+def test_an_offer_with_only_a_malformed_key_is_refused_with_the_reason() -> None:
+    text = BARESIP_SRTP.replace("inline:s6ExxDjeVXcfUQPYTW7TLaheN4/G9jnHwNY0P/Ue", "inline:s6ExxDje")
+    with pytest.raises(SrtpRefused, match="the inline key has 6 bytes"):
+        answer(text, "127.0.0.1", 20000, srtp=SrtpPolicy("require"))
+    # best effort: the call goes on in plain RTP
+    assert answer(text, "127.0.0.1", 20000, srtp=SrtpPolicy("offer")).srtp is None
+
+
+def test_crypto_line_prints_back() -> None:
+    line = Crypto.parse(f"7 AES_CM_128_HMAC_SHA1_32 inline:{KEY_32}")
+    assert str(line) == f"7 AES_CM_128_HMAC_SHA1_32 inline:{KEY_32}" and line.problem() is None
+
+
+@pytest.mark.parametrize("mode, proto", [("offer", "RTP/AVP"), ("require", "RTP/SAVP")])
+def test_our_offer_carries_a_key_per_suite(mode: str, proto: str) -> None:
+    text = offer("127.0.0.1", 20000, srtp=SrtpPolicy(mode))
+    [audio] = SessionDescription.parse(text).media
+    lines = crypto_lines(text)
+    assert audio.proto == proto
+    assert [(c.tag, c.suite) for c in lines] == [(1, "AES_CM_128_HMAC_SHA1_80"), (2, "AES_CM_128_HMAC_SHA1_32")]
+    assert lines[0].key != lines[1].key
+    assert crypto_lines(offer("127.0.0.1", 20000, srtp=SrtpPolicy("off"))) == []
+
+
+@pytest.mark.parametrize("mode", ["offer", "require"])
+def test_offer_answer_between_two_policies_gives_mirrored_keys(mode: str) -> None:
+    ours, theirs = SrtpPolicy(mode), SrtpPolicy("offer")
+    their_answer = answer(offer("127.0.0.1", 20000, srtp=ours), "127.0.0.1", 30000, srtp=theirs)
+    agreed = parse_answer(their_answer.sdp, srtp=ours)
+    assert their_answer.srtp is not None and agreed.srtp is not None
+    assert agreed.srtp.suite == "AES_CM_128_HMAC_SHA1_80"
+    assert (agreed.srtp.local_key, agreed.srtp.remote_key) == (their_answer.srtp.remote_key,
+                                                              their_answer.srtp.local_key)
+
+
+def test_a_plain_answer_to_our_srtp_offer() -> None:
+    plain = answer(offer("127.0.0.1", 20000), "127.0.0.1", 30000).sdp
+    assert parse_answer(plain, srtp=SrtpPolicy("offer")).srtp is None  # best effort: plain RTP
+    with pytest.raises(SrtpRefused, match="no usable SRTP key"):
+        parse_answer(plain, srtp=SrtpPolicy("require"))
+
+
+def test_an_answer_must_take_one_of_our_crypto_lines() -> None:
+    ours = SrtpPolicy("require")
+    sdp_text = answer(offer("127.0.0.1", 20000, srtp=ours), "127.0.0.1", 30000, srtp=SrtpPolicy("offer")).sdp
+    wrong = sdp_text.replace("a=crypto:1 AES_CM_128_HMAC_SHA1_80", "a=crypto:2 AES_CM_128_HMAC_SHA1_80")
+    with pytest.raises(SrtpRefused, match="tag 2 with AES_CM_128_HMAC_SHA1_80 answers none of the lines we offered"):
+        parse_answer(wrong, srtp=ours)
