@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from swarm.registry import SessionConfig
+from telephony.endpoint import EndpointConfig
+from telephony.sip.registration import RegistrationConfig
 
 
 class ConfigError(Exception):
@@ -184,7 +186,6 @@ def _validated(config: Config) -> Config:
         raise ConfigError("llm.timeout must be positive (seconds)")
     if config.session.history_size < 2:
         raise ConfigError("session.history_size must be at least 2")
-    _host_port(config.sip.listen, "sip.listen")
     if config.sip.registrar and not (config.sip.username and config.sip.password):
         raise ConfigError("sip.registrar is set: extension mode also needs sip.username and sip.password")
     voice = config.voice
@@ -196,7 +197,25 @@ def _validated(config: Config) -> Config:
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
+    endpoint_config(config.sip)  # the endpoint's own checks, now rather than after the models have loaded
     return config
+
+
+def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig:
+    """The SIP endpoint's settings; raises ConfigError naming the [sip] key to change."""
+    host, port = _host_port(listen or sip.listen, "sip.listen")
+    try:
+        registration = RegistrationConfig(sip.registrar, sip.username, sip.password,
+                                          expires=sip.register_expires) if sip.registrar else None
+        return EndpointConfig(
+            listen_host=host.strip("[]"), listen_port=port, advertised_host=sip.advertised,
+            rtp_port_range=rtp_port_range(sip), allowed_sources=tuple(sip.allowed_sources) or None,
+            max_calls=sip.max_calls, no_media_timeout_s=sip.no_media_timeout_s, registration=registration,
+        )
+    except ValueError as error:
+        # The endpoint names its own fields; the admin edits the [sip] keys they come from.
+        message = str(error).replace("advertised_host", "sip.advertised").replace("listen_host", "sip.listen")
+        raise ConfigError(message.replace("allowed_sources", "sip.allowed_sources")) from None
 
 
 def _host_port(text: str, key: str) -> tuple[str, int]:

@@ -90,6 +90,11 @@ def test_empty_environment_variable_is_ignored(tmp_path: Path) -> None:
         ("[voice]\nend_silence_ms = 50\n", {}, "voice.end_silence_ms"),
         ("[voice]\nearly_transcript_ms = 100\n", {}, "voice.early_transcript_ms"),
         ("[voice]\nend_silence_ms = 400\nearly_transcript_ms = 400\n", {}, "voice.early_transcript_ms"),
+        ('[sip]\nlisten = "0.0.0.0:5060"\n', {}, "needs sip.advertised"),
+        ('[sip]\nlisten = "pbx.example.com:5060"\n', {}, "sip.listen must be an IP address"),
+        ('[sip]\nlisten = "10.0.0.2:5060"\nadvertised = "0.0.0.0"\n', {}, "sip.advertised must be a reachable"),
+        ('[sip]\nallowed_sources = ["10.0.0.300/8"]\n', {}, "sip.allowed_sources"),
+        ('[sip]\nregistrar = "http://pbx"\nusername = "a"\npassword = "b"\n', {}, "registration.registrar"),
     ],
 )
 def test_invalid_values_name_the_key(tmp_path: Path, text: str, environ: dict[str, str], named: str) -> None:

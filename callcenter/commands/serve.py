@@ -10,13 +10,12 @@ from pathlib import Path
 from aiohttp import web
 
 from callcenter.app import open_app
-from callcenter.config import Config, host_port, rtp_port_range
+from callcenter.config import Config, endpoint_config, host_port
 from callcenter.metrics import VoiceMetrics
 from callcenter.records import CallRecords
 from callcenter.voice import SpeechModels, VoiceService
 from telephony.audiosocket import AudioSocketServer
-from telephony.endpoint import EndpointConfig, SipEndpoint
-from telephony.sip.registration import RegistrationConfig
+from telephony.endpoint import SipEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -26,18 +25,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--listen", help="SIP HOST:PORT (default: sip.listen from config)")
     serve.add_argument("--llm", choices=("auto", "offline", "ollama", "openai"))
     serve.set_defaults(run=lambda args, config: asyncio.run(serve_forever(config, args.listen, args.llm)))
-
-
-def endpoint_config(config: Config, listen: str | None = None) -> EndpointConfig:
-    host, port = host_port(listen or config.sip.listen)
-    sip = config.sip
-    return EndpointConfig(
-        listen_host=host, listen_port=port, advertised_host=sip.advertised, rtp_port_range=rtp_port_range(sip),
-        allowed_sources=tuple(sip.allowed_sources) or None, max_calls=sip.max_calls,
-        no_media_timeout_s=sip.no_media_timeout_s,
-        registration=RegistrationConfig(sip.registrar, sip.username, sip.password, expires=sip.register_expires)
-        if sip.registrar else None,
-    )
 
 
 async def serve_forever(config: Config, listen: str | None, provider: str | None) -> int:
@@ -70,7 +57,7 @@ class VoiceServer:
         self.speech = self._speech or await asyncio.to_thread(SpeechModels.load, voice)
         self.service = VoiceService(self.app, self.speech, self.records, self.metrics)
         await self.service.warm_up()
-        self.endpoint = SipEndpoint(endpoint_config(self.config, self._listen), self.service.handle_call)
+        self.endpoint = SipEndpoint(endpoint_config(self.config.sip, self._listen), self.service.handle_call)
         await self.endpoint.start()
         self.audiosocket = await self._serve_audiosocket(self.config.sip.audiosocket_listen)
         self._web = await self._serve_metrics(voice.metrics_listen)
