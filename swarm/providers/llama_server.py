@@ -1,0 +1,55 @@
+"""llama.cpp's server (the `xllamacpp` wheel) in a process of its own; `LocalServer` runs it, not people.
+
+    python -m swarm.providers.llama_server --model M.gguf [--chat-template T.jinja] --threads 2 --ctx 4096 --nice 10
+
+A child process, so that the server's threads never hold the GIL of the process that paces RTP, can run
+at a lower priority than the calls' media and Whisper, and can be restarted when it dies. It prints one
+line, `listening http://127.0.0.1:PORT`, once the model is loaded (the port is chosen by the kernel), and
+exits when its standard input closes, so it never outlives the process that started it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+READY = "listening "
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m swarm.providers.llama_server")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--chat-template", default="", help="a jinja chat template file; default: the model's own")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--ctx", type=int, default=4096)
+    parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--nice", type=int, default=0)
+    args = parser.parse_args(argv)
+    # Ctrl-C in a terminal reaches the whole process group; the parent decides when the server stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.nice:
+        os.nice(args.nice)  # before any thread starts: Linux threads inherit their creator's niceness
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    if args.chat_template:
+        with open(args.chat_template, encoding="utf-8") as file:
+            params.chat_template = file.read()  # the template's text, as llama-server's --chat-template-file does
+    params.use_jinja = True
+    params.n_ctx = args.ctx
+    params.n_parallel = args.parallel
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    params.warmup = True
+    server = xllamacpp.Server(params)  # returns once the model is loaded and the port is open
+    print(READY + server.listening_address, flush=True)
+    sys.stdin.read()  # until the parent closes it or dies
+    del server
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

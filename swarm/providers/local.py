@@ -1,0 +1,256 @@
+"""An embedded local LLM: llama.cpp's server run as a child process, spoken to as any OpenAI-compatible server.
+
+`LocalServer` starts `swarm.providers.llama_server` on 127.0.0.1 (a port the kernel picks), waits until
+the model is loaded, and starts it again when it has died. `LocalProvider` streams through
+`OpenAIProvider` against it; when the server dies mid-reply the turn fails with ProviderUnavailable (the
+session apologises and transfers, as for any LLM failure) and the server is started again at once, so the
+next turn finds it. Prompts given to `prefill` are sent again after every start, so that the server's
+prompt cache holds each agent's system prompt and tools before any caller needs them.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from swarm.messages import CompletionRequest
+from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
+from swarm.providers.llama_server import READY
+from swarm.providers.openai_compat import OpenAIProvider
+
+log = logging.getLogger(__name__)
+
+
+class LocalServerError(ProviderUnavailable):
+    """The local llama.cpp server could not be started; the message ends with its last log lines."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What the child process runs."""
+
+    model: Path
+    chat_template: Path | None = None  # None: the template embedded in the GGUF
+    threads: int = 2
+    ctx: int = 4096
+    # Chosen by benchmarks/local_llm_load.py: the server yields the cores to the RTP clock and Whisper.
+    nice: int = 10
+    parallel: int = 1
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "swarm.providers.llama_server", "--model", str(self.model),
+                "--threads", str(self.threads), "--ctx", str(self.ctx), "--nice", str(self.nice),
+                "--parallel", str(self.parallel)]
+        return argv + (["--chat-template", str(self.chat_template)] if self.chat_template else [])
+
+
+class LocalServer:
+    """One llama.cpp server process; thread-safe, and independent of any event loop."""
+
+    def __init__(self, spec: ServerSpec, *, start_timeout: float = 180.0) -> None:
+        self.spec = spec
+        self.start_timeout = start_timeout
+        self.url = ""  # http://127.0.0.1:PORT while running
+        self.starts = 0
+        self._process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+        self._log_tail: collections.deque[str] = collections.deque(maxlen=30)
+        self._stopping = False
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def exited(self, within: float) -> bool:
+        """True once the process has gone, waiting up to `within` seconds: a connection torn by a dying
+        server comes a moment before the kernel reports the process gone."""
+        deadline = time.monotonic() + within
+        while self.alive():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def start(self) -> str:
+        """The server's URL, starting the process first when it is not running (blocks until loaded)."""
+        with self._lock:
+            if self.alive():
+                return self.url
+            if self._process is not None:
+                log.warning("event=local_llm_restart exit_code=%s", self._process.returncode)
+            self._stopping = False
+            self.url = self._spawn()
+            self.starts += 1
+            return self.url
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            process, self._process, self.url = self._process, None, ""
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()  # the child exits when its standard input closes
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _spawn(self) -> str:
+        started = time.monotonic()
+        process = subprocess.Popen(
+            self.spec.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_source_root(), os.environ.get("PYTHONPATH"))))},
+        )
+        self._process = process
+        self._log_tail.clear()
+        threading.Thread(target=self._drain, args=(process,), name=f"llama-log-{process.pid}", daemon=True).start()
+        assert process.stdout is not None
+        deadline = started + self.start_timeout
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([process.stdout], [], [], min(left, 1.0))
+            if ready:
+                line = process.stdout.readline()
+                if line.startswith(READY):
+                    url = line[len(READY):].strip()
+                    log.info("event=local_llm_started pid=%d url=%s model=%s threads=%d seconds=%.1f",
+                             process.pid, url, self.spec.model.name, self.spec.threads, time.monotonic() - started)
+                    return url
+                if not line:  # stdout closed: the child is gone
+                    break
+            elif process.poll() is not None:
+                break
+        process.kill()
+        process.wait()
+        tail = " | ".join(self._log_tail) or "no output"
+        raise LocalServerError(f"the local LLM server ({self.spec.model}) did not start "
+                               f"(exit code {process.returncode}): {tail}")
+
+    def _drain(self, process: subprocess.Popen[str]) -> None:
+        """Keep the server's last log lines for error messages; its per-request chatter goes to debug."""
+        assert process.stderr is not None
+        for line in process.stderr:
+            self._log_tail.append(line.rstrip())
+            log.debug("llama.cpp: %s", line.rstrip())
+        # Not process.wait(): while one thread waits, Popen.poll() in another answers "still running".
+        if not self._stopping and process is self._process and self.exited(5.0):
+            log.error("event=local_llm_exited pid=%d exit_code=%s last=%s", process.pid, process.returncode,
+                      self._log_tail[-1] if self._log_tail else "")
+
+
+def _source_root() -> str:
+    """The folder holding the `swarm` package, so the child imports the same code even when not installed."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+class LocalProvider:
+    """The Provider for a LocalServer: OpenAI-compatible streaming, restarts, and a warm prompt cache."""
+
+    def __init__(
+        self, server: LocalServer, *, model: str = "local", timeout: float = 30.0, name: str = "local", owns_server: bool = True,
+    ) -> None:
+        self.server = server
+        # False when several providers (tests) share one server: aclose then leaves it running.
+        self.owns_server = owns_server
+        self.model = model
+        self.timeout = timeout
+        self.name = name
+        self._delegate: OpenAIProvider | None = None
+        self._starting: asyncio.Future[str] | None = None
+        self._prefills: list[CompletionRequest] = []
+
+    async def start(self) -> None:
+        """Start the server (if it is not running) and fill its prompt cache; blocks until done."""
+        await self._ready()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        try:
+            # A turn waits for a (re)start no longer than it would wait for a reply.
+            async with asyncio.timeout(self.timeout):
+                delegate = await self._ready()
+        except TimeoutError as error:
+            raise ProviderTimeout(f"the local LLM server was not ready within {self.timeout:g} s (starting)") from error
+        try:
+            async for item in delegate.stream(request):
+                yield item
+        except ProviderError as error:
+            raise await self._failed(error) from error
+        except Exception as error:  # noqa: BLE001 - a connection torn mid-stream may surface as the HTTP client's own error
+            raise await self._failed(ProviderUnavailable(f"{self.name} failed mid-reply: {error!r}")) from error
+
+    async def prefill(self, request: CompletionRequest) -> None:
+        """Put the request's prompt into the server's cache now and after every restart."""
+        self._prefills.append(request)
+        await self._prefill(await self._ready(), request)
+
+    async def aclose(self) -> None:
+        if self._delegate is not None:
+            await self._delegate.aclose()
+            self._delegate = None
+        if self.owns_server:
+            await asyncio.to_thread(self.server.stop)
+
+    async def _failed(self, error: ProviderError) -> ProviderError:
+        # Only a lost connection can mean a dead server; an HTTP error came from a live one.
+        if not isinstance(error, ProviderUnavailable) or not await asyncio.to_thread(self.server.exited, 1.0):
+            return error
+        # Restart now rather than on the next turn, so the caller who is transferred is the only one to notice.
+        asyncio.ensure_future(self._ready_quietly())
+        return ProviderUnavailable(f"the local LLM server died ({error}); it is being restarted")
+
+    async def _ready_quietly(self) -> None:
+        try:
+            await self._ready()
+        except ProviderError as error:
+            log.error("event=local_llm_restart_failed error=%s", error)
+
+    async def _ready(self) -> OpenAIProvider:
+        """The delegate for a running server; one start at a time however many turns are waiting."""
+        if self._delegate is not None and self.server.alive():
+            return self._delegate
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.ensure_future(self._restart())
+        await asyncio.shield(self._starting)
+        assert self._delegate is not None
+        return self._delegate
+
+    async def _restart(self) -> str:
+        old, self._delegate = self._delegate, None
+        if old is not None:
+            await old.aclose()
+        url = await asyncio.to_thread(self.server.start)
+        delegate = OpenAIProvider(self.model, self.server.base_url, timeout=self.timeout, name=self.name)
+        for request in self._prefills:
+            await self._prefill(delegate, request)
+        self._delegate = delegate
+        return url
+
+    async def _prefill(self, delegate: OpenAIProvider, request: CompletionRequest) -> None:
+        # The first streamed item comes once the whole prompt has been processed and cached; closing the
+        # stream there stops the generation, so warming costs about one token beyond the prompt.
+        started = time.monotonic()
+        stream = delegate.stream(request)
+        try:
+            await anext(stream, None)
+        except ProviderError as error:
+            log.warning("event=local_llm_prefill_failed agent=%s error=%s", request.agent, error)
+        finally:
+            await stream.aclose()
+        log.info("event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, time.monotonic() - started)
