@@ -9,7 +9,8 @@ class SipMetrics:
     datagrams_received: int = 0
     datagrams_sent: int = 0
     send_errors: int = 0
-    keepalives: int = 0  # bare CRLF datagrams (RFC 5626 keep-alive pings)
+    keepalives: int = 0  # bare CRLF datagrams, CRLFCRLF pings on TCP/TLS (RFC 5626 keep-alives)
+    connections_refused: int = 0  # TCP/TLS connections over max_connections or max_per_source
     oversized: int = 0  # datagrams over 64 KB
     malformed: int = 0  # unparseable datagrams, answered 400 when possible, else dropped
     bad_requests: int = 0  # 400 (or 505) sent for requests that failed to parse or validate

@@ -1,8 +1,11 @@
-"""SIP over UDP (RFC 3261 §18): one socket, each datagram parsed and validated on arrival, responses
-routed back by their Via (RFC 3581 received/rport). Nothing is queued: the datagram callback hands each
-message straight to the transaction layer (whose table is capped), so a flood costs CPU, not memory.
+"""SIP transports (RFC 3261 §18): UDP here, TCP and TLS in stream_transport; `Transports` puts them behind the
+one seam the transaction layer sees. Each message is parsed and validated on arrival, requests get their Via
+stamped (RFC 3581 received/rport), and responses go back the way the request came.
 
-Bad datagrams never raise out of here: each one is counted in SipMetrics, logged at most once a minute
+Over UDP: one socket; nothing is queued: the datagram callback hands each message straight to the
+transaction layer (whose table is capped), so a flood costs CPU, not memory.
+
+Bad messages never raise out of here: each one is counted in SipMetrics, logged at most once a minute
 per source, and answered 400 when enough of it parses to address a response; otherwise dropped.
 """
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 import re
 import socket
 from collections.abc import Callable
+from typing import Literal, NamedTuple, Protocol
 
 from .limits import LogLimiter
 from .message import (
@@ -32,86 +36,69 @@ from .syntax import quote
 
 log = logging.getLogger(__name__)
 
-Address = tuple[str, int]
+Address = tuple[str, int]  # a socket address
+TransportName = Literal["UDP", "TCP", "TLS"]
 DEFAULT_PORT = 5060
-_CONTENT_LENGTH_RE = re.compile(rb"(?i)(content-length|l)[ \t]*:")
-_LINE_RE = re.compile(rb"\r?\n")
+DEFAULT_TLS_PORT = 5061
 
 
-class UdpTransport(asyncio.DatagramProtocol):
-    def __init__(self, metrics: SipMetrics, on_request: Callable[[Request, Address], None],
-                 on_response: Callable[[Response, Address], None], *, user_agent: str = "") -> None:
+class Peer(NamedTuple):
+    """Where a message came from or goes to: the address and the transport that reaches it; over TLS also the
+    name the peer's certificate must carry (the host of the URI we were given)."""
+
+    host: str
+    port: int
+    transport: TransportName = "UDP"
+    server_name: str | None = None
+
+    @property
+    def reliable(self) -> bool:
+        """TCP and TLS deliver or fail: RFC 3261 §17 sets the retransmission timers to 0 on them."""
+        return self.transport != "UDP"
+
+    def __str__(self) -> str:
+        return f"{self.transport.lower()}:{self.host}:{self.port}"
+
+
+OnRequest = Callable[[Request, Peer], None]
+OnResponse = Callable[[Response, Peer], None]
+
+
+class Transport(Protocol):
+    """What the transaction layer sends through: UDP, TCP, TLS, or all of them (`Transports`)."""
+
+    def send(self, message: Request | Response, destination: Peer) -> None: ...
+
+    def send_response(self, response: Response, source: Peer | None = None) -> None: ...
+
+    def warn(self, kind: str, source: Address, detail: str) -> None: ...
+
+
+class MessageIntake:
+    """Parses, validates and hands on what a transport received; answers what is bad. Shared by every
+    transport, so that UDP, TCP and TLS refuse the same messages the same way."""
+
+    name: TransportName = "UDP"
+
+    def __init__(self, metrics: SipMetrics, on_request: OnRequest, on_response: OnResponse, *,
+                 user_agent: str = "") -> None:
         self.metrics = metrics
         self.on_request = on_request
         self.on_response = on_response
         self.user_agent = user_agent
-        self.local_address: Address | None = None
-        self._transport: asyncio.DatagramTransport | None = None
         self._warnings = LogLimiter()
 
-    async def open(self, host: str, port: int) -> Address:
-        loop = asyncio.get_running_loop()
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        transport, _ = await loop.create_datagram_endpoint(lambda: self, local_addr=(host, port), family=family)
-        self._transport = transport
-        self.local_address = transport.get_extra_info("sockname")[:2]
-        log.info("event=sip_listen transport=udp address=%s:%d", *self.local_address)
-        return self.local_address
+    def send(self, message: Request | Response, destination: Peer) -> None:
+        raise NotImplementedError
 
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
-
-    # ---- sending ------------------------------------------------------------------------------------
-
-    def send(self, message: Request | Response, destination: Address) -> None:
-        if self._transport is None:
-            return
-        data = message.to_bytes()
-        try:
-            self._transport.sendto(data, destination)
-        except OSError as error:
-            self.metrics.send_errors += 1
-            self.warn("send_failed", destination, str(error))
-            return
-        self.metrics.datagrams_sent += 1
-
-    def send_response(self, response: Response) -> None:
-        """To where the top Via says, as stamped on arrival (received, rport)."""
-        self.send(response, via_destination(response.vias[0]))
-
-    # ---- receiving ----------------------------------------------------------------------------------
-
-    def datagram_received(self, data: bytes, addr: tuple) -> None:
-        self.metrics.datagrams_received += 1
-        source = (addr[0], addr[1])
-        try:
-            self._receive(data, source)
-        except Exception:  # a bug of ours must not take the socket down with it
-            self.metrics.internal_errors += 1
-            log.exception("event=sip_internal_error source=%s:%d", *source)
-
-    def error_received(self, exc: Exception) -> None:
-        # ICMP port unreachable for something we sent: the peer is gone; timers will notice.
-        self.metrics.send_errors += 1
-        self.warn("icmp_error", ("-", 0), repr(exc))
-
-    def _receive(self, data: bytes, source: Address) -> None:
-        if not data.strip(b"\r\n"):
-            self.metrics.keepalives += 1
-            return
-        if len(data) > MAX_MESSAGE_SIZE:
-            self.metrics.oversized += 1
-            self.warn("oversized", source, f"{len(data)} bytes")
-            self._answer_unparsed(data[:MAX_MESSAGE_SIZE], source, 513, "over 64 KB")
-            return
+    def deliver(self, data: bytes, source: Peer) -> None:
+        """One whole message (a datagram, or a frame cut from a stream by its Content-Length)."""
         try:
             message = parse_message(data)
         except SipParseError as error:
             self.metrics.malformed += 1
             self.warn("malformed", source, str(error))
-            self._answer_unparsed(data, source, 400, str(error))
+            self.answer_unparsed(data, source, 400, str(error))
             return
         if isinstance(message, Response):
             try:
@@ -131,12 +118,12 @@ class UdpTransport(asyncio.DatagramProtocol):
         _stamp_via(message, source)
         self.on_request(message, source)
 
-    def _answer_unparsed(self, data: bytes, source: Address, status: int, detail: str) -> None:
+    def answer_unparsed(self, data: bytes, source: Peer, status: int, detail: str) -> None:
         request = salvage_request(data)
         if request is not None:
             self._answer_bad(request, source, status, detail)
 
-    def _answer_bad(self, request: Request, source: Address, status: int, detail: str) -> None:
+    def _answer_bad(self, request: Request, source: Peer, status: int, detail: str) -> None:
         if request.method == "ACK":
             return  # an ACK is never answered
         try:
@@ -152,8 +139,152 @@ class UdpTransport(asyncio.DatagramProtocol):
     def warn(self, kind: str, source: Address, detail: str) -> None:
         """A warning line, at most once a minute per kind and source address."""
         if self._warnings.allow(kind, source[0]):
-            log.warning("event=sip_%s source=%s:%s detail=%s (logged once a minute per source)", kind,
-                        source[0], source[1], detail[:300])
+            log.warning("event=sip_%s transport=%s source=%s:%s detail=%s (logged once a minute per source)", kind,
+                        self.name.lower(), source[0], source[1], detail[:300])
+_CONTENT_LENGTH_RE = re.compile(rb"(?i)(content-length|l)[ \t]*:")
+_LINE_RE = re.compile(rb"\r?\n")
+
+
+class UdpTransport(MessageIntake, asyncio.DatagramProtocol):
+    def __init__(self, metrics: SipMetrics, on_request: OnRequest, on_response: OnResponse, *,
+                 user_agent: str = "") -> None:
+        super().__init__(metrics, on_request, on_response, user_agent=user_agent)
+        self.local_address: Address | None = None
+        self._transport: asyncio.DatagramTransport | None = None
+
+    async def open(self, host: str, port: int) -> Address:
+        loop = asyncio.get_running_loop()
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        transport, _ = await loop.create_datagram_endpoint(lambda: self, local_addr=(host, port), family=family)
+        self._transport = transport
+        self.local_address = transport.get_extra_info("sockname")[:2]
+        log.info("event=sip_listen transport=udp address=%s:%d", *self.local_address)
+        return self.local_address
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+
+    # ---- sending ------------------------------------------------------------------------------------
+
+    def send(self, message: Request | Response, destination: Peer | Address) -> None:
+        if self._transport is None:
+            return
+        data = message.to_bytes()
+        try:
+            self._transport.sendto(data, (destination[0], destination[1]))
+        except OSError as error:
+            self.metrics.send_errors += 1
+            self.warn("send_failed", destination, str(error))
+            return
+        self.metrics.datagrams_sent += 1
+
+    def send_response(self, response: Response, source: Peer | None = None) -> None:
+        """To where the top Via says, as stamped on arrival (received, rport)."""
+        self.send(response, via_destination(response.vias[0]))
+
+    # ---- receiving ----------------------------------------------------------------------------------
+
+    def datagram_received(self, data: bytes, addr: tuple) -> None:
+        self.metrics.datagrams_received += 1
+        source = Peer(addr[0], addr[1])
+        try:
+            self._receive(data, source)
+        except Exception:  # a bug of ours must not take the socket down with it
+            self.metrics.internal_errors += 1
+            log.exception("event=sip_internal_error source=%s:%d", *addr[:2])
+
+    def error_received(self, exc: Exception) -> None:
+        # ICMP port unreachable for something we sent: the peer is gone; timers will notice.
+        self.metrics.send_errors += 1
+        self.warn("icmp_error", ("-", 0), repr(exc))
+
+    def _receive(self, data: bytes, source: Peer) -> None:
+        if not data.strip(b"\r\n"):
+            self.metrics.keepalives += 1
+            return
+        if len(data) > MAX_MESSAGE_SIZE:
+            self.metrics.oversized += 1
+            self.warn("oversized", source, f"{len(data)} bytes")
+            self.answer_unparsed(data[:MAX_MESSAGE_SIZE], source, 513, "over 64 KB")
+            return
+        self.deliver(data, source)
+
+
+class Transports:
+    """UDP and whichever stream transports are open, as one Transport: each message goes out on the transport
+    its destination names; a response goes back on the transport (and connection) its request came on."""
+
+    def __init__(self, udp: UdpTransport, streams: dict[TransportName, StreamSender] | None = None) -> None:
+        self.udp = udp
+        self._streams: dict[TransportName, StreamSender] = dict(streams or {})
+
+    def supports(self, transport: TransportName) -> bool:
+        return transport == "UDP" or transport in self._streams
+
+    def port(self, transport: TransportName) -> int:
+        """Our listening port on `transport` (for Via and Contact)."""
+        address = self.udp.local_address if transport == "UDP" else self._streams[transport].local_address
+        if address is None:
+            raise RuntimeError(f"SIP over {transport} is not open")
+        return address[1]
+
+    def send(self, message: Request | Response, destination: Peer) -> None:
+        stream = self._streams.get(destination.transport)
+        if destination.transport == "UDP":
+            self.udp.send(message, destination)
+        elif stream is not None:
+            stream.send(message, destination)
+        else:
+            self.udp.metrics.send_errors += 1
+            self.udp.warn("no_transport", destination, f"SIP over {destination.transport} is not configured")
+
+    def send_response(self, response: Response, source: Peer | None = None) -> None:
+        transport = source.transport if source is not None else _via_transport(response)
+        if transport == "UDP":
+            self.udp.send_response(response)
+        elif transport in self._streams:
+            self._streams[transport].send_response(response, source)
+        else:
+            self.udp.metrics.send_errors += 1
+            self.udp.warn("no_transport", source or ("-", 0), f"no {transport} transport for a response")
+
+    def keep_alive(self, destination: Peer, on_lost: Callable[[], None]) -> None:
+        """RFC 5626 §4.4.1 pings on the connection to `destination` (a registrar over TCP/TLS); `on_lost` runs
+        when that connection fails or stops answering. Nothing to do over UDP."""
+        stream = self._streams.get(destination.transport)
+        if stream is not None:
+            stream.keep_alive(destination, on_lost)
+
+    def warn(self, kind: str, source: Address, detail: str) -> None:
+        self.udp.warn(kind, source, detail)
+
+    async def close(self) -> None:
+        for stream in self._streams.values():
+            await stream.close()
+        self.udp.close()
+
+
+class StreamSender(Protocol):
+    """The part of a stream transport (stream_transport.StreamTransport) that `Transports` uses."""
+
+    local_address: Address | None
+
+    def send(self, message: Request | Response, destination: Peer) -> None: ...
+
+    def send_response(self, response: Response, source: Peer | None) -> None: ...
+
+    def keep_alive(self, destination: Peer, on_lost: Callable[[], None]) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def _via_transport(response: Response) -> str:
+    try:
+        return response.vias[0].transport
+    except (SipParseError, IndexError):
+        return "UDP"
 
 
 def salvage_request(data: bytes) -> Request | None:
@@ -178,7 +309,7 @@ def salvage_request(data: bytes) -> Request | None:
 def via_destination(via: Via) -> Address:
     """RFC 3261 §18.2.2 with RFC 3581: the received address, at the rport port when there is one."""
     host = via.received or via.host
-    return host, via.rport or via.port or DEFAULT_PORT
+    return host, via.rport or via.port or (DEFAULT_TLS_PORT if via.transport == "TLS" else DEFAULT_PORT)
 
 
 def _stamp_via(request: Request, source: Address) -> None:
@@ -193,19 +324,32 @@ def _stamp_via(request: Request, source: Address) -> None:
         request.headers.add("Via", value)
 
 
-async def resolve(uri: SipUri) -> Address:
-    """Where to send a request for `uri`: its host (an IP, or a name looked up in A/AAAA records; no
-    SRV/NAPTR) and port (5060 by default)."""
-    port = uri.port or DEFAULT_PORT
+def uri_transport(uri: SipUri) -> TransportName:
+    """RFC 3263 §4.1 without NAPTR: sips: is TLS; else the transport parameter; else UDP."""
+    if uri.scheme == "sips":
+        return "TLS"
+    value = (uri.params.get("transport") or "udp").upper()
+    if value not in ("UDP", "TCP", "TLS"):
+        raise OSError(f"{uri}: transport={value.lower()} is not supported (udp, tcp or tls)")
+    return value  # type: ignore[return-value]
+
+
+async def resolve(uri: SipUri) -> Peer:
+    """Where to send a request for `uri`: its transport (sips: or ;transport=), its host (an IP, or a name looked
+    up in A/AAAA records; no SRV/NAPTR) and port (5060, or 5061 over TLS, by default)."""
+    transport = uri_transport(uri)
+    port = uri.port or (DEFAULT_TLS_PORT if transport == "TLS" else DEFAULT_PORT)
+    server_name = uri.host if transport == "TLS" else None
     try:
         ipaddress.ip_address(uri.host)
-        return uri.host, port
+        return Peer(uri.host, port, transport, server_name)
     except ValueError:
         pass
     loop = asyncio.get_running_loop()
+    kind = socket.SOCK_DGRAM if transport == "UDP" else socket.SOCK_STREAM
     try:
-        infos = await loop.getaddrinfo(uri.host, port, type=socket.SOCK_DGRAM)
+        infos = await loop.getaddrinfo(uri.host, port, type=kind)
     except socket.gaierror as error:
         raise OSError(f"cannot resolve SIP host {uri.host!r}: {error}") from error
     host, port = infos[0][4][:2]
-    return host, port
+    return Peer(host, port, transport, server_name)
