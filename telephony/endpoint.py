@@ -40,6 +40,7 @@ from telephony.sip.transaction import (
 from telephony.sip.transport import UdpTransport, resolve
 from telephony.sip.useragent import ALLOW, UserAgent, warning
 from telephony.sip_call import CallContext, SipCall
+from telephony.srtp import check_mode as check_srtp_mode
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class EndpointConfig:
     max_calls: int = 100  # more simultaneous calls get 486 Busy Here
     ring_ms: int = 0  # between 180 Ringing and 200 OK
     codecs: tuple[str, ...] = ("PCMU", "PCMA")  # ours, in order of preference (the caller's order wins)
+    srtp: str = "off"  # SDES-keyed SRTP: off, offer (when the caller offers keys), require (488 without them)
     transfer_timeout_s: float = 30.0
     timers: Timers = Timers()
     registration: RegistrationConfig | None = None  # extension mode: REGISTER with a PBX
@@ -92,6 +94,7 @@ class EndpointConfig:
             raise ValueError(f"invite_rate must be > 0 and invite_burst >= 1, got {self.invite_rate}, {self.invite_burst}")
         if self.registration is not None and not isinstance(self.registration, RegistrationConfig):
             raise ValueError(f"registration must be a RegistrationConfig, got {type(self.registration).__name__}")
+        check_srtp_mode(self.srtp)
 
     @property
     def media_host(self) -> str:
@@ -145,7 +148,7 @@ class SipEndpoint:
         contact = SipUri("sip", user, None, config.media_host, port)
         self._ua = UserAgent(self._layer, self.metrics, config.user_agent, f"<{contact}>")
         self._context = CallContext(self._ua, config.media_host, config.codecs, config.transfer_timeout_s,
-                                    self._spawn, self._call_ended)
+                                    self._spawn, self._call_ended, config.srtp)
         if registration is not None:
             self.registration = Registration(registration, self._ua, contact,
                                              unregister_timeout_s=8 * config.timers.t1)

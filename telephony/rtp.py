@@ -7,6 +7,8 @@ payload-type filter -> jitter buffer -> G.711 decode -> gaps filled -> re-framed
 Send: a MediaClock (shared by all of an endpoint's calls, or the session's own) ticks every 20 ms on an
 absolute clock (start + n * 20 ms, so no drift) and the session sends the next 20 ms of the playback queue,
 comfort silence when it is empty, or a DTMF event packet.
+SRTP (when the SDP agreed keys): each packet is protected just before sending and checked just after reading;
+one that fails the check is counted and dropped, like any other bad datagram.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from telephony.queues import DropOldestQueue
 from telephony.rtcp import SR, ReceptionStats, parse_compound, receiver_report, sender_report
 from telephony.rtp_packet import _HEADER, MalformedPacket, RtpPacket, is_rtcp, parse
 from telephony.sdp import DIRECTIONS
+from telephony.srtp import SrtpKeys, SrtpRejected, SrtpStreams
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,7 @@ class RtpStats:
     packets_received: int = 0
     bytes_received: int = 0
     malformed: int = 0
+    srtp_rejected: int = 0  # failed SRTP/SRTCP authentication or replay checks: forged, damaged or wrong key
     wrong_payload: int = 0  # payload types that were not negotiated (comfort noise, video...)
     foreign: int = 0  # from an address other than the latched one
     late: int = 0
@@ -164,6 +168,7 @@ class RtpSession:
         self._sock = rtp  # read on each slot, written directly: no transport in between
         self._timestamps = _enable_timestamps(rtp)
         self._rtcp: asyncio.DatagramTransport | None = None
+        self._srtp: SrtpStreams | None = None
         self._closed = False
         self._warned: dict[str, float] = {}
         # where to send: the SDP address until the peer's media latches us to its real source
@@ -213,10 +218,16 @@ class RtpSession:
     # ---- control ---------------------------------------------------------------------------------------
 
     def start(self, remote_addr: tuple[str, int] | None, codec: Codec, dtmf_pt: int | None = None,
-              direction: str = "sendrecv") -> None:
-        """Begin media as negotiated. Called again (re-INVITE), it switches codec, address and direction."""
+              direction: str = "sendrecv", srtp: SrtpKeys | None = None) -> None:
+        """Begin media as negotiated (`srtp`: the agreed keys; None: plain RTP). Called again (re-INVITE), it
+        switches codec, address, direction and keys; the same keys keep the SRTP streams (and their replay
+        windows and rollover counters) as they are."""
         if self._closed:
             raise RtpError("the RTP session is closed")
+        if srtp is None:
+            self._srtp = None
+        elif self._srtp is None or self._srtp.keys != srtp:
+            self._srtp = SrtpStreams(srtp)
         self.codec, self.dtmf_pt = codec, dtmf_pt
         self._silence = bytes([codec.silence]) * FRAME_SAMPLES
         self.update_remote(remote_addr)
@@ -226,8 +237,9 @@ class RtpSession:
             self._drain()  # what came before the answer (early media, strays) is not part of the call
             self._next_rtcp = self._loop.time() + RTCP_INTERVAL * random.uniform(0.5, 1.5)
             self._clock.add(self)
-        log.info("event=rtp_start call=%s local=%s:%d remote=%s codec=%s/%d dtmf_pt=%s direction=%s", self.call_id,
-                 self.local_host, self.local_port, remote_addr, codec.name, codec.payload_type, dtmf_pt, direction)
+        log.info("event=rtp_start call=%s local=%s:%d remote=%s codec=%s/%d dtmf_pt=%s direction=%s srtp=%s",
+                 self.call_id, self.local_host, self.local_port, remote_addr, codec.name, codec.payload_type, dtmf_pt,
+                 direction, self.srtp_suite or "off")
 
     def update_remote(self, remote_addr: tuple[str, int] | None) -> None:
         """A new SDP address (re-INVITE); None, 0.0.0.0 or port 0 sends nothing. A changed one is latched anew."""
@@ -262,6 +274,11 @@ class RtpSession:
         return self.direction in ("sendrecv", "sendonly") and self.remote is not None
 
     @property
+    def srtp_suite(self) -> str | None:
+        """The SRTP crypto suite in use, None for plain RTP."""
+        return self._srtp.keys.suite if self._srtp is not None else None
+
+    @property
     def remote(self) -> tuple | None:
         """Where media goes now: the latched source of the peer's media, else the SDP address."""
         return self._latched or self._remote
@@ -286,8 +303,9 @@ class RtpSession:
         self.dtmf_in.close()
         self._played.set()
         stats = self.stats
-        log.info("event=rtp_close call=%s sent=%d received=%d lost=%d malformed=%d jitter_ms=%.1f", self.call_id,
-                 stats.packets_sent, stats.packets_received, stats.lost, stats.malformed, stats.jitter_ms)
+        log.info("event=rtp_close call=%s sent=%d received=%d lost=%d malformed=%d srtp_rejected=%d jitter_ms=%.1f",
+                 self.call_id, stats.packets_sent, stats.packets_received, stats.lost, stats.malformed,
+                 stats.srtp_rejected, stats.jitter_ms)
 
     # ---- playback -----------------------------------------------------------------------------------------
 
@@ -406,9 +424,12 @@ class RtpSession:
                 event.done.set_result(None)
 
     def _send(self, payload_type: int, timestamp: int, payload: bytes, marker: bool) -> None:
-        header = _HEADER.pack(0x80, 0x80 | payload_type if marker else payload_type, self._seq, timestamp, self._ssrc)
+        packet = _HEADER.pack(0x80, 0x80 | payload_type if marker else payload_type, self._seq, timestamp,
+                              self._ssrc) + payload
+        if self._srtp is not None:
+            packet = self._srtp.protect(packet)
         try:
-            self._sock.sendto(header + payload, self.remote)
+            self._sock.sendto(packet, self.remote)
         except OSError as error:  # the packet is lost, the stream goes on (its sequence number is used)
             self._stats.send_errors += 1
             self._warn("send_failed", self.remote or ("-", 0), str(error))
@@ -437,6 +458,8 @@ class RtpSession:
         else:
             report = receiver_report(self._ssrc, blocks, cname)
         self._sent_since_report = False
+        if self._srtp is not None:
+            report = self._srtp.protect_rtcp(report)
         self._rtcp.sendto(report, target)
         self._stats.rtcp_sent += 1
 
@@ -485,6 +508,12 @@ class RtpSession:
         codec = self.codec
         if codec is None or self._closed:
             return
+        if self._srtp is not None:
+            try:
+                data = self._srtp.unprotect(data)
+            except SrtpRejected as error:
+                self._srtp_rejected(addr, error)
+                return
         try:
             packet = parse(data)
         except MalformedPacket as error:
@@ -578,6 +607,12 @@ class RtpSession:
             self.dtmf_in.put(digit)
 
     def _on_rtcp(self, data: bytes, addr: tuple) -> None:
+        if self._srtp is not None:
+            try:
+                data = self._srtp.unprotect_rtcp(data)
+            except SrtpRejected as error:
+                self._srtp_rejected(addr, error)
+                return
         try:
             packets = parse_compound(data)
         except MalformedPacket as error:
@@ -592,6 +627,10 @@ class RtpSession:
                 self._reception.last_sr, self._reception.last_sr_at = packet.ntp_middle, self._loop.time()
 
     # ---- helpers ---------------------------------------------------------------------------------------------
+
+    def _srtp_rejected(self, addr: tuple, error: SrtpRejected) -> None:
+        self._stats.srtp_rejected += 1
+        self._warn("srtp_rejected", addr, str(error))
 
     def _warn(self, kind: str, addr: tuple, detail: str) -> None:
         now = self._loop.time()

@@ -20,6 +20,7 @@ from telephony.sip.dialog import Dialog, DialogError
 from telephony.sip.message import Request, SipParseError, SipUri
 from telephony.sip.transaction import InviteServerTransaction, ServerTransaction
 from telephony.sip.useragent import UserAgent, warning
+from telephony.srtp import SrtpPolicy
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class CallContext:
     transfer_timeout_s: float
     spawn: Callable[..., asyncio.Task]  # spawn(coro, *, shielded=False): a task the endpoint tracks
     on_ended: Callable[[SipCall], None]
+    srtp: str = "off"  # off, offer or require (telephony.srtp.MODES)
 
 
 class SipCall:
@@ -61,6 +63,7 @@ class SipCall:
         self.ack: Request | None = None  # our ACK to the peer's 2xx (dial), re-sent if the 2xx is
         self._sdp_session = random.getrandbits(31)  # o= session id, kept for every later answer
         self._sdp_version = 0
+        self._srtp = SrtpPolicy(context.srtp)  # this call's own SRTP keys, drawn fresh
         self._awaiting_answer = False  # our 2xx carried the offer: the answer comes in the ACK
         self._leaving = False
         self._notifies: asyncio.Queue[int | None] | None = None
@@ -96,6 +99,11 @@ class SipCall:
     async def send_dtmf(self, digit: str, duration_ms: int = 100) -> None:
         """Send one key as RFC 4733 events (raises RtpError when no telephone-event was agreed)."""
         await self._rtp.send_dtmf(digit, duration_ms)
+
+    @property
+    def srtp_suite(self) -> str | None:
+        """The SRTP crypto suite the media runs on, None for plain RTP."""
+        return self._rtp.srtp_suite
 
     @property
     def media_direction(self) -> str:
@@ -137,23 +145,23 @@ class SipCall:
     # ---- set-up (called by the endpoint) ---------------------------------------------------------------
 
     def answer_offer(self, offer: bytes) -> sdp.Answer:
-        """Our answer to the peer's offer; raises sdp.NoCommonCodec (488) or sdp.SdpError (400)."""
+        """Our answer to the peer's offer; raises sdp.NoCommonCodec or sdp.SrtpRefused (488), sdp.SdpError (400)."""
         answer = sdp.answer(offer.decode("utf-8", "replace"), self._context.media_host, self._rtp.local_port,
                             codecs=self._context.codecs, session_id=self._sdp_session,
-                            session_version=self._sdp_version)
+                            session_version=self._sdp_version, srtp=self._srtp)
         self._sdp_version += 1
         return answer
 
     def make_offer(self) -> str:
         """Our offer, for a 2xx answering an INVITE without SDP (the answer then comes in the ACK)."""
         offer = sdp.offer(self._context.media_host, self._rtp.local_port, self._context.codecs,
-                          session_id=self._sdp_session, session_version=self._sdp_version)
+                          session_id=self._sdp_session, session_version=self._sdp_version, srtp=self._srtp)
         self._sdp_version += 1
         self._awaiting_answer = True
         return offer
 
     def start_media(self, answer: sdp.Answer) -> None:
-        self._rtp.start(answer.remote, answer.codec, answer.dtmf_pt, answer.direction)
+        self._rtp.start(answer.remote, answer.codec, answer.dtmf_pt, answer.direction, answer.srtp)
 
     def on_ack_timeout(self) -> None:
         self.confirmed.set()  # waiting is over: BYE now
@@ -193,7 +201,8 @@ class SipCall:
             return
         self._awaiting_answer = False
         try:
-            self.start_media(sdp.parse_answer(request.body.decode("utf-8", "replace"), codecs=self._context.codecs))
+            self.start_media(sdp.parse_answer(request.body.decode("utf-8", "replace"), codecs=self._context.codecs,
+                                              srtp=self._srtp))
         except (sdp.SdpError, RtpError) as error:  # §13.3.1.4: a bad answer in the ACK ends the call
             log.warning("event=sip_bad_answer_in_ack call=%s error=%s", self.call_id, error)
             self._context.spawn(self._leave("failed"))

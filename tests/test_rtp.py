@@ -29,6 +29,7 @@ from telephony.rtcp import RR, SDES, SR, ReceptionStats, parse_compound, receive
 from telephony.rtp import IntervalHistogram, RtpError, RtpSession
 from telephony.rtp_packet import MalformedPacket, RtpPacket, parse
 from telephony.sdp import Answer, answer
+from telephony.srtp import SrtpKeys, SrtpPolicy, SrtpStreams
 from tests.peers import free_sip_port, free_udp_port
 
 SIPP_PCAPS = Path("/usr/share/sip-tester")
@@ -795,3 +796,99 @@ async def test_sipp_uac_pcap_call_is_heard_in_exact_20ms_frames_with_its_dtmf(op
     assert all(frame.shape == (160,) for frame in heard) and digits == ["1"]
     assert np.array_equal(np.concatenate(heard)[:whole], expected[:whole])  # not a sample lost, added or moved
     assert session.stats.dtmf_received == 1 and session.stats.malformed == 0
+
+
+# ---- SRTP ----------------------------------------------------------------------------------------------------
+
+SUITE_80 = "AES_CM_128_HMAC_SHA1_80"
+
+
+def srtp_keys(suite: str = SUITE_80) -> tuple[SrtpKeys, SrtpKeys]:
+    """Mirrored keys for two ends of a call, as an offer/answer gives them."""
+    first, second = SrtpPolicy("offer").key(suite), SrtpPolicy("offer").key(suite)
+    return SrtpKeys(suite, first, second), SrtpKeys(suite, second, first)
+
+
+@pytest.mark.parametrize("suite, tag_bytes", [(SUITE_80, 10), ("AES_CM_128_HMAC_SHA1_32", 4)])
+async def test_srtp_tone_round_trip_and_the_wire_is_not_plain(open_session, open_peer, suite: str,
+                                                              tag_bytes: int) -> None:
+    ours, theirs = srtp_keys(suite)
+    session, peer = await open_session(), await open_peer()
+    session.start(peer.addr, PCMU, 101, srtp=ours)
+    sent = tone(440, 0.6)
+    session.play(sent)
+    wire = [(await peer.inbox.get())[0] for _ in range(30)]
+    assert session.srtp_suite == suite
+    assert {len(data) for data in wire} == {12 + 160 + tag_bytes}
+    far_end = SrtpStreams(theirs)
+    plain = [parse(far_end.unprotect(data)) for data in wire]
+    assert all(parse(data).payload != packet.payload for data, packet in zip(wire, plain))  # encrypted
+    heard = np.concatenate([ulaw_decode(packet.payload) for packet in plain])
+    assert best_correlation(heard, sent[:1600]) > 0.99
+    # and back: what the far end protects, the session hears
+    for n in range(40):
+        packet = RtpPacket(0, 100 + n, 160 * n, 0x4321, ulaw_encode(sent[160 * n:160 * n + 160]))
+        peer.send(far_end.protect(packet.to_bytes()), session.local_port)
+    frames = await take(session.audio_in, 30)  # the jitter buffer holds the last few back
+    assert best_correlation(np.concatenate(frames), sent[:4800]) > 0.99
+    assert session.stats.srtp_rejected == 0 and session.stats.packets_received == 40
+
+
+async def test_srtp_between_two_sessions_carries_audio(open_session) -> None:
+    a, b = await open_session(), await open_session()
+    keys_a, keys_b = srtp_keys()
+    a.start((LOCAL, b.local_port), PCMU, 101, srtp=keys_a)
+    b.start((LOCAL, a.local_port), PCMU, 101, srtp=keys_b)
+    sent = tone(700, 1.0)
+    a.play(sent)
+    frames = await take(b.audio_in, 75)
+    assert best_correlation(np.concatenate(frames), sent) > 0.99
+    assert b.stats.srtp_rejected == 0
+
+
+async def test_tampered_replayed_and_plain_packets_are_dropped_and_counted(open_session, open_peer) -> None:
+    ours, theirs = srtp_keys()
+    session, peer = await open_session(), await open_peer()
+    session.start(peer.addr, PCMU, 101, srtp=ours)
+    far_end = SrtpStreams(theirs)
+    protected = [far_end.protect(audio_packet(n, n * 160, 1000 * n)) for n in range(1, 11)]
+    tampered = bytearray(protected[1])
+    tampered[20] ^= 0x01  # one bit of the encrypted payload: the tag no longer matches
+    forged_tag = protected[2][:-1] + bytes([protected[2][-1] ^ 0xFF])
+    for data in (protected[0], bytes(tampered), forged_tag, protected[0],  # the first one replayed
+                 audio_packet(9, 9 * 160, 5000),  # plain RTP to an SRTP session
+                 b"\x80" + bytes(2000),  # longer than libsrtp's buffer
+                 *protected[3:]):
+        peer.send(data, session.local_port)
+    frames = await take(session.audio_in, 5, timeout=2)  # packet 1, 2 and 3 concealed, 4, 5
+    assert int(np.median(frames[0])) == mulaw(1000)
+    assert int(np.median(frames[3])) == mulaw(4000)
+    await asyncio.sleep(0.1)
+    stats = session.stats
+    assert (stats.srtp_rejected, stats.packets_received, stats.malformed) == (5, 8, 0)
+    # a re-INVITE with the same keys keeps the streams: the replay window remembers packet 5
+    session.start(peer.addr, PCMU, 101, srtp=ours)
+    peer.send(protected[4], session.local_port)
+    await asyncio.sleep(0.1)
+    assert session.stats.srtp_rejected == 6
+
+
+async def test_srtcp_reports_go_out_protected_and_come_in(open_session, open_peer,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rtp_module, "RTCP_INTERVAL", 0.1)
+    ours, theirs = srtp_keys()
+    far_end = SrtpStreams(theirs)
+    rtp_sock, rtcp_sock = allocate(LOCAL, (31000, 32000))
+    session, peer, rtcp_peer = await open_session(), await open_peer(sock=rtp_sock), await open_peer(sock=rtcp_sock)
+    session.start(peer.addr, PCMU, None, srtp=ours)
+    peer.send(far_end.protect(audio_packet(1, 160, 0, ssrc=0x55)), session.local_port)
+    await asyncio.sleep(0.2)
+    async with asyncio.timeout(2):
+        report, _ = await rtcp_peer.inbox.get()
+    with pytest.raises(MalformedPacket):
+        parse_compound(report)  # encrypted: SRTCP's trailer does not parse as RTCP
+    assert [p.packet_type for p in parse_compound(far_end.unprotect_rtcp(report))] == [SR, SDES]
+    rtcp_peer.send(far_end.protect_rtcp(sender_report(0x55, 1e9, 0, 1, 160, [], "peer")), session.local_port + 1)
+    rtcp_peer.send(sender_report(0x55, 1e9, 0, 1, 160, [], "forger"), session.local_port + 1)  # plain RTCP
+    await asyncio.sleep(0.05)
+    assert session.stats.rtcp_received == 1 and session.stats.srtp_rejected == 1
