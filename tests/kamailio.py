@@ -26,15 +26,18 @@ START_TIMEOUT_S = 10.0
 
 
 def config(port: int, ctl_socket: Path, passwords: dict[str, str], *, algorithm: str = "MD5",
-           challenge: str = "www", max_expires: int = 0) -> str:
+           challenge: str = "www", max_expires: int = 0, relookup: bool = True) -> str:
     """The whole kamailio.cfg. `challenge="proxy"` answers REGISTER with 407 Proxy-Authenticate instead of 401;
-    `max_expires` > 0 caps the expiry granted to a binding."""
+    `max_expires` > 0 caps the expiry granted to a binding. `relookup=False` routes in-dialog requests the way
+    operators do (by their Route, else a 404), so a UAS that drops Record-Route loses the ACK and the BYE."""
     if not re.fullmatch(r"[A-Za-z0-9-]+", algorithm) or challenge not in ("www", "proxy"):
         raise ValueError(f"bad algorithm {algorithm!r} or challenge {challenge!r}")
     # $au is the digest username; an unknown one gets a random password nobody knows.
     lookups = "\n".join(f'    if ($au == "{user}") {{ $var(password) = "{password}"; }}'
                         for user, password in passwords.items())
     authenticate = "pv_www_authenticate" if challenge == "www" else "pv_proxy_authenticate"
+    # sipp's built-in scenarios ignore Record-Route and send ACK and BYE to us: find the extension again
+    relookup_route = '    if (uri == myself && lookup("location")) { t_relay(); exit; }'
     return f"""#!KAMAILIO
 debug=2
 log_stderror=yes
@@ -80,10 +83,10 @@ request_route {{
 }}
 
 route[WITHINDLG] {{
-    if (loose_route()) {{ t_relay(); exit; }}
+    if (loose_route()) {{ xlog("L_INFO", "event=kamailio_loose_route method=$rm ruri=$ru\\n"); t_relay(); exit; }}
     if (is_method("ACK") && t_check_trans()) {{ t_relay(); exit; }}
-    # sipp's built-in scenarios ignore Record-Route and send ACK and BYE to us: find the extension again
-    if (uri == myself && lookup("location")) {{ t_relay(); exit; }}
+{relookup_route if relookup else ""}
+    xlog("L_INFO", "event=kamailio_in_dialog_refused method=$rm ruri=$ru\\n");
     sl_send_reply("404", "Not Here");
 }}
 

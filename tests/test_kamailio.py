@@ -152,3 +152,53 @@ async def test_a_refer_from_our_call_reaches_the_operator_extension_through_kama
     decoded = sorted(recordings.glob("dump-*-dec.wav"))[-1]  # the last call's: the operator's
     correlation, _ = best_lag_correlation(read_wav(decoded)[0], greeting)
     assert correlation >= 0.95, f"baresip heard the operator with r={correlation:.3f}"
+
+
+async def _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, on_call=None):
+    """Kamailio routes in-dialog requests by their Route only (loose_route, else 404), as operators run it.
+    The sipp caller sends no RTP: the no-media timeout is off, so only signalling can end the call."""
+    kamailio = await start_kamailio({"agent": "s3cret"}, relookup=False)
+    endpoint = await start_endpoint(on_call, registration=extension(kamailio, "agent", "s3cret"),
+                                    no_media_timeout_s=None)
+    assert endpoint.registration is not None
+    await endpoint.registration.wait_for("registered", timeout_s=5)
+    return kamailio, endpoint
+
+
+@pytest.mark.timeout(90)
+async def test_a_call_through_a_record_routing_proxy_outlives_the_ack_timeout_and_the_caller_hangs_up(
+        start_kamailio, start_endpoint, peers: Peers) -> None:
+    recorder = Recorder()
+    kamailio, endpoint = await _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, recorder)
+    # 33.5 s: past the 64*T1 = 32 s after which an unacknowledged 200 ends the call
+    run = await peers.sipp(("127.0.0.1", kamailio.port), "record_route.xml", timeout_s=50,
+                           extra=("-s", "agent", "-d", "33500"))
+    assert_sipp_ok(run)
+    await asyncio.sleep(0.2)
+    call = recorder.calls[0]
+    assert call.end_reason == "remote_hangup", f"{call.end_reason}\n{kamailio.log[-3000:]}"
+    assert call.answered_at is not None and call.ended_at is not None
+    assert call.ended_at - call.answered_at >= 33.0
+    assert endpoint.metrics.ack_timeouts == 0
+    assert "event=kamailio_loose_route method=ACK" in kamailio.log
+    assert "event=kamailio_loose_route method=BYE" in kamailio.log
+    assert "event=kamailio_in_dialog_refused" not in kamailio.log
+
+
+async def test_our_bye_reaches_the_caller_through_the_record_routing_proxy(start_kamailio, start_endpoint,
+                                                                            peers: Peers) -> None:
+    ended = []
+
+    async def hang_up_soon(call) -> None:
+        await asyncio.sleep(1.0)
+        await call.hangup()
+        ended.append(call)
+
+    kamailio, endpoint = await _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, hang_up_soon)
+    run = await peers.sipp(("127.0.0.1", kamailio.port), "record_route_bye_from_us.xml", timeout_s=15,
+                           extra=("-s", "agent"))
+    assert_sipp_ok(run)
+    assert ended and ended[0].end_reason == "local_hangup"
+    # our BYE carried the route set: Kamailio forwarded it by its Route header to the caller
+    assert "event=kamailio_loose_route method=BYE" in kamailio.log, kamailio.log[-3000:]
+    assert "event=kamailio_in_dialog_refused" not in kamailio.log
