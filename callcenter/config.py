@@ -48,6 +48,9 @@ class SipConfig:
     allowed_sources: list[str] = field(default_factory=list)
     max_calls: int = 20
     no_media_timeout_s: float = 30.0
+    # SRTP with keys in SDP (SDES): "off"; "offer": encrypted when the caller offers keys, else plain RTP;
+    # "require": calls without keys are refused (488), and our offers are RTP/SAVP.
+    srtp: str = "off"
     # Also accept calls from Asterisk's AudioSocket() on this HOST:PORT; empty: off.
     audiosocket_listen: str = ""
     # Extension mode: REGISTER to this registrar (a SIP URI, e.g. sip:pbx.example.com) with digest auth.
@@ -211,11 +214,13 @@ def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig
             listen_host=host.strip("[]"), listen_port=port, advertised_host=sip.advertised,
             rtp_port_range=rtp_port_range(sip), allowed_sources=tuple(sip.allowed_sources) or None,
             max_calls=sip.max_calls, no_media_timeout_s=sip.no_media_timeout_s, registration=registration,
+            srtp=sip.srtp,
         )
     except ValueError as error:
         # The endpoint names its own fields; the admin edits the [sip] keys they come from.
         message = str(error).replace("advertised_host", "sip.advertised").replace("listen_host", "sip.listen")
-        raise ConfigError(message.replace("allowed_sources", "sip.allowed_sources")) from None
+        message = message.replace("allowed_sources", "sip.allowed_sources").replace("srtp must", "sip.srtp must")
+        raise ConfigError(message) from None
 
 
 def _host_port(text: str, key: str) -> tuple[str, int]:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.config import Config, ConfigError, load_config
+from callcenter.config import Config, ConfigError, endpoint_config, load_config
 
 FULL = """
 [llm]
@@ -94,6 +94,7 @@ def test_empty_environment_variable_is_ignored(tmp_path: Path) -> None:
         ('[sip]\nlisten = "pbx.example.com:5060"\n', {}, "sip.listen must be an IP address"),
         ('[sip]\nlisten = "10.0.0.2:5060"\nadvertised = "0.0.0.0"\n', {}, "sip.advertised must be a reachable"),
         ('[sip]\nallowed_sources = ["10.0.0.300/8"]\n', {}, "sip.allowed_sources"),
+        ('[sip]\nsrtp = "sometimes"\n', {}, "sip.srtp must be one of off, offer, require"),
         ('[sip]\nregistrar = "http://pbx"\nusername = "a"\npassword = "b"\n', {}, "registration.registrar"),
     ],
 )
@@ -128,3 +129,9 @@ def test_unknown_shop_key_is_an_error(tmp_path: Path) -> None:
 def test_wrong_type_in_file_is_a_config_error(tmp_path: Path, text: str, named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         load_config(write(tmp_path, text), {})
+
+
+def test_sip_srtp_reaches_the_endpoint(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[sip]\nsrtp = "require"\n'), {})
+    assert endpoint_config(config.sip).srtp == "require"
+    assert endpoint_config(Config().sip).srtp == "off"
