@@ -5,6 +5,7 @@ import json
 import re
 
 from swarm.providers.base import Completion
+from swarm.toolcall_parse import IDENTIFIER
 from swarm.tools import Tool, ToolContext
 
 # A tag such as <tool_call>, </think> or <br/>: markup a text-to-speech engine would read out.
@@ -20,6 +21,11 @@ def spoken_text_errors(text: str) -> list[str]:
         return ["the reply contains XML or HTML tags: answer in plain spoken sentences, without markup"]
     if _looks_like_json(text):
         return ["the reply is JSON: answer in plain spoken sentences; use a tool call to act"]
+    if "```" in text or "functions." in text:
+        return ["the reply contains code: answer in plain spoken sentences; use a tool call to act"]
+    if found := IDENTIFIER.search(text):
+        # A text-to-speech engine reads "navigate_to_refund" out; a person never says such a word.
+        return [f"the reply says {found.group()!r} aloud: never say tool names; call the tool instead"]
     return []
 
 

@@ -70,6 +70,16 @@ class Rescued(Event):
 
 
 @dataclass(frozen=True)
+class ToolCallRepaired(Event):
+    """The model wrote a tool call as text (`form`, e.g. "json", "prose"); it was taken as the call `name`."""
+
+    kind: ClassVar[str] = "tool_call_repaired"
+    agent: str
+    form: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Flushed(Event):
     kind: ClassVar[str] = "flush"
     agent: str
@@ -77,7 +87,7 @@ class Flushed(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (UserText, AssistantText, SystemText, ToolCalled, AgentChanged, ValidationFailed, Rescued, Flushed)
+    for cls in (UserText, AssistantText, SystemText, ToolCalled, AgentChanged, ValidationFailed, Rescued, ToolCallRepaired, Flushed)
 }
 
 

@@ -18,6 +18,7 @@ from swarm.events import (
     Rescued,
     SystemText,
     ToolCalled,
+    ToolCallRepaired,
     UserText,
     ValidationFailed,
 )
@@ -26,6 +27,7 @@ from swarm.messages import CompletionRequest, Message, ToolCall
 from swarm.providers.base import Completion, Delta, Provider, ProviderError
 from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec
 from swarm.sentences import SentenceSplitter
+from swarm.toolcall_parse import extract_tool_calls
 from swarm.tools import Tool, ToolContext, result_text
 
 log = logging.getLogger(__name__)
@@ -303,6 +305,9 @@ class _Attempt:
         self.feedback: list[Message] = []
         self.outcome: _Outcome | None = None
         self.provider_failed = False
+        # Sentences not spoken because they (or one before them) may not reach the caller's ear.
+        self.held: list[str] = []
+        self.looping = False
 
     async def run(self) -> None:
         tools = self.session._tools(self.agent)
@@ -312,6 +317,8 @@ class _Attempt:
         completion = await self._complete(request)
         if completion is None:
             return
+        if not completion.tool_calls and (self.errors or self.held):
+            completion = self._repaired(completion, tools)
         if not self.errors:
             self.errors = tool_call_errors(completion, tools, self.session._context(self.agent))
         if not self.errors and not completion.tool_calls and not self.said:
@@ -322,6 +329,19 @@ class _Attempt:
             self.feedback = _feedback(self.agent.name, completion, self.errors)
         else:
             self.outcome = _Outcome(completion.tool_calls)
+
+    def _repaired(self, completion: Completion, tools: dict[str, Tool]) -> Completion:
+        """A reply held back from the speaker may be a tool call written as text: take it if it is one."""
+        found = extract_tool_calls(completion.text, tools)
+        if found is None:
+            return completion
+        if found.errors:
+            self.errors = list(found.errors)
+            return completion
+        self.errors = []
+        for call in found.calls:
+            self.session._record(ToolCallRepaired(self.agent.name, found.form, call.name))
+        return Completion(" ".join(self.said), found.calls)
 
     async def _complete(self, request: CompletionRequest) -> Completion | None:
         names = [n for n in (self.agent.completion, self.agent.fallback) if n]
@@ -342,29 +362,38 @@ class _Attempt:
         async with contextlib.aclosing(provider.stream(request)) as items:
             async for item in items:
                 if isinstance(item, Delta):
-                    if any(not self._say(s) for s in splitter.feed(item.text)):
+                    for sentence in splitter.feed(item.text):
+                        self._say(sentence)
+                    if self.looping:
                         break
                 elif isinstance(item, Completion):
                     completion = item
         if completion is None:
-            # Stopped early on markup: judge what was produced so far.
-            return Completion(splitter.flush())
-        if not self.errors:
-            rest = splitter.flush()
-            if rest:
-                self._say(rest)
+            # Stopped early on a loop: judge what was produced so far.
+            return Completion(" ".join(self.said))
+        if rest := splitter.flush():
+            self._say(rest)
         return completion
 
-    def _say(self, sentence: str) -> bool:
-        """Keep a sentence that may be spoken; on the first one that may not, stop and note why."""
-        if self.errors:
-            return False
+    def _say(self, sentence: str) -> None:
+        """Keep a sentence that may be spoken; from the first one that may not, hold back the rest.
+
+        The stream goes on to the end (the provider bounds its length): what was held back may be a tool
+        call written as text, which is taken once the whole reply is known.
+        """
+        if self.held or self.looping:
+            self.held.append(sentence)
+            return
+        if sentence in self.said:
+            # A small model that repeats itself would go on until the token limit: stop it here.
+            self.looping = True
+            return
         problems = spoken_text_errors(sentence)
         if problems:
             self.errors = problems
-            return False
+            self.held.append(sentence)
+            return
         self.said.append(sentence)
-        return True
 
 
 def _feedback(agent: str, completion: Completion, errors: list[str]) -> list[Message]:

@@ -17,13 +17,8 @@ from swarm.providers.base import (
     ProviderUnavailable,
     collect,
 )
-from swarm.providers.ollama import (
-    OllamaProvider,
-    check_ollama,
-    parse_tool_calls,
-    to_text_protocol_messages,
-    visible_text,
-)
+from swarm.providers.ollama import OllamaProvider, check_ollama
+from swarm.text_protocol import parse_tool_calls, to_text_protocol_messages, visible_text
 
 pytestmark = pytest.mark.timeout(10)
 

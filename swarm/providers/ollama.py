@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -11,16 +9,12 @@ from typing import Any
 import httpx
 import ollama
 
+from swarm.constrained import SayStream, reply_schema, to_constrained_messages
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
+from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
-
-_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
-# An unclosed block runs to the end of the reply: small models often forget the closing tag.
-_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
-_COMPLETE_BLOCK = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
-_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
 
 
 class OllamaProvider:
@@ -36,20 +30,29 @@ class OllamaProvider:
         timeout: float = 30.0,
         native_tools: bool = True,
         name: str = "ollama",
+        # "native", "text" or "constrained" (see OpenAIProvider); None: native_tools decides native or text.
+        tool_mode: str | None = None,
+        # A reply is a few spoken sentences or one call: the bound stops a model that never ends.
+        max_tokens: int | None = 256,
     ) -> None:
         self.host = host
         self.model = model
         self.options = dict(options or {})
         self.keep_alive = keep_alive
         self.timeout = timeout
-        self.native_tools = native_tools
+        self.tool_mode = tool_mode or ("native" if native_tools else "text")
+        self.native_tools = self.tool_mode == "native"
         self.name = name
+        if max_tokens is not None:
+            self.options.setdefault("num_predict", max_tokens)
 
     def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         """An async generator of Deltas then one Completion; closing it early (barge-in) ends the request."""
-        if self.native_tools:
-            return self._stream_native(request)
-        return self._stream_text_protocol(request)
+        if self.tool_mode == "constrained":
+            return self._stream_constrained(request)
+        if self.tool_mode == "text" and request.tools:
+            return self._stream_text_protocol(request)
+        return self._stream_native(request)
 
     async def _stream_native(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         text, calls = "", []
@@ -63,21 +66,30 @@ class OllamaProvider:
         yield Completion(text, tuple(from_ollama_calls(calls)))
 
     async def _stream_text_protocol(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
-        text, sent = "", ""
+        reply = TextProtocolStream()
         messages = to_text_protocol_messages(request.messages, request.tools)
         async with aclosing(self._chunks(messages, [])) as parts:
             async for part in parts:
-                text += part.message.content or ""
-                if len(visible := visible_text(text)) > len(sent):
-                    yield Delta(visible[len(sent):])
-                    sent = visible
-        # A trailing "<" that never became a tag is ordinary text after all.
-        if len(visible := visible_text(text, final=True)) > len(sent):
-            yield Delta(visible[len(sent):])
-        spoken, calls = parse_tool_calls(text)
+                if new := reply.feed(part.message.content or ""):
+                    yield Delta(new)
+        tail, spoken, calls = reply.finish()
+        if tail:
+            yield Delta(tail)
         yield Completion(spoken, calls)
 
-    async def _chunks(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
+    async def _stream_constrained(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        reply = SayStream()
+        messages = to_constrained_messages(request.messages, request.tools)
+        async with aclosing(self._chunks(messages, [], reply_schema(request.tools))) as parts:
+            async for part in parts:
+                if new := reply.feed(part.message.content or ""):
+                    yield Delta(new)
+        spoken, calls = reply.finish([t.name for t in request.tools])
+        yield Completion(spoken, calls)
+
+    async def _chunks(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> AsyncIterator[Any]:
         """The reply's chunks, with every client and network failure turned into a ProviderError."""
         loop = asyncio.get_running_loop()
         # Bounded per await rather than with one asyncio.timeout across the yields: a deadline that fired
@@ -91,6 +103,8 @@ class OllamaProvider:
                     messages,
                     tools=tools or None,
                     stream=True,
+                    # Ollama compiles the JSON schema into a grammar: only replies it allows are decoded.
+                    format=schema,
                     options=self.options or None,
                     keep_alive=self.keep_alive,
                 )
@@ -157,105 +171,6 @@ def from_ollama_calls(calls: Sequence[Any]) -> list[ToolCall]:
     # The client has already validated the arguments as a JSON object (a chunk with anything else is a
     # ValueError, reported as a broken server).
     return [ToolCall(f"call_{n}", c.function.name, dict(c.function.arguments)) for n, c in enumerate(calls)]
-
-
-# --- the <tool_call> text protocol --------------------------------------------------------------------
-
-
-def tool_prompt(tools: Sequence[ToolSpec]) -> str:
-    """The system message that teaches a model without native tool calls how to call ours."""
-    listing = "\n".join(
-        json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters}, ensure_ascii=False)
-        for t in tools
-    )
-    return (
-        "You can call these tools, each described as JSON with its parameters' JSON schema:\n"
-        f"<tools>\n{listing}\n</tools>\n"
-        "To call a tool, write a block like this, with arguments as a JSON object matching the schema:\n"
-        '<tool_call>{"name": "tool_name", "arguments": {"parameter": "value"}}</tool_call>\n'
-        "Write one block per call; you may write several. Each result comes back to you as "
-        '<tool_response name="tool_name">result</tool_response>. '
-        "When no tool is needed, answer in plain text without any block."
-    )
-
-
-def render_tool_call(call: ToolCall) -> str:
-    if call.raw_arguments is not None:
-        # Show the model its own malformed block, so the error that follows makes sense to it.
-        return f"{_OPEN}{call.raw_arguments}{_CLOSE}"
-    return f"{_OPEN}{json.dumps({'name': call.name, 'arguments': call.arguments}, ensure_ascii=False)}{_CLOSE}"
-
-
-def render_tool_response(name: str, content: str) -> str:
-    return f'<tool_response name="{name}">\n{content}\n</tool_response>'
-
-
-def to_text_protocol_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Ollama messages for a model that knows only system, user and assistant text."""
-    out: list[dict[str, Any]] = []
-    last_was_tool = False
-    for m in messages:
-        if m.role == "tool":
-            text = render_tool_response(m.tool_name or "", m.content)
-            if last_was_tool:  # several results of one turn go back as one user message
-                out[-1]["content"] += "\n" + text
-            else:
-                out.append({"role": "user", "content": text})
-            last_was_tool = True
-            continue
-        content = m.content
-        if m.role == "assistant" and m.tool_calls:
-            content = "\n".join([content, *map(render_tool_call, m.tool_calls)]).lstrip("\n")
-        out.append({"role": m.role, "content": content})
-        last_was_tool = False
-    if tools:
-        # Right after the agent's own system prompt: the instructions stay early and in a stable place,
-        # which keeps Ollama's prompt cache useful from one turn to the next.
-        at = next((i for i, item in enumerate(out) if item["role"] != "system"), len(out))
-        out.insert(at, {"role": "system", "content": tool_prompt(tools)})
-    return out
-
-
-def parse_tool_calls(text: str) -> tuple[str, tuple[ToolCall, ...]]:
-    """Split a reply into its text outside `<tool_call>` blocks and the calls the blocks hold."""
-    calls = tuple(_parse_block(body, f"call_{n}") for n, body in enumerate(_BLOCK.findall(text)))
-    return _BLOCK.sub("", text).strip(), calls
-
-
-def _parse_block(body: str, call_id: str) -> ToolCall:
-    raw = body.strip()
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError:
-        data = None
-    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-        found = _NAME.search(raw)
-        return ToolCall(call_id, found.group(1) if found else "", {}, raw_arguments=raw)
-    # Llama-style models write "parameters"; some write the arguments as a JSON string.
-    arguments = data.get("arguments", data.get("parameters", {}))
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            pass
-    if not isinstance(arguments, dict):
-        return ToolCall(call_id, data["name"], {}, raw_arguments=raw)
-    return ToolCall(call_id, data["name"], arguments)
-
-
-def visible_text(text: str, final: bool = False) -> str:
-    """The part of a growing reply that may be spoken: never anything that is or may become a block.
-
-    It only ever grows as `text` grows, so a stream can send the new tail as a Delta.
-    """
-    shown = _COMPLETE_BLOCK.sub("", text)
-    if (start := shown.find(_OPEN)) >= 0:
-        return shown[:start]
-    if not final:
-        for size in range(min(len(_OPEN) - 1, len(shown)), 0, -1):
-            if _OPEN.startswith(shown[-size:]):
-                return shown[:-size]
-    return shown
 
 
 # --- health check ---------------------------------------------------------------------------------------

@@ -5,11 +5,14 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from swarm.constrained import SayStream, reply_schema, to_constrained_messages
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
+from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
 
 _T = TypeVar("_T")
 
@@ -22,8 +25,17 @@ _STATUS_HINTS = {
 }
 
 
+TOOL_MODES = ("native", "text", "constrained")
+
+
 class OpenAIProvider:
-    """Streams chat completions with native tool calls through the official ``openai`` client."""
+    """Streams chat completions through the official ``openai`` client.
+
+    How tools reach the model (`tool_mode`): "native" sends them as `tools` and reads `tool_calls`; "text"
+    describes them in a system message and parses `<tool_call>` blocks (servers or models without tool
+    calls); "constrained" lets the server decode only replies that the schema of "say this" or "call one
+    of these tools" allows (`response_format` with a JSON schema: llama.cpp's server, vLLM, OpenAI).
+    """
 
     def __init__(
         self,
@@ -34,6 +46,10 @@ class OpenAIProvider:
         api_key: str = "unused",
         timeout: float = 30.0,
         name: str = "openai",
+        tool_mode: str = "native",
+        # A reply is a few spoken sentences or one call: the bound stops a model that never ends.
+        max_tokens: int | None = 256,
+        temperature: float | None = None,
     ) -> None:
         try:
             import openai
@@ -41,18 +57,80 @@ class OpenAIProvider:
             raise ImportError(
                 "the OpenAI-compatible provider needs the openai package: pip install 'voiceswarm[openai]'"
             ) from exc
+        if tool_mode not in TOOL_MODES:
+            raise ValueError(f"tool_mode is {tool_mode!r}; use one of {', '.join(TOOL_MODES)}")
         self._openai = openai
         self.name = name
         self.model = model
         self.base_url = base_url
         self.timeout = timeout
+        self.tool_mode = tool_mode
+        self.max_tokens = max_tokens
+        self.temperature = temperature
         # Retries are off: a caller is waiting on the line, and the session has its own fallback.
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+    def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        """An async generator of Deltas then one Completion; closing it early (barge-in) ends the request."""
+        if self.tool_mode == "text" and request.tools:
+            return self._stream_text_protocol(request)
+        if self.tool_mode == "constrained":
+            return self._stream_constrained(request)
+        return self._stream_native(request)
+
+    async def _stream_native(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        text: list[str] = []
+        calls: dict[int, _PartialCall] = {}
+        body = self._body([to_openai_message(m) for m in request.messages])
+        # Some servers reject an empty tools list, so send none at all.
+        if request.tools:
+            body["tools"] = [to_openai_tool(t) for t in request.tools]
+        async with aclosing(self._deltas(body)) as deltas:
+            async for delta in deltas:
+                if delta.content:
+                    text.append(delta.content)
+                    yield Delta(delta.content)
+                for part in delta.tool_calls or ():
+                    calls.setdefault(part.index, _PartialCall()).add(part)
+        yield Completion("".join(text), tuple(calls[i].finish() for i in sorted(calls)))
+
+    async def _stream_text_protocol(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        reply = TextProtocolStream()
+        body = self._body(to_text_protocol_messages(request.messages, request.tools))
+        async with aclosing(self._deltas(body)) as deltas:
+            async for delta in deltas:
+                if new := reply.feed(delta.content or ""):
+                    yield Delta(new)
+        tail, spoken, calls = reply.finish()
+        if tail:
+            yield Delta(tail)
+        yield Completion(spoken, calls)
+
+    async def _stream_constrained(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        reply = SayStream()
+        body = self._body(to_constrained_messages(request.messages, request.tools))
+        schema = reply_schema(request.tools)
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+        async with aclosing(self._deltas(body)) as deltas:
+            async for delta in deltas:
+                if new := reply.feed(delta.content or ""):
+                    yield Delta(new)
+        spoken, calls = reply.finish([t.name for t in request.tools])
+        yield Completion(spoken, calls)
+
+    def _body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        return body
+
+    async def _deltas(self, body: dict[str, Any]) -> AsyncIterator[Any]:
+        """The first choice's deltas, each wait on the server bounded and every failure a ProviderError."""
         # The timeout bounds the time spent waiting on the server, summed over the whole reply. The
         # consumer's own time (speaking a sentence) is not the server's, and an asyncio.timeout around
         # the yields would fire in the consumer's code rather than here.
@@ -67,36 +145,17 @@ class OpenAIProvider:
             finally:
                 left -= loop.time() - started
 
-        chunks = await wait(self._client.chat.completions.create(**self._body(request)))
-        text: list[str] = []
-        calls: dict[int, _PartialCall] = {}
+        chunks = await wait(self._client.chat.completions.create(**body))
         try:
             while True:
                 try:
                     chunk = await wait(chunks.__anext__())
                 except StopAsyncIteration:
-                    break
+                    return
                 for choice in chunk.choices[:1]:  # n is never above 1; usage chunks have none
-                    delta = choice.delta
-                    if delta.content:
-                        text.append(delta.content)
-                        yield Delta(delta.content)
-                    for part in delta.tool_calls or ():
-                        calls.setdefault(part.index, _PartialCall()).add(part)
+                    yield choice.delta
         finally:
             await chunks.close()
-        yield Completion("".join(text), tuple(calls[i].finish() for i in sorted(calls)))
-
-    def _body(self, request: CompletionRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [to_openai_message(m) for m in request.messages],
-            "stream": True,
-        }
-        # Some servers reject an empty tools list, so send none at all.
-        if request.tools:
-            body["tools"] = [to_openai_tool(t) for t in request.tools]
-        return body
 
     async def _guard(self, awaitable: Awaitable[_T], seconds: float) -> _T:
         """Await one step of the request, turning every failure into a ProviderError."""

@@ -1,0 +1,147 @@
+"""Constrained decoding: the server may only produce "say this" or "call one of these tools with these arguments".
+
+The reply is a JSON object that a schema pins down (llama.cpp's server and vLLM through `response_format`,
+Ollama through `format`): `{"say": "..."}` or `{"tool": "<one of the agent's tools>", "arguments": {...}}`
+with the tool's own parameter schema. "say" comes first and is extracted from the stream as it grows, so
+the first sentence reaches the synthesizer before the reply is complete.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from swarm.messages import Message, ToolCall, ToolSpec
+from swarm.text_protocol import to_text_protocol_messages
+from swarm.toolcall_parse import extract_tool_calls
+
+_SAY_START = re.compile(r'\s*\{\s*"say"\s*:\s*"')
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": " ", "r": " ", "t": " "}
+
+
+def reply_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """The JSON schema of every reply the agent may give."""
+    say = {
+        "type": "object",
+        "properties": {"say": {"type": "string", "minLength": 1, "maxLength": 400}},
+        "required": ["say"],
+        "additionalProperties": False,
+    }
+    calls = [
+        {
+            "type": "object",
+            "properties": {"tool": {"const": t.name}, "arguments": _closed(t.parameters)},
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    return {"anyOf": [say, *calls]} if calls else say
+
+
+def _closed(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool's parameters with no room for invented keys (the grammar then cannot write them)."""
+    schema = {k: v for k, v in parameters.items() if k != "title"}
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return schema
+
+
+def constrained_prompt(tools: Sequence[ToolSpec]) -> str:
+    """The system message that explains the two kinds of reply, with one example of each."""
+    lines = [f"- {t.name}: {t.description}{_argument_hint(t)}" for t in tools]
+    example = tools[0].name if tools else "tool_name"
+    return (
+        "Reply with one JSON object, nothing else. To speak to the caller: "
+        '{"say": "one or two short spoken sentences"}. To use a tool instead: '
+        f'{{"tool": "{example}", "arguments": {{}}}}. Your tools:\n' + "\n".join(lines)
+    )
+
+
+def _argument_hint(tool: ToolSpec) -> str:
+    properties = tool.parameters.get("properties", {})
+    if not properties:
+        return ""
+    required = set(tool.parameters.get("required", ()))
+    named = ", ".join(f"{name}{'' if name in required else ' (optional)'}" for name in properties)
+    return f" Arguments: {named}."
+
+
+def render_reply_call(call: ToolCall) -> str:
+    """A past tool call, as the model itself would have written it in this mode."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
+
+
+def to_constrained_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return to_text_protocol_messages(messages, tools, constrained_prompt(tools), render_call=render_reply_call)
+
+
+class SayStream:
+    """Feeds the growing JSON reply; gives the new part of the "say" string each time, decoded."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._said = 0  # characters of the decoded say string already given out
+
+    def feed(self, piece: str) -> str:
+        self.text += piece
+        value = _partial_say(self.text)
+        if value is None or len(value) <= self._said:
+            return ""
+        new, self._said = value[self._said:], len(value)
+        return new
+
+    def finish(self, tool_names: Sequence[str]) -> tuple[str, tuple[ToolCall, ...]]:
+        """(the spoken text, the calls) of the whole reply; a reply cut off by the token limit keeps what was said."""
+        try:
+            data = json.loads(self.text)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("say"), str):
+            return _spoken(data["say"]), ()
+        found = extract_tool_calls(self.text, tool_names)
+        if found is not None and found.calls:
+            return "", found.calls
+        return _spoken(_partial_say(self.text) or ""), ()
+
+
+def _spoken(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _partial_say(text: str) -> str | None:
+    """The decoded prefix of the "say" string in a JSON reply still being written; None when it has none."""
+    # The grammar lets whitespace in between; the value starts after the opening quote.
+    start = _SAY_START.match(text)
+    if start is None:
+        return None
+    compact, at = text, start.end()
+    out: list[str] = []
+    i = at
+    while i < len(compact):
+        char = compact[i]
+        if char == '"':
+            break
+        if char != "\\":
+            out.append(" " if char in "\n\r\t" else char)
+            i += 1
+            continue
+        if i + 1 >= len(compact):
+            break  # an escape cut in half: wait for the rest
+        code = compact[i + 1]
+        if code == "u":
+            if i + 6 > len(compact):
+                break
+            try:
+                out.append(chr(int(compact[i + 2 : i + 6], 16)))
+            except ValueError:
+                pass
+            i += 6
+            continue
+        out.append(_ESCAPES.get(code, code))
+        i += 2
+    return "".join(out)
