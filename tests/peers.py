@@ -188,10 +188,11 @@ class Peers:
     # ---- baresip ------------------------------------------------------------------------------------
 
     async def baresip_call(self, target_uri: str, wav: Path, *, seconds: int = 15, aor: str = f"sip:caller@{LOCAL}",
-                           calls: int = 1) -> tuple[PeerRun, Path]:
+                           calls: int = 1, mediaenc: str = "") -> tuple[PeerRun, Path]:
         """baresip dials `target_uri` from `aor`, sends `wav` (8 kHz mono) as its microphone, records what it
         hears and sends (sndfile: dump-*-dec.wav / dump-*-enc.wav), and quits once `calls` calls have ended
-        (more than one when it follows a REFER) or after `seconds` at most."""
+        (more than one when it follows a REFER) or after `seconds` at most. `mediaenc`: its SRTP mode (srtp:
+        RTP/AVP with a=crypto, best effort; srtp-mand: RTP/SAVP)."""
         workdir = self._workdir("baresip")
         config_dir, recordings = workdir / "config", workdir / "recordings"
         config_dir.mkdir()
@@ -214,12 +215,14 @@ class Peers:
             "module aufile.so",
             "module aubridge.so",
             "module sndfile.so",
+            *(["module srtp.so"] if mediaenc else []),
             f"snd_path {recordings}",
             "module_app account.so",
             "module_app menu.so",
             "",
         ]))
-        (config_dir / "accounts").write_text(f"<{aor}>;regint=0;audio_codecs=PCMU\n")
+        encryption = f";mediaenc={mediaenc}" if mediaenc else ""
+        (config_dir / "accounts").write_text(f"<{aor}>;regint=0;audio_codecs=PCMU{encryption}\n")
         (config_dir / "contacts").write_text("")
         argv = ["baresip", "-f", str(config_dir), "-n", LOCAL, "-e", f"/dial {target_uri}", "-t", str(seconds)]
         process = await self._start("baresip", argv, workdir)

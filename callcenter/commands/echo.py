@@ -13,6 +13,7 @@ import numpy as np
 from telephony.call import SAMPLE_RATE
 from telephony.endpoint import EndpointConfig, SipEndpoint
 from telephony.sip_call import SipCall
+from telephony.srtp import MODES as SRTP_MODES
 
 
 def register(subparsers: Any) -> None:
@@ -23,6 +24,8 @@ def register(subparsers: Any) -> None:
                       help="RTP port range (default: %(default)s)")
     echo.add_argument("--delay", type=float, default=0.5,
                       help="seconds before the audio comes back (default: %(default)s)")
+    echo.add_argument("--srtp", choices=SRTP_MODES, default="off",
+                      help="SRTP with SDES keys: offer (when the caller offers keys) or require (default: %(default)s)")
     echo.set_defaults(run=lambda args, config: run(args))
 
 
@@ -49,7 +52,7 @@ def _endpoint_config(args: argparse.Namespace) -> EndpointConfig:
     if not 0 <= args.delay <= 10:
         raise ValueError(f"--delay must be between 0 and 10 seconds, got {args.delay}")
     return EndpointConfig(listen_host=host.strip("[]"), listen_port=int(port), advertised_host=args.advertise,
-                          rtp_port_range=(int(low), int(high)), user_agent="VoiceSwarm echo")
+                          rtp_port_range=(int(low), int(high)), user_agent="VoiceSwarm echo", srtp=args.srtp)
 
 
 async def serve(config: EndpointConfig, delay: float) -> int:
@@ -61,7 +64,7 @@ async def serve(config: EndpointConfig, delay: float) -> int:
     try:
         await endpoint.start()
         host, port = endpoint.local_address
-        print(f"echo: listening on {host}:{port} (SIP/UDP); Ctrl-C to stop", flush=True)
+        print(f"echo: listening on {host}:{port} (SIP/UDP, SRTP {config.srtp}); Ctrl-C to stop", flush=True)
         await stop.wait()
         print("echo: stopping", flush=True)
     finally:
@@ -72,7 +75,7 @@ async def serve(config: EndpointConfig, delay: float) -> int:
 
 
 async def echo_call(call: SipCall, delay: float) -> None:
-    print(f"call {call.call_id}: from {call.caller} to {call.called}", flush=True)
+    print(f"call {call.call_id}: from {call.caller} to {call.called} (SRTP: {call.srtp_suite or 'off'})", flush=True)
     keys = asyncio.create_task(_print_keys(call))
     # The delay is a head start of silence in the playback queue: both sides tick every 20 ms after it.
     call.play(np.zeros(round(delay * SAMPLE_RATE), np.int16))
