@@ -95,6 +95,22 @@ async def test_echo_plays_the_callers_audio_back_after_half_a_second(echo_proces
     assert "from caller" in output and "ended (remote_hangup)" in output and "echo: stopping" in output
 
 
+@pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")
+async def test_echo_with_srtp_offer_answers_baresips_keys(echo_process, peers: Peers, tmp_path: Path) -> None:
+    server = await echo_process("--srtp", "offer")
+    signal_in = chirp(2.0, 300, 3400)
+    wav = write_wav(tmp_path / "caller.wav", np.concatenate([np.zeros(2400, np.int16), signal_in,
+                                                             np.zeros(8000, np.int16)]))
+    run, recordings = await peers.baresip_call(f"sip:echo@127.0.0.1:{server.port}", wav, seconds=15,
+                                               mediaenc="srtp")
+    heard, _ = read_wav(next(recordings.glob("dump-*-dec.wav")))
+    correlation, _ = best_lag_correlation(heard, signal_in)
+    assert correlation >= 0.95, run.report()
+    status, output = await server.stop()
+    assert status == 0, output
+    assert "SRTP offer" in output and "(SRTP: AES_CM_128_HMAC_SHA1_80)" in output, output
+
+
 async def test_echo_prints_each_dtmf_key_with_the_call_id(echo_process, peers: Peers) -> None:
     server = await echo_process("--delay", "0.2")
     run = await peers.sipp(("127.0.0.1", server.port), "dtmf.xml", timeout_s=30)
@@ -115,7 +131,7 @@ async def test_echo_prints_each_dtmf_key_with_the_call_id(echo_process, peers: P
     ("pbx.example.com:5060", "10000-20000", 0.5, "must be an IP address"),
 ])
 def test_bad_arguments_exit_2_with_a_message(capsys, listen: str, rtp_ports: str, delay: float, message: str) -> None:
-    args = argparse.Namespace(listen=listen, rtp_ports=rtp_ports, delay=delay, advertise=None)
+    args = argparse.Namespace(listen=listen, rtp_ports=rtp_ports, delay=delay, advertise=None, srtp="off")
     assert echo.run(args) == 2
     assert message in capsys.readouterr().err
 
@@ -126,6 +142,7 @@ def test_a_port_in_use_exits_1(capsys) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         taken.bind(("127.0.0.1", 0))
         port = taken.getsockname()[1]
-        args = argparse.Namespace(listen=f"127.0.0.1:{port}", rtp_ports="50000-50999", delay=0.5, advertise=None)
+        args = argparse.Namespace(listen=f"127.0.0.1:{port}", rtp_ports="50000-50999", delay=0.5, advertise=None,
+                                  srtp="off")
         assert echo.run(args) == 1
     assert "cannot listen on" in capsys.readouterr().err
