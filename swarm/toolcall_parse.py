@@ -51,6 +51,10 @@ def extract_tool_calls(text: str, tool_names: Iterable[str]) -> Extraction | Non
         return _from_tool_responses(responses, names)
     if fenced := [b for b in _FENCE.findall(text) if b.strip().startswith("{")]:
         return _from_json_texts("fenced_json", fenced)
+    if match := _FUNCTIONS.search(text):
+        rest = text[match.end():]
+        arguments = next(_json_objects(rest), {})
+        return Extraction("functions_prefix", (ToolCall("call_0", match.group(1), _arguments_of(arguments)),))
     if "{" in text:
         form = "doubled_braces" if "{{" in text else "json"
         objects = list(_json_objects(_undouble(text))) if form == "doubled_braces" else []
@@ -60,10 +64,6 @@ def extract_tool_calls(text: str, tool_names: Iterable[str]) -> Extraction | Non
         # JSON-like but broken: keep the name so the error the model sees names its own call.
         name = _NAME.search(text)
         return Extraction("broken_json", (ToolCall("call_0", name.group(1) if name else "", {}, raw_arguments=text.strip()[:500]),))
-    if match := _FUNCTIONS.search(text):
-        rest = text[match.end():]
-        arguments = next(_json_objects(rest), {})
-        return Extraction("functions_prefix", (ToolCall("call_0", match.group(1), _arguments_of(arguments)),))
     return _from_prose(text, names)
 
 
@@ -114,12 +114,11 @@ def _from_prose(text: str, names: frozenset[str]) -> Extraction | None:
     mentioned = list(dict.fromkeys(IDENTIFIER.findall(text)))
     if not mentioned:
         return None
-    known = [m for m in mentioned if m in names]
-    if len(known) == 1:
-        return Extraction("prose", (ToolCall("call_0", known[0], {}),))
-    if len(known) > 1:
-        listed = ", ".join(known)
+    if len(mentioned) > 1:
+        listed = ", ".join(mentioned)
         return Extraction("prose", errors=(f"the reply names several tools ({listed}): call exactly one of them, do not say tool names",))
+    if mentioned[0] in names:
+        return Extraction("prose", (ToolCall("call_0", mentioned[0], {}),))
     listed = ", ".join(sorted(names)) or "none"
     return Extraction("prose", errors=(f"the reply says {mentioned[0]!r} aloud: never say tool names; the tools you have are: {listed}",))
 

@@ -1,0 +1,104 @@
+"""Constrained decoding: the reply schema, the say string streamed as it is decoded, and the providers' requests."""
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from fake_ollama import FakeOllama, Reply
+from test_openai_provider import FakeServer, answering, chunk, items, request, server  # noqa: F401 - fixture
+
+from swarm.constrained import SayStream, reply_schema
+from swarm.messages import Message, ToolCall, ToolSpec
+from swarm.providers.base import Completion, Delta, collect
+from swarm.providers.ollama import OllamaProvider
+from swarm.providers.openai_compat import OpenAIProvider
+
+SEARCH = ToolSpec(
+    "search_products", "Search the catalogue.",
+    {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+)
+BACK = ToolSpec("navigate_back", "Hand the caller back.")
+
+
+def test_schema_allows_say_or_a_valid_call_and_nothing_else() -> None:
+    validator = jsonschema.Draft202012Validator(reply_schema((SEARCH, BACK)))
+    assert validator.is_valid({"say": "Hello."})
+    assert validator.is_valid({"tool": "search_products", "arguments": {"query": "kettle"}})
+    assert validator.is_valid({"tool": "navigate_back", "arguments": {}})
+    assert not validator.is_valid({"tool": "place_order", "arguments": {}})  # not this agent's
+    assert not validator.is_valid({"tool": "search_products", "arguments": {}})  # required argument missing
+    assert not validator.is_valid({"tool": "navigate_back", "arguments": {"x": 1}})  # invented argument
+    assert not validator.is_valid({"say": "Hi.", "tool": "navigate_back"})
+    assert not validator.is_valid({"say": ""})
+
+
+def test_first_sentence_is_out_before_the_reply_is_complete() -> None:
+    reply = '{\n  "say": "Sure, we have it. It costs \\"twenty\\" euros\\u0021 Shall I order it?"\n}'
+    stream = SayStream()
+    given = [stream.feed(ch) for ch in reply]
+    joined = "".join(given)
+    assert joined == 'Sure, we have it. It costs "twenty" euros! Shall I order it?'
+    # "Sure, we have it." was given out while more than half of the JSON was still to come.
+    cut = next(i for i in range(len(given)) if "".join(given[: i + 1]).startswith("Sure, we have it."))
+    assert cut < len(reply) / 2
+    assert stream.finish(["search_products"]) == (joined, ())
+
+
+def test_a_call_is_never_given_out_as_speech() -> None:
+    stream = SayStream()
+    reply = '{"tool": "search_products", "arguments": {"query": "say \\"hi\\""}}'
+    assert "".join(stream.feed(ch) for ch in reply) == ""
+    assert stream.finish(["search_products"]) == ("", (ToolCall("call_0", "search_products", {"query": 'say "hi"'}),))
+
+
+def test_a_reply_cut_by_the_token_limit_keeps_what_was_said() -> None:
+    stream = SayStream()
+    stream.feed('{"say": "Hello there. And then and then and')
+    assert stream.finish([]) == ("Hello there. And then and then and", ())
+
+
+async def test_openai_constrained_request_and_streamed_say(server: FakeServer) -> None:  # noqa: F811
+    pieces = ['{"say": "Hello', ' there.', ' How can', ' I help?"}']
+    server.handler = answering([chunk({"content": p}) for p in pieces])
+    provider = OpenAIProvider("m", server.base_url, tool_mode="constrained", timeout=5)
+    got = await items(provider, request(Message("system", "You sell."), Message("user", "hi"), tools=(SEARCH,)))
+    await provider.aclose()
+    assert [i.text for i in got if isinstance(i, Delta)] == ["Hello", " there.", " How can", " I help?"]
+    assert got[-1] == Completion("Hello there. How can I help?")
+    sent = server.requests[0]
+    assert "tools" not in sent and sent["max_tokens"] == 256
+    assert sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"] == reply_schema((SEARCH,))
+    assert "search_products" in sent["messages"][1]["content"]
+
+
+async def test_openai_text_protocol_parses_blocks_and_never_streams_them(server: FakeServer) -> None:  # noqa: F811
+    pieces = ["One moment. <tool", '_call>{"name": "search_products", ', '"arguments": {"query": "kettle"}}</tool_call>']
+    server.handler = answering([chunk({"content": p}) for p in pieces])
+    provider = OpenAIProvider("m", server.base_url, tool_mode="text", timeout=5)
+    history = request(Message("user", "kettle?"), Message("assistant", "", tool_calls=(ToolCall("c0", "search_products", {"query": "tea"}),)),
+                      Message("tool", "none", tool_name="search_products"), tools=(SEARCH,))
+    got = await items(provider, history)
+    await provider.aclose()
+    assert "".join(i.text for i in got if isinstance(i, Delta)).strip() == "One moment."
+    assert got[-1] == Completion("One moment.", (ToolCall("call_0", "search_products", {"query": "kettle"}),))
+    sent = server.requests[0]
+    assert "tools" not in sent and [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "user"]
+    assert "<tool_call>" in sent["messages"][2]["content"] and "<tool_response" in sent["messages"][3]["content"]
+
+
+async def test_ollama_constrained_sends_the_schema_as_format() -> None:
+    async with FakeOllama([Reply('{"tool": "navigate_back", "arguments": {}}')]) as fake:
+        done = await collect(OllamaProvider(fake.url, "qwen3:4b", tool_mode="constrained", timeout=5),
+                             request(Message("user", "I want a return"), tools=(SEARCH, BACK)))
+    assert done == Completion("", (ToolCall("call_0", "navigate_back", {}),))
+    sent = fake.requests[0]
+    assert sent["format"] == reply_schema((SEARCH, BACK)) and not sent.get("tools")
+    assert sent["options"]["num_predict"] == 256
+
+
+def test_unknown_tool_mode_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="tool_mode"):
+        OpenAIProvider("m", "http://127.0.0.1:9/v1", tool_mode="guess")
+    assert json.dumps(reply_schema(()))  # no tools: only speech

@@ -1,0 +1,108 @@
+"""The session takes tool calls written as text, feeds back what it cannot take, and never speaks either."""
+from __future__ import annotations
+
+import pytest
+
+from swarm.providers.scripted import ScriptedProvider, reply
+from swarm.registry import Agent, Registry, SessionConfig, SwarmSpec, navigate_tool
+from swarm.tools import tool_from_function
+
+
+def search(query: str) -> dict:
+    """Search products.
+
+    Args:
+        query: what the caller wants
+    """
+    return {"say": f"We have a {query} for ten euros."}
+
+
+def build(triage: list, sales: list | None = None) -> tuple[Registry, ScriptedProvider]:
+    registry = Registry()
+    model = ScriptedProvider(triage, name="triage-model")
+    registry.add_completion("triage-model", model)
+    registry.add_completion("sales-model", ScriptedProvider(sales or ["What would you like?"], name="sales-model"))
+    registry.add_tool(navigate_tool("sales", "Hand over to sales."))
+    registry.add_tool(navigate_tool("refund", "Hand over to returns."))
+    registry.add_tool(tool_from_function(search))
+    registry.add_agent(Agent("triage", "You triage.", "triage-model", ("navigate_to_sales", "search")))
+    registry.add_agent(Agent("sales", "You sell.", "sales-model", ()))
+    registry.add_agent(Agent("refund", "You take returns.", "sales-model", ()))
+    registry.add_swarm(SwarmSpec("shop", ("triage", "sales", "refund"), "triage"))
+    return registry, model
+
+
+BAD_FORMS = [
+    '{"name": "navigate_to_sales", "arguments": {}}',
+    '{{"name": "navigate_to_sales", "arguments": {{}}}}',
+    '```json\n{"name": "navigate_to_sales", "arguments": {}}\n```',
+    '<tool_response name="navigate_to_sales">\nok\n</tool_response>',
+    "functions.navigate_to_sales:",
+    "Sure. Please call navigate_to_sales.",
+    '<tool_call>\n{"name": "navigate_to_sales", "arguments": {}}\n</tool_call>',
+]
+
+
+@pytest.mark.parametrize("written", BAD_FORMS)
+async def test_a_call_written_as_text_hands_over_and_nothing_of_it_is_spoken(written: str) -> None:
+    registry, model = build([written])
+    session = registry.session("c1", "shop")
+    said = [s async for s in session.stream("I want to buy a kettle")]
+    assert session.get_agent_name() == "sales"
+    assert said[-1] == "What would you like?"
+    assert not any(ch in " ".join(said) for ch in "{}<>`_") and "functions" not in " ".join(said)
+    assert len(model.requests) == 1  # taken at once: no feedback round
+    assert [e.kind for e in session.events].count("tool_call_repaired") == 1
+
+
+async def test_arguments_written_as_text_are_validated_against_the_schema() -> None:
+    registry, model = build(['{"name": "search", "arguments": {"product": "kettle"}}', '{"name": "search", "arguments": {"query": "kettle"}}', "Anything else?"])
+    session = registry.session("c1", "shop")
+    said = await session.complete("a kettle please")
+    (failed,) = [e for e in session.events if e.kind == "validation_error"]
+    assert "query" in " ".join(failed.errors)
+    assert said == "We have a kettle for ten euros. Anything else?" or "Anything else?" in said
+    assert [e.arguments for e in session.events if e.kind == "tool_call"] == [{"query": "kettle"}]
+    # The model saw its own rejected call and why, in a tool message answering it.
+    feedback = model.requests[1].messages
+    assert feedback[-1].role == "tool" and "query" in feedback[-1].content
+
+
+async def test_a_tool_the_agent_lacks_is_feedback_and_never_runs() -> None:
+    registry, model = build(['{"name": "navigate_to_refund", "arguments": {}}', reply("", ("navigate_to_sales", {}))])
+    session = registry.session("c1", "shop")
+    await session.complete("I want to buy something")
+    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    assert "does not exist" in errors[0] and "navigate_to_sales" in errors[0]
+    assert session.get_agent_name() == "sales"
+
+
+async def test_ambiguous_prose_goes_back_to_the_model_not_to_the_caller() -> None:
+    registry, model = build(["I could use navigate_to_sales or navigate_to_refund here.", "Would you like to buy something?"])
+    session = registry.session("c1", "shop")
+    said = await session.complete("hmm")
+    assert said == "Would you like to buy something?"
+    assert "several tools" in [e for e in session.events if e.kind == "validation_error"][0].errors[0]
+    assert "navigate_to_sales" in model.requests[1].messages[-2].content  # its own reply, shown back to it
+
+
+async def test_json_for_the_ear_is_never_spoken_even_when_every_try_fails() -> None:
+    registry, _ = build(['{"say": "hi"}', '{"answer": 1}', '[1, 2]', '{"reply": "x"}'])
+    session = registry.session("c1", "shop")
+    said = await session.complete("hello")
+    assert said == SessionConfig().placeholders[0]
+    assert [e.stage for e in session.events if e.kind == "rescue"] == ["flush", "placeholder"]
+
+
+async def test_text_before_a_written_call_is_spoken_and_text_after_it_is_not() -> None:
+    registry, _ = build(['Let me pass you on. {"name": "navigate_to_sales", "arguments": {}} You are now with sales, they said yes.'])
+    session = registry.session("c1", "shop")
+    said = [s async for s in session.stream("buy")]
+    assert said == ["Let me pass you on.", "What would you like?"]
+
+
+async def test_a_model_that_repeats_itself_is_stopped() -> None:
+    registry, _ = build(["Hello there. " * 40])
+    session = registry.session("c1", "shop")
+    said = [s async for s in session.stream("hi")]
+    assert said == ["Hello there."]
