@@ -13,15 +13,21 @@ slots skipped because the loop was over 60 ms late; INVITE -> 200 OK as sipp tim
 p50/max over the calls); and, beside it, the p99 interval of a bare asyncio 20 ms timer running in its own
 process during the same window: the scheduling floor this machine allows under that load.
 
+With --srtp each N also runs with SRTP (our endpoint on `srtp = "offer"`): sipp cannot do SRTP, so its offer
+carries a fixed a=crypto key and its pcap holds packets protected with that key beforehand; our side checks and
+decrypts every packet sipp sends and encrypts every packet of its echo, as in a real SRTP call ("srtp rej" counts
+packets that failed the check: it must be 0, or the row measured dropping, not decrypting).
+
 Not measured: loss from us to sipp (sipp 3.6 never reads its media socket; on loopback a datagram can only
 be lost in a receiver's socket buffer).
 
-Usage: .venv/bin/python benchmarks/telephony_load.py [--calls 1,10,50,100] [--runs 3] [--seconds 20]
+Usage: .venv/bin/python benchmarks/telephony_load.py [--calls 1,10,50,100] [--runs 3] [--seconds 20] [--srtp]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import csv
 import json
 import os
@@ -42,11 +48,15 @@ sys.path.insert(0, str(ROOT))
 from telephony.codec import PCMA  # noqa: E402
 from telephony.rtp import IntervalHistogram  # noqa: E402
 from telephony.rtp_packet import RtpPacket  # noqa: E402
+from telephony.srtp import SrtpKeys, SrtpStreams  # noqa: E402
 from tests.peers import free_udp_port, pcap_rtp  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 OUR_RTP_PORTS = (30000, 39999)
 SIPP_MEDIA_PORTS = (20000, 29999)  # apart from ours: sipp advertises per-call ports it never binds
+SRTP_SUITE = "AES_CM_128_HMAC_SHA1_80"
+SIPP_SRTP_KEY = bytes(range(1, 31))  # sipp's "key": fixed, so that its pcap can be protected beforehand
+RTPMAP_LINE = "      a=rtpmap:8 PCMA/8000\n"
 SCENARIO = """<?xml version="1.0" encoding="ISO-8859-1" ?>
 <!DOCTYPE scenario SYSTEM "sipp.dtd">
 <scenario name="telephony_load">
@@ -114,7 +124,7 @@ SCENARIO = """<?xml version="1.0" encoding="ISO-8859-1" ?>
 
 # ---- the endpoint, in its own process -------------------------------------------------------------------------
 
-async def serve() -> None:
+async def serve(srtp: str) -> None:
     """Answer every call with an echo; print "answered N" per call; on stdin EOF print the calls' stats as JSON."""
     from telephony.endpoint import EndpointConfig, SipEndpoint
 
@@ -132,10 +142,11 @@ async def serve() -> None:
         histogram = stats.send_intervals
         finished.append({"sent": stats.packets_sent, "received": stats.packets_received, "lost": stats.lost,
                          "skipped": stats.send_skipped, "max_ms": histogram.max_ms,
+                         "srtp_rejected": stats.srtp_rejected, "srtp": call.srtp_suite,
                          "bins": {i: c for i, c in enumerate(histogram.counts) if c}})
 
     config = EndpointConfig(listen_host="127.0.0.1", listen_port=0, rtp_port_range=OUR_RTP_PORTS, max_calls=1000,
-                            invite_rate=1000.0, invite_burst=1000, no_media_timeout_s=10.0)
+                            invite_rate=1000.0, invite_burst=1000, no_media_timeout_s=10.0, srtp=srtp)
     endpoint = SipEndpoint(config, echo)
     await endpoint.start()
     print(f"ready {endpoint.local_address[1]}", flush=True)
@@ -175,6 +186,8 @@ class Run:
     invite_max: float
     bare_p99: float
     failed: int  # calls sipp did not complete
+    srtp_rejected: float  # per call
+    srtp_calls: int  # calls that ran on SRTP
 
 
 def cpu_seconds(pid: int) -> float:
@@ -187,15 +200,15 @@ async def python(*args: str) -> asyncio.subprocess.Process:
                                                 stdout=asyncio.subprocess.PIPE, start_new_session=True)
 
 
-async def one_run(calls: int, seconds: float, workdir: Path, packets: int) -> Run:
-    child = await python("--serve")
+async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp: bool) -> Run:
+    child = await python("--serve", "offer" if srtp else "off")
     assert child.stdout is not None and child.stdin is not None
     try:
         line = (await asyncio.wait_for(child.stdout.readline(), 10)).decode()
         port = int(line.split()[1])
         rate = min(calls, 100)
         sipp = await asyncio.create_subprocess_exec(
-            "sipp", "-sf", "load.xml", f"127.0.0.1:{port}", "-i", "127.0.0.1", "-p", str(free_udp_port()),
+            "sipp", "-sf", "load_srtp.xml" if srtp else "load.xml", f"127.0.0.1:{port}", "-i", "127.0.0.1", "-p", str(free_udp_port()),
             "-mp", str(free_port_in(SIPP_MEDIA_PORTS)), "-m", str(calls), "-l", str(calls), "-r", str(rate), "-rp", "1000",
             "-nostdin", "-timeout", f"{int(seconds) + 40}s", "-trace_stat", "-stf", "stats.csv", "-trace_rtt",
             "-rtt_freq", "1", cwd=workdir, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
@@ -231,9 +244,9 @@ async def one_run(calls: int, seconds: float, workdir: Path, packets: int) -> Ru
             intervals.counts[int(index)] += count
         intervals.count += sum(call["bins"].values())
         intervals.max_ms = max(intervals.max_ms, call["max_ms"])
-    rtts = [float(row[1]) for path in workdir.glob("load_*_rtt.csv")
+    rtts = [float(row[1]) for path in workdir.glob("load*_rtt.csv")
             for row in csv.reader(path.read_text().splitlines()[1:], delimiter=";") if len(row) > 1]
-    for path in workdir.glob("load_*_rtt.csv"):
+    for path in workdir.glob("load*_rtt.csv"):
         path.unlink()
     stats_rows = list(csv.reader((workdir / "stats.csv").read_text().splitlines(), delimiter=";"))
     sipp_stats = dict(zip(stats_rows[0], stats_rows[-1]))
@@ -244,7 +257,8 @@ async def one_run(calls: int, seconds: float, workdir: Path, packets: int) -> Ru
                intervals.percentile(50), intervals.percentile(99), intervals.max_ms,
                sum(c["skipped"] for c in report), statistics.median(rtts) if rtts else float("nan"),
                max(rtts) if rtts else float("nan"), bare,
-               calls - int(sipp_stats.get("SuccessfulCall(C)", "0")))
+               calls - int(sipp_stats.get("SuccessfulCall(C)", "0")),
+               sum(c["srtp_rejected"] for c in report) / n, sum(c["srtp"] is not None for c in report))
 
 
 def free_port_in(ports: tuple[int, int]) -> int:
@@ -261,14 +275,21 @@ def free_port_in(ports: tuple[int, int]) -> int:
 
 
 def prepare(workdir: Path, seconds: float) -> int:
-    """The tone sipp streams (PCMA, 20 ms packets) and the scenario; returns the packet count."""
+    """The tone sipp streams (PCMA, 20 ms packets), plain and SRTP-protected, and the scenarios for both;
+    returns the packet count."""
     t = np.arange(int(8000 * seconds)) / 8000
     tone = (6000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16)
     packets = [RtpPacket(8, i, i * 160, 0x5EED, PCMA.encode(tone[i * 160:(i + 1) * 160]), i == 0).to_bytes()
                for i in range(len(tone) // 160)]
+    sipp_side = SrtpStreams(SrtpKeys(SRTP_SUITE, SIPP_SRTP_KEY, bytes(30)))  # what sipp would receive: unused
     (workdir / "pcap").mkdir()
     (workdir / "pcap" / "load.pcap").write_bytes(pcap_rtp(packets))
-    (workdir / "load.xml").write_text(SCENARIO.replace("PAUSE_MS", str(int(seconds * 1000) + 500)))
+    (workdir / "pcap" / "load_srtp.pcap").write_bytes(pcap_rtp([sipp_side.protect(p) for p in packets]))
+    scenario = SCENARIO.replace("PAUSE_MS", str(int(seconds * 1000) + 500))
+    (workdir / "load.xml").write_text(scenario)
+    crypto = f"      a=crypto:1 {SRTP_SUITE} inline:{base64.b64encode(SIPP_SRTP_KEY).decode()}\n"
+    (workdir / "load_srtp.xml").write_text(scenario.replace(RTPMAP_LINE, RTPMAP_LINE + crypto)
+                                           .replace("pcap/load.pcap", "pcap/load_srtp.pcap"))
     return len(packets)
 
 
@@ -277,37 +298,41 @@ async def main() -> None:
     parser.add_argument("--calls", default="1,10,50,100")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--srtp", action="store_true", help="also run each N with SRTP both ways")
     args = parser.parse_args()
     if shutil.which("sipp") is None:
         sys.exit("sipp is not installed: apt-get install sip-tester")
     print(f"{args.runs} run(s) of {args.seconds:.0f} s of audio per N, medians; PCMA 20 ms both ways (sipp's tone in, "
           f"our echo out); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before the first run\n")
-    header = ("calls", "CPU % core", "CPU %/call", "sipp CPU %", "sent/call", "recv/call", "lost/call",
+    header = ("calls", "SRTP", "CPU % core", "CPU %/call", "sipp CPU %", "sent/call", "recv/call", "lost/call",
               "send p50 ms", "p99 ms", "max ms", "skipped", "bare timer p99 ms",
-              "INVITE->200 p50 ms", "max ms", "failed", "load avg")
+              "INVITE->200 p50 ms", "max ms", "failed", "srtp rej", "load avg")
     print(" | ".join(header))
     print(" | ".join("-" * len(h) for h in header))
     with tempfile.TemporaryDirectory(prefix="telephony-load-") as temp:
         workdir = Path(temp)
         packets = prepare(workdir, args.seconds)
-        for calls in (int(n) for n in args.calls.split(",")):
+        for calls, srtp in ((int(n), srtp) for n in args.calls.split(",") for srtp in (False, True)[:1 + args.srtp]):
             load = os.getloadavg()[0]
-            runs = [await one_run(calls, args.seconds, workdir, packets) for _ in range(args.runs)]
+            runs = [await one_run(calls, args.seconds, workdir, packets, srtp) for _ in range(args.runs)]
+            if srtp and min(run.srtp_calls for run in runs) < calls:
+                print(f"warning: only {min(run.srtp_calls for run in runs)} of {calls} calls ran on SRTP", flush=True)
 
             def median(name: str) -> float:
                 return statistics.median(getattr(run, name) for run in runs)
 
             cpu = median("cpu")
-            print(" | ".join([f"{calls:5d}", f"{cpu:10.1f}", f"{cpu / calls:10.2f}", f"{median('sipp_cpu'):10.1f}",
+            print(" | ".join([f"{calls:5d}", f"{'on' if srtp else 'off':4}", f"{cpu:10.1f}", f"{cpu / calls:10.2f}", f"{median('sipp_cpu'):10.1f}",
                               f"{median('sent'):9.0f}", f"{median('received'):9.0f}", f"{median('lost'):9.1f}",
                               f"{median('p50'):11.1f}", f"{median('p99'):6.1f}", f"{median('max_ms'):6.1f}",
                               f"{median('skipped'):7.0f}", f"{median('bare_p99'):17.1f}", f"{median('invite_p50'):18.0f}",
-                              f"{median('invite_max'):6.0f}", f"{median('failed'):6.0f}", f"{load:8.1f}"]), flush=True)
+                              f"{median('invite_max'):6.0f}", f"{median('failed'):6.0f}",
+                              f"{median('srtp_rejected'):8.1f}", f"{load:8.1f}"]), flush=True)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        asyncio.run(serve())
+        asyncio.run(serve(sys.argv[2]))
     elif sys.argv[1:2] == ["--bare-timer"]:
         asyncio.run(bare_timer(float(sys.argv[2])))
     else:
