@@ -139,7 +139,7 @@ class Crypto:
         for item in rest:
             if ":" in item:
                 mki = item
-            elif item.isdigit() or (item.startswith(_LIFETIME_POWER) and item[2:].isdigit()):
+            elif item.isdigit() or (item.startswith(_LIFETIME_POWER) and item[len(_LIFETIME_POWER):].isdigit()):
                 lifetime = item
             else:
                 raise SdpError(f"a=crypto tag {tag_text}: {item!r} is neither a key lifetime nor MKI:length")
