@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from callcenter.agents import AGENTS, SWARM, build_registry
-from callcenter.brains import choose_brains
+from callcenter.brains import Brains, choose_brains, prefill
 from callcenter.config import Config
 from callcenter.shop import Shop
 from swarm.registry import Registry
@@ -18,12 +18,15 @@ class App:
     shop: Shop
     registry: Registry
     brain: str
+    brains: Brains | None = None
 
     def session(self, client_id: str, caller: str = "") -> Session:
         return self.registry.session(client_id, SWARM, metadata={"caller": caller}, config=self.config.session)
 
     def close(self) -> None:
         self.shop.close()
+        if self.brains is not None:
+            self.brains.close()
 
 
 async def open_app(config: Config, provider: str | None = None) -> App:
@@ -32,4 +35,5 @@ async def open_app(config: Config, provider: str | None = None) -> App:
     shop = Shop(config.database)
     brains = await choose_brains(config, AGENTS, provider)
     registry = build_registry(shop, brains.per_agent, fallback_to_offline=config.llm.fallback == "offline")
-    return App(config, shop, registry, brains.description)
+    await prefill(registry, SWARM, brains)
+    return App(config, shop, registry, brains.description, brains)

@@ -1,20 +1,35 @@
-"""Which LLM serves the agents: built from config, with "auto" probing Ollama once at start-up."""
+"""Which LLM serves the agents: built from config, with "auto" probing Ollama, then the local model, at start-up."""
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from callcenter.config import Config, LLMConfig
-from swarm.providers.base import Provider
+from callcenter.local_model import local_server, missing_local_model
+from speech.models import ModelError
+from swarm.messages import CompletionRequest
+from swarm.providers.base import Provider, ProviderError
+from swarm.providers.local import LocalProvider
 from swarm.providers.ollama import OllamaProvider, check_ollama
+from swarm.registry import Registry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Brains:
-    """One provider per agent (None: the offline router), and a line saying what was chosen."""
+    """One provider per agent (None: the offline router), and a line saying what was chosen and why."""
 
     per_agent: dict[str, Provider | None]
     description: str
+    # Local servers this process runs: stopped by close().
+    local: tuple[LocalProvider, ...] = field(default=())
+
+    def close(self) -> None:
+        for provider in self.local:
+            provider.server.stop()
 
 
 def _ollama(llm: LLMConfig, model: str) -> OllamaProvider:
@@ -30,17 +45,35 @@ def _openai(llm: LLMConfig, model: str) -> Provider:
     return OpenAIProvider(model, llm.base_url, api_key=os.environ.get(llm.api_key_env, "unused"), timeout=llm.timeout, name=f"openai:{model}")
 
 
+async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> Brains:
+    """Start the local model's server (joining its file on first use); raises ProviderError or ModelError."""
+    server = await asyncio.to_thread(local_server, llm.local_model, threads=llm.local_threads, ctx=llm.local_ctx)
+    provider = LocalProvider(server, model=server.spec.name, timeout=llm.timeout, name=f"local:{server.spec.name}")
+    await provider.start()
+    description = f"local model {server.spec.name} (llama.cpp on {server.url}, {llm.local_threads} threads){why}"
+    return Brains(dict.fromkeys(agents, provider), description, (provider,))
+
+
 async def choose_brains(config: Config, agents: tuple[str, ...], provider: str | None = None) -> Brains:
-    """Build the providers; with "auto", Ollama when it answers with the model, else the offline router."""
+    """Build the providers; "auto" takes Ollama when it answers with the model, else the local model when its
+    packages are installed, else the offline router, and the description says why."""
     llm = config.llm
     kind = provider or llm.provider
     if kind == "auto":
-        problem = await check_ollama(llm.host, llm.model)
-        if problem:
-            return Brains({a: None for a in agents}, f"offline router ({problem})")
-        kind = "ollama"
+        no_ollama = await check_ollama(llm.host, llm.model)
+        if no_ollama is None:
+            kind = "ollama"
+        elif missing := missing_local_model(llm.local_model):
+            return Brains(dict.fromkeys(agents), f"offline router ({no_ollama}; {missing})")
+        else:
+            try:
+                return await _local(llm, agents, f", because {no_ollama}")
+            except (ProviderError, ModelError) as error:
+                return Brains(dict.fromkeys(agents), f"offline router ({no_ollama}; the local model failed: {error})")
     if kind == "offline":
-        return Brains({a: None for a in agents}, "offline router (no LLM)")
+        return Brains(dict.fromkeys(agents), "offline router (no LLM)")
+    if kind == "local":
+        return await _local(llm, agents, "")
     make = _ollama if kind == "ollama" else _openai
     built: dict[str, Provider] = {}
     per_agent: dict[str, Provider | None] = {}
@@ -56,6 +89,8 @@ async def check_llm(config: Config) -> str | None:
     llm = config.llm
     if llm.provider == "offline":
         return None
+    if llm.provider == "local":
+        return missing_local_model(llm.local_model)
     if llm.provider == "openai":
         import httpx
 
@@ -70,3 +105,21 @@ async def check_llm(config: Config) -> str | None:
         if problem:
             return problem
     return None
+
+
+async def prefill(registry: Registry, swarm: str, brains: Brains) -> None:
+    """Put each agent's first prompt (system prompt and tools) into its local server's prompt cache, so the
+    first caller's first turn costs what the tenth caller's does."""
+    if not brains.local:
+        return
+    session = registry.session("prefill", swarm)
+    try:
+        for name, provider in brains.per_agent.items():
+            if isinstance(provider, LocalProvider):
+                # The request a caller's first turn with this agent starts with, built by the session itself.
+                agent = registry.agents[name]
+                tools = session._tools(agent)
+                request = CompletionRequest(name, "prefill", tuple(session._view(agent)), tuple(t.spec() for t in tools.values()))
+                await provider.prefill(request)
+    finally:
+        session.dispose()

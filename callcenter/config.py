@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from swarm.registry import SessionConfig
 from telephony.endpoint import EndpointConfig
 from telephony.sip.registration import RegistrationConfig
@@ -17,12 +18,13 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message names the key and what is allowed."""
 
 
-PROVIDERS = ("auto", "offline", "ollama", "openai")
+PROVIDERS = ("auto", "offline", "ollama", "openai", "local")
 
 
 @dataclass(frozen=True)
 class LLMConfig:
-    # "auto": Ollama when it answers at `host` with `model`, else the offline router.
+    # "auto": Ollama when it answers at `host` with `model`, else the local model when its packages are
+    # installed, else the offline router.
     provider: str = "auto"
     host: str = "http://127.0.0.1:11434"
     model: str = "qwen3:4b"
@@ -34,6 +36,11 @@ class LLMConfig:
     # For `provider = "openai"`: the server's base URL and the variable holding its key.
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str = "OPENAI_API_KEY"
+    # For "local": llama.cpp's server run by VoiceSwarm with "qwen2.5-coder-1.5b" or "qwen2.5-coder-0.5b" (from
+    # the model packages) or a .gguf file; its threads and context size (tokens, shared by the calls).
+    local_model: str = "qwen2.5-coder-1.5b"
+    local_threads: int = 2
+    local_ctx: int = 4096
     # When the LLM fails mid-call: "none" apologises and offers a person; "offline" lets the router carry on.
     fallback: str = "none"
 
@@ -109,6 +116,7 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "VOICESWARM_LLM_TIMEOUT": ("llm", "timeout", float),
     "VOICESWARM_LLM_FALLBACK": ("llm", "fallback", str),
     "OPENAI_BASE_URL": ("llm", "base_url", str),
+    "VOICESWARM_LOCAL_MODEL": ("llm", "local_model", str),
     "VOICESWARM_DB": ("shop", "database", str),
     "VOICESWARM_HISTORY_SIZE": ("session", "history_size", int),
     "VOICESWARM_SIP_LISTEN": ("sip", "listen", str),
@@ -187,6 +195,7 @@ def _validated(config: Config) -> Config:
         raise ConfigError(f"llm.fallback is {config.llm.fallback!r}; use 'none' or 'offline'")
     if not config.llm.timeout > 0:  # also refuses NaN
         raise ConfigError("llm.timeout must be positive (seconds)")
+    _validate_local(config.llm)
     if config.session.history_size < 2:
         raise ConfigError("session.history_size must be at least 2")
     if config.sip.registrar and not (config.sip.username and config.sip.password):
@@ -221,6 +230,18 @@ def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig
         message = str(error).replace("advertised_host", "sip.advertised").replace("listen_host", "sip.listen")
         message = message.replace("allowed_sources", "sip.allowed_sources").replace("srtp must", "sip.srtp must")
         raise ConfigError(message) from None
+
+
+def _validate_local(llm: LLMConfig) -> None:
+    if llm.local_model not in PACKAGED_MODELS:
+        if not llm.local_model.endswith(".gguf"):
+            raise ConfigError(f"llm.local_model is {llm.local_model!r}; use {' or '.join(PACKAGED_MODELS)}, or the path of a .gguf file")
+        if not Path(llm.local_model).is_file():
+            raise ConfigError(f"llm.local_model: the file {llm.local_model} does not exist")
+    if not 1 <= llm.local_threads <= 256:
+        raise ConfigError(f"llm.local_threads is {llm.local_threads}; use 1 up to the number of cores")
+    if not 512 <= llm.local_ctx <= 32768:
+        raise ConfigError(f"llm.local_ctx is {llm.local_ctx}; use 512 to 32768 tokens (the models' limit)")
 
 
 def _host_port(text: str, key: str) -> tuple[str, int]:

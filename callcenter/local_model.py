@@ -197,4 +197,4 @@ def _gguf_value(file: BinaryIO, kind: object) -> object:
 def local_server(spec: str, *, threads: int, ctx: int, cache_dir: str | Path | None = None) -> LocalServer:
     """A (not yet started) llama.cpp server for the local model `spec`."""
     model = local_model_file(spec, cache_dir)
-    return LocalServer(ServerSpec(model.path, model.chat_template, threads=threads, ctx=ctx))
+    return LocalServer(ServerSpec(model.path, model.chat_template, threads=threads, ctx=ctx, name=model.name))

@@ -146,7 +146,8 @@ async def test_slow_llm_becomes_an_apology_in_bounded_time(tmp_path):
 
 @pytest.mark.parametrize("provider", ["offline", "auto"])
 async def test_auto_without_ollama_uses_the_offline_router(tmp_path, provider):
-    app, _ = await make_app(tmp_path, provider=provider, host="http://127.0.0.1:9")
+    # Nor a local model: auto's choice of the local one is in test_local_llm.py.
+    app, _ = await make_app(tmp_path, provider=provider, host="http://127.0.0.1:9", local_model=str(tmp_path / "none.gguf"))
     assert app.brain.startswith("offline router")
 
 

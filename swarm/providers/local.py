@@ -45,6 +45,7 @@ class ServerSpec:
     # Chosen by benchmarks/local_llm_load.py: the server yields the cores to the RTP clock and Whisper.
     nice: int = 10
     parallel: int = 1
+    name: str = "local"  # for logs and the provider's name
 
     def argv(self) -> list[str]:
         argv = [sys.executable, "-m", "swarm.providers.llama_server", "--model", str(self.model),
@@ -131,7 +132,7 @@ class LocalServer:
                 if line.startswith(READY):
                     url = line[len(READY):].strip()
                     log.info("event=local_llm_started pid=%d url=%s model=%s threads=%d seconds=%.1f",
-                             process.pid, url, self.spec.model.name, self.spec.threads, time.monotonic() - started)
+                             process.pid, url, self.spec.name, self.spec.threads, time.monotonic() - started)
                     return url
                 if not line:  # stdout closed: the child is gone
                     break
@@ -139,7 +140,9 @@ class LocalServer:
                 break
         process.kill()
         process.wait()
-        tail = " | ".join(self._log_tail) or "no output"
+        # llama.cpp marks its errors " E "; the child's own traceback ends the log.
+        errors = [line for line in self._log_tail if " E " in line] or list(self._log_tail)[-3:]
+        tail = " | ".join(errors + list(self._log_tail)[-1:]) or "no output"
         raise LocalServerError(f"the local LLM server ({self.spec.model}) did not start "
                                f"(exit code {process.returncode}): {tail}")
 

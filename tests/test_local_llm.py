@@ -1,0 +1,286 @@
+"""The local LLM: its model file (joined from packages, checked), its config, its server process, `auto`.
+
+The fast tests use small fake model packages made here; the `llm` tests run llama.cpp's server with the real
+packaged models (the 0.5B one where only the plumbing counts).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from callcenter import local_model
+from callcenter.brains import choose_brains
+from callcenter.config import Config, ConfigError, LLMConfig, load_config
+from callcenter.local_model import CHAT_TEMPLATE, PACKAGED, PackagedModel, gguf_metadata, local_model_file, missing_local_model
+from speech.models import ModelError
+from swarm.messages import CompletionRequest, Message
+from swarm.providers.base import Completion, Delta, ProviderUnavailable, collect
+from swarm.providers.local import LocalProvider, LocalServer, LocalServerError, ServerSpec
+from tests.fake_ollama import FakeOllama
+
+needs_runtime = pytest.mark.skipif(missing_local_model("qwen2.5-coder-0.5b") is not None, reason="xllamacpp or the 0.5B model packages are not installed")
+
+# Nothing listens on the discard port of the loopback interface.
+NO_OLLAMA = "http://127.0.0.1:9"
+
+
+# --- the model file ---------------------------------------------------------------------------------------------
+
+
+def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[bytes], *, expected: bytes | None = None) -> PackagedModel:
+    """Model packages `vsfake-partN` holding `parts`, registered as the packaged model "fake"."""
+    for number, content in enumerate(parts, 1):
+        data = tmp_path / "site" / f"vsfake_part{number}" / "data"
+        data.mkdir(parents=True)
+        (data.parent / "__init__.py").write_text("")
+        (data / f"part{number:02d}.bin").write_bytes(content)
+        monkeypatch.delitem(sys.modules, f"vsfake_part{number}", raising=False)  # imported by an earlier test
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = expected if expected is not None else b"".join(parts)
+    model = PackagedModel("fake", "vsfake-part{}", len(parts), len(whole), hashlib.sha256(whole).hexdigest())
+    monkeypatch.setitem(PACKAGED, "fake", model)
+    return model
+
+
+def test_parts_are_joined_once_into_the_cache_then_trusted_by_their_stamp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_model(tmp_path, monkeypatch, [b"GGUF" + b"a" * 100, b"b" * 50, b"c"])
+    first = local_model_file("fake", tmp_path / "cache")
+    assert first.path.read_bytes() == b"GGUF" + b"a" * 100 + b"b" * 50 + b"c"
+    assert first.chat_template == CHAT_TEMPLATE and CHAT_TEMPLATE.is_file()
+    hashed: list[Path] = []
+    monkeypatch.setattr(local_model, "sha256", lambda *paths: hashed.extend(paths) or "")
+    assert local_model_file("fake", tmp_path / "cache").path == first.path
+    assert hashed == []  # the stamp spared a hash of the whole file
+
+
+def test_a_changed_cached_file_is_joined_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_model(tmp_path, monkeypatch, [b"GGUF1234", b"5678"])
+    path = local_model_file("fake", tmp_path / "cache").path
+    path.write_bytes(b"GGUF1234XXXX")  # same size, other bytes, newer mtime: the stamp no longer matches
+    assert local_model_file("fake", tmp_path / "cache").path.read_bytes() == b"GGUF12345678"
+
+
+def test_parts_of_another_size_are_refused_before_joining(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_model(tmp_path, monkeypatch, [b"GGUF1234", b"56"], expected=b"GGUF12345678")
+    with pytest.raises(ModelError) as error:
+        local_model_file("fake", tmp_path / "cache")
+    assert "add up to 10 bytes, not 12" in str(error.value)
+    assert "pip install --force-reinstall vsfake-part1 vsfake-part2" in str(error.value)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_parts_with_other_content_are_refused_by_their_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_model(tmp_path, monkeypatch, [b"GGUF1234", b"5679"], expected=b"GGUF12345678")
+    with pytest.raises(ModelError, match="does not match its sha256; reinstall the model packages: pip install --force-reinstall vsfake-part1"):
+        local_model_file("fake", tmp_path / "cache")
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == []  # no half-written or wrong model left behind
+
+
+def test_a_missing_part_package_names_the_pip_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_model(tmp_path, monkeypatch, [b"GGUF", b"x"])
+    monkeypatch.setitem(sys.modules, "vsfake_part2", None)
+    with pytest.raises(ModelError, match="pip install vsfake-part2"):
+        local_model_file("fake", tmp_path / "cache")
+
+
+def test_a_gguf_path_is_served_with_its_own_template(tmp_path: Path) -> None:
+    model = tmp_path / "mine.gguf"
+    model.write_bytes(b"GGUF" + bytes(10))
+    assert local_model_file(str(model)) == local_model.ModelFile("mine", model, None)
+    (tmp_path / "not.gguf").write_bytes(b"PK\x03\x04")
+    with pytest.raises(ModelError, match="is not a GGUF file"):
+        local_model_file(str(tmp_path / "not.gguf"))
+    with pytest.raises(ModelError, match="neither qwen2.5-coder-1.5b nor qwen2.5-coder-0.5b"):
+        local_model_file("qwen2.5-coder-7b")
+
+
+def test_missing_local_model_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_model(tmp_path, monkeypatch, [b"GGUF", b"x"])
+    if missing_local_model("fake") is None:  # the runtime is installed
+        monkeypatch.setitem(sys.modules, "vsfake_part2", None)
+        assert missing_local_model("fake") == "the fake model packages are not installed (pip install vsfake-part1 vsfake-part2)"
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)
+    assert missing_local_model("fake") == "the llama.cpp runtime is not installed (pip install xllamacpp)"
+
+
+# --- config ---------------------------------------------------------------------------------------------------
+
+
+def test_local_keys_default_to_the_packaged_1_5b_model() -> None:
+    llm = load_config(environ={}).llm
+    assert (llm.provider, llm.local_model, llm.local_threads, llm.local_ctx) == ("auto", "qwen2.5-coder-1.5b", 2, 4096)
+
+
+def test_local_keys_from_file_and_environment(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    file = tmp_path / "c.toml"
+    file.write_text(f'[llm]\nprovider = "local"\nlocal_model = "{model}"\nlocal_threads = 1\nlocal_ctx = 8192\n')
+    llm = load_config(file, environ={}).llm
+    assert (llm.provider, llm.local_model, llm.local_threads, llm.local_ctx) == ("local", str(model), 1, 8192)
+    assert load_config(file, environ={"VOICESWARM_LOCAL_MODEL": "qwen2.5-coder-0.5b"}).llm.local_model == "qwen2.5-coder-0.5b"
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('local_model = "qwen2.5-coder-7b"', "llm.local_model is 'qwen2.5-coder-7b'; use qwen2.5-coder-1.5b or qwen2.5-coder-0.5b, or the path of a .gguf file"),
+    ('local_model = "/nowhere/model.gguf"', "llm.local_model: the file /nowhere/model.gguf does not exist"),
+    ("local_threads = 0", "llm.local_threads is 0"),
+    ('local_threads = "two"', "llm.local_threads must be a int"),
+    ("local_ctx = 100", "llm.local_ctx is 100; use 512 to 32768"),
+    ('provider = "llamacpp"', "use one of auto, offline, ollama, openai, local"),
+])
+def test_bad_local_keys_are_refused_at_load_time(tmp_path: Path, line: str, message: str) -> None:
+    file = tmp_path / "c.toml"
+    file.write_text(f"[llm]\n{line}\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(file, environ={})
+    assert message in str(error.value)
+
+
+# --- provider = "auto" ----------------------------------------------------------------------------------------
+
+
+async def test_auto_takes_ollama_when_it_answers_with_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("callcenter.brains.missing_local_model", lambda spec: pytest.fail("the local model was looked at"))
+    async with FakeOllama([], models=("qwen3:4b",)) as ollama:
+        brains = await choose_brains(Config(llm=LLMConfig(host=ollama.url)), ("triage",))
+    assert brains.per_agent["triage"].name == "ollama:qwen3:4b" and brains.local == ()
+    assert brains.description.startswith(f"ollama at {ollama.url}")
+
+
+async def test_auto_without_ollama_or_local_model_is_the_offline_router_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("callcenter.brains.missing_local_model", lambda spec: "the llama.cpp runtime is not installed (pip install xllamacpp)")
+    async with FakeOllama([], models=("llama3:8b",)) as ollama:
+        brains = await choose_brains(Config(llm=LLMConfig(host=ollama.url)), ("triage", "sales"))
+    assert brains.per_agent == {"triage": None, "sales": None}
+    assert brains.description == (f"offline router (model 'qwen3:4b' is not pulled on {ollama.url}: run `ollama pull qwen3:4b` "
+                                  "(pulled: llama3:8b); the llama.cpp runtime is not installed (pip install xllamacpp))")
+
+
+async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(100))
+    if missing_local_model(str(broken)):
+        pytest.skip("xllamacpp is not installed")
+    brains = await choose_brains(Config(llm=LLMConfig(host=NO_OLLAMA, local_model=str(broken))), ("triage",))
+    assert brains.per_agent == {"triage": None}
+    assert brains.description.startswith(f"offline router (no Ollama server answers at {NO_OLLAMA}; the local model failed: "
+                                         "the local LLM server")
+
+
+@pytest.mark.llm
+@needs_runtime
+async def test_auto_without_ollama_starts_the_local_model() -> None:
+    brains = await choose_brains(Config(llm=LLMConfig(host=NO_OLLAMA, local_model="qwen2.5-coder-0.5b")), ("triage", "sales"))
+    try:
+        provider = brains.per_agent["triage"]
+        assert isinstance(provider, LocalProvider) and brains.per_agent["sales"] is provider and brains.local == (provider,)
+        assert provider.server.alive()
+        assert brains.description.startswith("local model qwen2.5-coder-0.5b (llama.cpp on http://127.0.0.1:")
+        assert brains.description.endswith(f"because no Ollama server answers at {NO_OLLAMA}")
+    finally:
+        brains.close()
+    assert not provider.server.alive()
+
+
+# --- the server process ---------------------------------------------------------------------------------------
+
+
+@needs_runtime
+def test_a_server_that_cannot_load_its_model_says_why(tmp_path: Path) -> None:
+    model = tmp_path / "bad.gguf"
+    model.write_bytes(b"not a model at all")
+    server = LocalServer(ServerSpec(model), start_timeout=60)
+    with pytest.raises(LocalServerError) as error:
+        server.start()
+    assert "did not start" in str(error.value) and "invalid magic" in str(error.value)
+    assert not server.alive()
+
+
+def request(*lines: str, system: str = "You are a helpful assistant. Answer in one short sentence.") -> CompletionRequest:
+    return CompletionRequest("triage", "test", (Message("system", system), *(Message("user", line) for line in lines)))
+
+
+@pytest.mark.llm
+async def test_the_local_server_streams_a_reply(local_05b: LocalServer) -> None:
+    provider = LocalProvider(local_05b, owns_server=False)
+    items = [item async for item in provider.stream(request("Say hello to Anna."))]
+    await provider.aclose()
+    assert isinstance(items[-1], Completion) and items[-1].text.strip()
+    deltas = [item for item in items if isinstance(item, Delta)]
+    assert len(deltas) >= 2 and "".join(d.text for d in deltas) == items[-1].text
+    assert local_05b.alive()  # not stopped by a provider that does not own it
+
+
+@pytest.mark.llm
+async def test_a_server_killed_mid_reply_fails_the_turn_and_is_back_for_the_next(local_05b: LocalServer) -> None:
+    provider = LocalProvider(local_05b, owns_server=False, timeout=60)
+    await provider.start()
+    pid, starts = local_05b.pid, local_05b.starts
+    assert pid is not None
+    with pytest.raises(ProviderUnavailable, match="died"):
+        async for item in provider.stream(request("Count from one to one hundred in words.")):
+            if isinstance(item, Delta):
+                os.kill(pid, signal.SIGKILL)
+    completion = await collect(provider, request("Say hello."))
+    await provider.aclose()
+    assert completion.text.strip()
+    assert local_05b.starts == starts + 1 and local_05b.pid != pid
+
+
+LONG_SYSTEM = " ".join(f"Rule {n}: be polite to caller number {n} and speak clearly." for n in range(20))
+
+
+def cached_tokens(server: LocalServer, messages: list[dict[str, str]]) -> tuple[int, int]:
+    """(prompt tokens taken from the cache, prompt tokens computed) for one request, from llama.cpp's timings."""
+    reply = httpx.post(server.base_url + "/chat/completions", json={"messages": messages, "max_tokens": 1}, timeout=120)
+    timings = reply.json()["timings"]
+    return timings["cache_n"], timings["prompt_n"]
+
+
+@pytest.mark.llm
+async def test_prefill_puts_the_prompt_in_the_cache_and_again_after_a_restart(local_05b: LocalServer) -> None:
+    provider = LocalProvider(local_05b, owns_server=False, timeout=120)
+    system = LONG_SYSTEM + f" Session {time.time_ns()}."  # a prompt no earlier test has cached
+    cold_cache, cold_computed = cached_tokens(local_05b, [{"role": "system", "content": "Other. " + system}])
+    await provider.prefill(request(system=system))
+    first_turn = [{"role": "system", "content": system}, {"role": "user", "content": "I want to buy a charger."}]
+    cache, computed = cached_tokens(local_05b, first_turn)
+    assert cold_computed > 300 and cold_cache < 10  # only "<|im_start|>system" is shared
+    assert cache > 300 and computed < 30  # only the caller's words and the turn's framing are computed
+    os.kill(local_05b.pid, signal.SIGKILL)
+    local_05b.exited(5)
+    await collect(provider, request("Hello.", system="Something else."))  # restarts the server and prefills again
+    cache, computed = cached_tokens(local_05b, first_turn)
+    await provider.aclose()
+    assert cache > 300 and computed < 30
+
+
+@pytest.mark.llm
+def test_the_packaged_models_declare_no_licence(local_05b: LocalServer, local_15b: LocalServer) -> None:
+    # What the README says about them; Qwen publishes both under Apache-2.0, their GGUF headers say nothing.
+    names = {server.spec.name: gguf_metadata(server.spec.model) for server in (local_05b, local_15b)}
+    assert names["qwen2.5-coder-1.5b"]["general.name"] == "Qwen2.5 Coder 1.5B Instruct GGUF"
+    assert names["qwen2.5-coder-0.5b"]["general.name"] == "Qwen2.5 Coder 0.5B Instruct AWQ"
+    assert all("general.license" not in metadata for metadata in names.values())
+
+
+@pytest.mark.llm
+def test_the_1_5b_model_is_shown_tool_calls_with_single_braces(local_15b: LocalServer) -> None:
+    embedded = gguf_metadata(local_15b.spec.model)["tokenizer.chat_template"]
+    assert '{{\\"name\\": <function-name>' in str(embedded)  # the bug this template file exists for
+    tool = {"type": "function", "function": {"name": "navigate_to_sales", "description": "Hand over to sales.",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    reply = httpx.post(local_15b.url + "/apply-template", json={
+        "messages": [{"role": "system", "content": "Triage."}, {"role": "user", "content": "I want to buy."}], "tools": [tool]}, timeout=60)
+    prompt = reply.json()["prompt"]
+    assert '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' in prompt
+    assert "{{" not in prompt and '"navigate_to_sales"' in prompt
+
