@@ -1,6 +1,6 @@
-"""SipEndpoint: the SIP user agent that answers calls and dials test calls, on one UDP socket and one asyncio
-loop. Trunk mode: the PBX sends INVITEs straight to us. Extension mode (`registration=RegistrationConfig(...)`):
-we also REGISTER our Contact with the PBX, which then sends the extension's calls to it.
+"""SipEndpoint: the SIP user agent that answers calls and dials test calls, over UDP (and TCP and TLS when
+configured) on one asyncio loop. Trunk mode: the PBX sends INVITEs straight to us. Extension mode
+(`registration=RegistrationConfig(...)`): we also REGISTER our Contact with the PBX, which then sends the extension's calls to it.
 
     endpoint = SipEndpoint(EndpointConfig(listen_host="192.0.2.10", listen_port=5060), on_call)
     await endpoint.start()
@@ -37,7 +37,9 @@ from telephony.sip.transaction import (
     Timers,
     TransactionLayer,
 )
-from telephony.sip.transport import UdpTransport, resolve
+from telephony.sip.stream_transport import StreamLimits, StreamTransport
+from telephony.sip.tls import TlsConfig
+from telephony.sip.transport import Peer, Transports, TransportName, UdpTransport, resolve, uri_transport
 from telephony.sip.useragent import ALLOW, UserAgent, warning
 from telephony.sip_call import CallContext, SipCall
 from telephony.srtp import check_mode as check_srtp_mode
@@ -71,15 +73,25 @@ class EndpointConfig:
     transfer_timeout_s: float = 30.0
     timers: Timers = Timers()
     registration: RegistrationConfig | None = None  # extension mode: REGISTER with a PBX
+    listen_tcp: tuple[str, int] | None = None  # SIP over TCP as well, on this (host, port); port 0: any free one
+    listen_tls: tuple[str, int] | None = None  # SIP over TLS as well (needs tls)
+    tls: TlsConfig | None = None  # our certificate and key, and the CAs of servers we connect to
+    stream_limits: StreamLimits = StreamLimits()  # TCP and TLS connections: caps and timeouts
 
     def __post_init__(self) -> None:
-        for name in ("listen_host", "advertised_host"):
-            value = getattr(self, name)
+        hosts = {"listen_host": self.listen_host, "advertised_host": self.advertised_host,
+                 "listen_tcp": self.listen_tcp[0] if self.listen_tcp else None,
+                 "listen_tls": self.listen_tls[0] if self.listen_tls else None}
+        for name, value in hosts.items():
             if value is not None:
                 try:
                     ipaddress.ip_address(value)
                 except ValueError:
                     raise ValueError(f"{name} must be an IP address, got {value!r}") from None
+        if self.listen_tls is not None and self.tls is None:
+            raise ValueError("listen_tls needs tls: a TlsConfig with our certificate and key")
+        if self.tls is not None:
+            self.tls.contexts()  # TlsConfigError now, naming the file, rather than at the first call
         if self.advertised_host is None and ipaddress.ip_address(self.listen_host).is_unspecified:
             raise ValueError(f"listening on {self.listen_host} needs advertised_host: the address callers and "
                              "their media should reach us at")
@@ -111,7 +123,9 @@ class SipEndpoint:
         self._on_call = on_call
         self._networks = [ipaddress.ip_network(n, strict=False) for n in config.allowed_sources or ()]
         self._invites = RateLimiter(config.invite_rate, config.invite_burst)
-        self._transport = UdpTransport(self.metrics, self._on_request, self._on_response, user_agent=config.user_agent)
+        self._udp = UdpTransport(self.metrics, self._on_request, self._on_response, user_agent=config.user_agent)
+        self._transport = Transports(self._udp)
+        self._streams: list[StreamTransport] = []
         self._layer: TransactionLayer | None = None
         self._ua: UserAgent | None = None
         self._context: CallContext | None = None
@@ -126,9 +140,14 @@ class SipEndpoint:
 
     @property
     def local_address(self) -> tuple[str, int]:
-        if self._transport.local_address is None:
+        """Where we listen for SIP over UDP."""
+        if self._udp.local_address is None:
             raise RuntimeError("the endpoint is not started")
-        return self._transport.local_address
+        return self._udp.local_address
+
+    def address(self, transport: TransportName) -> tuple[str, int]:
+        """Where we listen for SIP over `transport` (UDP, TCP or TLS)."""
+        return self._transport.address(transport)
 
     @property
     def calls(self) -> list[SipCall]:
@@ -136,9 +155,12 @@ class SipEndpoint:
 
     async def start(self) -> None:
         config = self.config
-        host, port = await self._transport.open(config.listen_host, config.listen_port)
+        host, port = await self._udp.open(config.listen_host, config.listen_port)
+        await self._open_streams()
         self._clock = MediaClock()
-        self._layer = TransactionLayer(self._transport, self.metrics, config.media_host, port, timers=config.timers)
+        self._layer = TransactionLayer(self._transport, self.metrics, config.media_host, timers=config.timers)
+        for stream in self._streams:
+            stream.on_unreachable = self._layer.unreachable
         self._layer.on_request = self._on_new_request
         self._layer.on_cancel = self._on_cancel
         self._layer.on_stray_response = self._on_stray_response
@@ -146,13 +168,33 @@ class SipEndpoint:
         registration = config.registration
         user = (registration.contact_user or registration.username) if registration else "voiceswarm"
         contact = SipUri("sip", user, None, config.media_host, port)
-        self._ua = UserAgent(self._layer, self.metrics, config.user_agent, f"<{contact}>")
+        self._ua = UserAgent(self._layer, self.metrics, config.user_agent, f"<{contact}>", {
+            stream.name: SipUri("sip", user, None, config.media_host, self._transport.port(stream.name))
+            for stream in self._streams})
         self._context = CallContext(self._ua, config.media_host, config.codecs, config.transfer_timeout_s,
                                     self._spawn, self._call_ended, config.srtp)
         if registration is not None:
+            registrar = SipUri.parse(registration.outbound_proxy or registration.registrar)
+            contact = self._ua.contact_uri(uri_transport(registrar), secure=registrar.scheme == "sips") or contact
             self.registration = Registration(registration, self._ua, contact,
                                              unregister_timeout_s=8 * config.timers.t1)
             self.registration.start()
+
+    async def _open_streams(self) -> None:
+        config = self.config
+        tls = config.tls.contexts() if config.tls is not None else None
+        for listen, contexts in ((config.listen_tcp, None), (config.listen_tls, tls)):
+            if listen is None:
+                continue
+            stream = StreamTransport(self.metrics, self._on_request, self._on_response, tls=contexts,
+                                     limits=config.stream_limits, user_agent=config.user_agent)
+            try:
+                await stream.open(*listen)
+            except OSError:
+                await self._transport.close()
+                raise
+            self._transport.add(stream.name, stream)
+            self._streams.append(stream)
 
     async def stop(self, deadline_s: float = 10.0) -> None:
         """Unregister, refuse new calls, give live ones until the deadline to end, then BYE them; leaves no
@@ -181,7 +223,7 @@ class SipEndpoint:
         await asyncio.gather(*self._shielded, return_exceptions=True)
         if self._layer is not None:
             self._layer.close()
-        self._transport.close()
+        await self._transport.close()
         await asyncio.sleep(0)  # let the transport's connection_lost run
         log.info("event=sip_stopped metrics=%s", self.metrics)
 
@@ -192,6 +234,9 @@ class SipEndpoint:
         ua, context, config = self._require_started()
         target = SipUri.parse(uri)
         destination = await resolve(target)
+        if not self._transport.supports(destination.transport):
+            raise ValueError(f"cannot dial {uri}: SIP over {destination.transport} is not configured "
+                             f"(EndpointConfig.listen_{destination.transport.lower()})")
         call_id = new_call_id(config.media_host)
         rtp = await RtpSession.open(config.listen_host, config.rtp_port_range, clock=self._clock,
                                     no_media_timeout=config.no_media_timeout_s, call_id=call_id)
@@ -219,7 +264,9 @@ class SipEndpoint:
         local = SipUri("sip", from_user, None, self.config.media_host, port)
         headers = Headers([("From", f"<{local}>;tag={new_tag()}"), ("To", f"<{target}>"),
                            ("Call-ID", call_id), ("CSeq", "1 INVITE"),
-                           ("Max-Forwards", "70"), ("Contact", self._ua.contact), ("Allow", ALLOW),
+                           ("Max-Forwards", "70"),
+                           ("Contact", self._ua.contact_for(uri_transport(target), secure=target.scheme == "sips")),
+                           ("Allow", ALLOW),
                            ("Content-Type", "application/sdp")])
         return Request("INVITE", target, headers, offer.encode())
 
@@ -238,7 +285,7 @@ class SipEndpoint:
 
     def _dialled(self, request: Request, response: Response, rtp: RtpSession) -> SipCall:
         ua, context, _ = self._require_started()
-        dialog = Dialog.as_uac(request, response, ua.contact)
+        dialog = Dialog.as_uac(request, response, request.headers.get("Contact") or ua.contact)
         call = SipCall(context, dialog, rtp, request)
         call.ack = dialog.create_request("ACK", cseq=request.cseq[0])
         self._send_ack(call)
@@ -265,11 +312,11 @@ class SipEndpoint:
 
     # ---- requests ----------------------------------------------------------------------------------------
 
-    def _on_request(self, request: Request, source: tuple[str, int]) -> None:
+    def _on_request(self, request: Request, source: Peer) -> None:
         if self._layer is not None:
             self._layer.receive_request(request, source)
 
-    def _on_response(self, response: Response, source: tuple[str, int]) -> None:
+    def _on_response(self, response: Response, source: Peer) -> None:
         if self._layer is not None:
             self._layer.receive_response(response, source)
 
@@ -297,7 +344,7 @@ class SipEndpoint:
         else:
             transaction.respond(ua.method_not_supported(request))
 
-    def _screen(self, request: Request, source: tuple[str, int]) -> Response | None:
+    def _screen(self, request: Request, source: Peer) -> Response | None:
         """Refusals that need no transaction (RFC 3261 §8.2.7): each is one response to one request, so a
         flood or a forged source costs the sender as much as it costs us."""
         to_tag = request.to.tag
@@ -341,7 +388,7 @@ class SipEndpoint:
             transaction.respond(ua.response(request, 503, "Service Unavailable (no RTP port)"))
             return
         try:
-            dialog = Dialog.as_uas(request, new_tag(), ua.contact)
+            dialog = Dialog.as_uas(request, new_tag(), ua.contact_for_request(request))
             call = SipCall(context, dialog, rtp, request)
             answer = call.answer_offer(request.body) if request.body else None
         except sdp.NoCommonCodec as error:
@@ -382,8 +429,8 @@ class SipEndpoint:
         transaction.respond(ua.response(request, 200, to_tag=tag, sdp=body))
         call.answered_at = time.time()
         self.metrics.calls_answered += 1
-        log.info("event=sip_call_answered call=%s from=%s to=%s source=%s:%d", call.call_id, call.caller,
-                 call.called, *transaction.source)
+        log.info("event=sip_call_answered call=%s from=%s to=%s source=%s", call.call_id, call.caller,
+                 call.called, transaction.source)
         self._spawn(self._run_application(call))
 
     def _setup_done(self, task: asyncio.Task, transaction: InviteServerTransaction) -> None:

@@ -188,11 +188,11 @@ class Peers:
     # ---- baresip ------------------------------------------------------------------------------------
 
     async def baresip_call(self, target_uri: str, wav: Path, *, seconds: int = 15, aor: str = f"sip:caller@{LOCAL}",
-                           calls: int = 1, mediaenc: str = "") -> tuple[PeerRun, Path]:
+                           calls: int = 1, mediaenc: str = "", cafile: Path | None = None) -> tuple[PeerRun, Path]:
         """baresip dials `target_uri` from `aor`, sends `wav` (8 kHz mono) as its microphone, records what it
         hears and sends (sndfile: dump-*-dec.wav / dump-*-enc.wav), and quits once `calls` calls have ended
         (more than one when it follows a REFER) or after `seconds` at most. `mediaenc`: its SRTP mode (srtp:
-        RTP/AVP with a=crypto, best effort; srtp-mand: RTP/SAVP)."""
+        RTP/AVP with a=crypto, best effort; srtp-mand: RTP/SAVP). `cafile`: the CAs it checks a TLS server by."""
         workdir = self._workdir("baresip")
         config_dir, recordings = workdir / "config", workdir / "recordings"
         config_dir.mkdir()
@@ -216,6 +216,7 @@ class Peers:
             "module aubridge.so",
             "module sndfile.so",
             *(["module srtp.so"] if mediaenc else []),
+            *([f"sip_cafile {cafile}"] if cafile else []),
             f"snd_path {recordings}",
             "module_app account.so",
             "module_app menu.so",

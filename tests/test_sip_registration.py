@@ -127,7 +127,7 @@ def test_backoff_doubles_up_to_the_cap_with_jitter() -> None:
 @pytest.mark.parametrize("options,message", [
     ({"registrar": "pbx.example.com"}, "must be a SIP URI"),
     ({"registrar": "sip:100@pbx.example.com"}, "no user part"),
-    ({"registrar": "sips:pbx.example.com"}, "UDP"),
+    ({"registrar": "sip:pbx.example.com;transport=sctp"}, "transport=tcp|tls"),
     ({"username": "a b"}, "not a valid SIP user part"),
     ({"expires": 0}, "expires must be"),
     ({"retry_min_s": 10, "retry_max_s": 1}, "retry_min_s <= retry_max_s"),

@@ -95,7 +95,7 @@ async def test_a_message_over_64_kb_is_refused_before_parsing(start_endpoint, si
     peer = await sip_peer()
     good = sip_request("OPTIONS", peer.port, endpoint.local_address[1], call_id=new_id(), branch=new_id())
     big = good.replace("\r\n\r\n", "\r\nX-Padding: " + "a" * 70_000 + "\r\n\r\n").encode()
-    endpoint._transport.datagram_received(big, (LOCAL, peer.port))
+    endpoint._udp.datagram_received(big, (LOCAL, peer.port))
     refused = await peer.response(513, "OPTIONS")
     assert "over 64 KB" in refused.headers.get("Warning")
     assert endpoint.metrics.oversized == 1 and endpoint.metrics.internal_errors == 0
@@ -313,4 +313,4 @@ async def test_stop_byes_live_calls_and_leaves_no_task_or_socket(start_endpoint,
     leftover = asyncio.all_tasks() - before
     assert leftover == set(), leftover
     for transport_owner in (endpoint, slow):
-        assert transport_owner._transport._transport is None
+        assert transport_owner._udp._transport is None

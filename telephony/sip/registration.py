@@ -1,7 +1,8 @@
 """Extension mode (RFC 3261 §10): keep our Contact bound to an address-of-record at a PBX or registrar.
 
 One task per endpoint: REGISTER (answering a 401 or 407 digest challenge), then refresh at half the expiry the
-registrar granted; after a failure or a timeout retry with capped exponential backoff and jitter; on shutdown
+registrar granted; over TCP or TLS, RFC 5626 keep-alives on the connection, and a new REGISTER at once when
+that flow fails; after a failure or a timeout retry with capped exponential backoff and jitter; on shutdown
 remove the binding (Expires: 0). `status` says how it is going, for the application and its health checks.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .headers import Headers, NameAddr
 from .message import Request, Response, SipParseError, SipUri, new_call_id, new_tag
 from .metrics import SipMetrics
 from .syntax import parse_uint
-from .transport import resolve
+from .transport import Peer, resolve
 from .useragent import ALLOW, UserAgent
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class RegistrationConfig:
     expires: int = 300  # asked for; the registrar's answer is what counts
     contact_user: str | None = None  # the user part of our Contact; default: username
     outbound_proxy: str | None = None  # sip:proxy[:port]: REGISTER goes there first (a Route with lr)
+    # Both: sips:host (TLS) or sip:host;transport=tcp pick the transport, as RFC 3263 says; UDP otherwise.
     retry_min_s: float = 2.0  # first retry after a failure; doubled each time up to retry_max_s, with jitter
     retry_max_s: float = 300.0
 
@@ -54,8 +56,10 @@ class RegistrationConfig:
                 uri = SipUri.parse(value)
             except SipParseError as error:
                 raise ValueError(f"registration.{name} must be a SIP URI like sip:pbx.example.com:5060: {error}") from None
-            if uri.scheme != "sip" or uri.user is not None:
-                raise ValueError(f"registration.{name} must be sip:host[:port] (UDP, no user part), got {value!r}")
+            if uri.scheme not in ("sip", "sips") or uri.user is not None or \
+                    (uri.params.get("transport") or "udp").lower() not in ("udp", "tcp", "tls"):
+                raise ValueError(f"registration.{name} must be sip:host[:port][;transport=tcp|tls] or sips:host[:port] "
+                                 f"(no user part), got {value!r}")
         for name in ("username", "contact_user"):
             value = getattr(self, name)
             if value is None and name == "contact_user":
@@ -111,6 +115,8 @@ class Registration:
         self._changed = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._bound = False  # a binding of ours may exist at the registrar
+        self._flow_lost = asyncio.Event()  # the TCP/TLS connection of our binding failed: register again now
+        self._destination: Peer | None = None  # where the last REGISTER went
 
     @property
     def status(self) -> RegistrationStatus:
@@ -172,7 +178,19 @@ class Registration:
                           registrations=self._status.registrations + 1)
                 log.info("event=sip_registered aor=%s registrar=%s contact=%s expires_s=%d refresh_in_s=%.1f",
                          self.aor, self.config.registrar, self._contact, granted, delay)
-            await asyncio.sleep(delay)
+                self._keep_flow_alive()
+            try:
+                await asyncio.wait_for(self._flow_lost.wait(), delay)
+                log.warning("event=sip_register_flow_lost aor=%s registrar=%s", self.aor, self.config.registrar)
+            except TimeoutError:
+                pass
+            self._flow_lost.clear()
+
+    def _keep_flow_alive(self) -> None:
+        """RFC 5626 §4.4.1: over TCP/TLS the registrar reaches us on the connection we registered on; keep it
+        alive, and register again (opening a new one) as soon as it fails."""
+        if self._destination is not None and self._destination.reliable:
+            self._ua.keep_alive(self._destination, self._flow_lost.set)
 
     @property
     def metrics(self) -> SipMetrics:
@@ -214,6 +232,7 @@ class Registration:
                 destination = await resolve(SipUri.parse(self.config.outbound_proxy or self.config.registrar))
             except OSError as error:
                 raise RegistrationError(str(error)) from None
+            self._destination = destination
             response = await self._ua.start(request, destination).final
             if response.status == 408:
                 raise RegistrationError(f"no answer from {self.config.outbound_proxy or self.config.registrar} "

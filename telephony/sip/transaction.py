@@ -5,7 +5,10 @@ Server side: a retransmitted request is answered from the stored response; the I
 sends 100 Trying at once and retransmits a 2xx (T1 doubling up to T2) until the ACK, telling the
 transaction user when none came within 64*T1. Merged requests get 482; what the transaction user's
 `screen` refuses gets one stateless response. Max-Forwards 0 is served: we are the UAS (RFC 4475 §3.3.11).
-Client side: timers A/B (INVITE) and E/F (others); a timeout resolves `final` with a 408, as §8.1.3.1 says.
+Client side: timers A/B (INVITE) and E/F (others); a timeout resolves `final` with a 408, as §8.1.3.1 says,
+and a peer we cannot connect to (TCP/TLS) with a 503.
+Over TCP and TLS (reliable) nothing is retransmitted but the 2xx to an INVITE, which §13.3.1.4 resends until
+the ACK whatever the transport (a proxy may forward it over UDP); timers D, I, J and K are 0 there.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from .headers import Headers
 from .message import Request, Response, make_response, new_branch
 from .metrics import SipMetrics
-from .transport import Address, UdpTransport
+from .transport import Peer, Transport, TransportName
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ def server_key(request: Request, method: str | None = None) -> tuple:
 
 
 class ServerTransaction:
-    def __init__(self, layer: TransactionLayer, key: tuple, request: Request, source: Address) -> None:
+    def __init__(self, layer: TransactionLayer, key: tuple, request: Request, source: Peer) -> None:
         self.layer, self.key, self.request, self.source = layer, key, request, source
         self.response: Response | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -60,12 +63,12 @@ class ServerTransaction:
             log.debug("event=sip_late_response call=%s status=%d", self.request.call_id, response.status)
             return
         self.response = response
-        self.layer.transport.send_response(response)
+        self.layer.transport.send_response(response, self.source)
         self._after_response()
 
     def retransmitted(self) -> None:
         if self.response is not None:
-            self.layer.transport.send_response(self.response)
+            self.layer.transport.send_response(self.response, self.source)
 
     def terminate(self) -> None:
         self._ended = True
@@ -73,8 +76,9 @@ class ServerTransaction:
         self.layer._forget(self)
 
     def _after_response(self) -> None:
-        if self.final:  # Timer J: absorb retransmissions of the request for 64*T1
-            self._timer = self.layer.loop.call_later(self.layer.timers.timeout, self.terminate)
+        if self.final:  # Timer J: absorb retransmissions of the request for 64*T1 (none come over TCP/TLS)
+            linger = 0.0 if self.source.reliable else self.layer.timers.timeout
+            self._timer = self.layer.loop.call_later(linger, self.terminate)
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
@@ -83,7 +87,7 @@ class ServerTransaction:
 
 
 class InviteServerTransaction(ServerTransaction):
-    def __init__(self, layer: TransactionLayer, key: tuple, request: Request, source: Address) -> None:
+    def __init__(self, layer: TransactionLayer, key: tuple, request: Request, source: Peer) -> None:
         super().__init__(layer, key, request, source)
         self.on_ack_timeout: Callable[[], None] | None = None  # the 2xx was never acknowledged
         self.acked = False
@@ -98,24 +102,30 @@ class InviteServerTransaction(ServerTransaction):
         timers, loop = self.layer.timers, self.layer.loop
         self._interval = timers.t1
         self._deadline = loop.time() + timers.timeout
-        self._timer = loop.call_later(timers.t1, self._retransmit)  # timer G, or the 2xx retransmission
+        if self.response.status >= 300 and self.source.reliable:
+            self._timer = loop.call_later(timers.timeout, self._expire)  # no timer G on TCP/TLS: only H
+        else:
+            self._timer = loop.call_later(timers.t1, self._retransmit)  # timer G, or the 2xx retransmission
         if self.response.status < 300:
             self.layer._accepted[(self.request.call_id, self.request.cseq[0])] = self
 
     def _retransmit(self) -> None:
         loop, timers = self.layer.loop, self.layer.timers
         if loop.time() >= self._deadline:
-            self._timer = None
-            if self.response is not None and self.response.status < 300:
-                self.layer.metrics.ack_timeouts += 1
-                log.warning("event=sip_ack_timeout call=%s", self.request.call_id)
-                if self.on_ack_timeout is not None:
-                    self.on_ack_timeout()
-            self.terminate()  # timer H or L
+            self._expire()
             return
         self.retransmitted()
         self._interval = min(2 * self._interval, timers.t2)
         self._timer = loop.call_later(min(self._interval, self._deadline - loop.time()), self._retransmit)
+
+    def _expire(self) -> None:
+        self._timer = None
+        if self.response is not None and self.response.status < 300:
+            self.layer.metrics.ack_timeouts += 1
+            log.warning("event=sip_ack_timeout call=%s", self.request.call_id)
+            if self.on_ack_timeout is not None:
+                self.on_ack_timeout()
+        self.terminate()  # timer H or L
 
     def ack(self) -> None:
         if self.acked or self.response is None or self.response.status < 200:
@@ -124,7 +134,8 @@ class InviteServerTransaction(ServerTransaction):
         self._cancel_timer()
         remaining = self._deadline - self.layer.loop.time()
         # Keep absorbing retransmitted INVITEs (Timer L, RFC 6026) or ACKs (Timer I) for a while.
-        linger = max(0.0, remaining) if self.response.status < 300 else self.layer.timers.t4
+        timer_i = 0.0 if self.source.reliable else self.layer.timers.t4
+        linger = max(0.0, remaining) if self.response.status < 300 else timer_i
         self._timer = self.layer.loop.call_later(linger, self.terminate)
 
     def terminate(self) -> None:
@@ -136,7 +147,7 @@ class InviteServerTransaction(ServerTransaction):
 class ClientTransaction:
     """Our request: sent at once, retransmitted until a response (UDP), `final` resolved with the final one."""
 
-    def __init__(self, layer: TransactionLayer, request: Request, destination: Address) -> None:
+    def __init__(self, layer: TransactionLayer, request: Request, destination: Peer) -> None:
         self.layer, self.request, self.destination = layer, request, destination
         self.key = (request.vias[0].branch, request.method)
         self.final: asyncio.Future[Response] = layer.loop.create_future()
@@ -145,14 +156,26 @@ class ClientTransaction:
         self._interval = layer.timers.t1
         self._deadline = layer.loop.time() + layer.timers.timeout
         layer.transport.send(request, destination)
-        self._timer = layer.loop.call_later(self._interval, self._retransmit)
+        if destination.reliable:  # §17.1.1.2, §17.1.2.2: no timer A or E on TCP/TLS; B or F still bound the wait
+            self._timer = layer.loop.call_later(layer.timers.timeout, self._time_out)
+        else:
+            self._timer = layer.loop.call_later(self._interval, self._retransmit)
+
+    def fail(self, status: int, reason: str) -> None:
+        """End without a response from the peer: timer B or F ran out (408), or the transport failed (503)."""
+        self._timer = None
+        self._resolve(make_response(self.request, status, reason))
+        self.terminate()
+
+    def _time_out(self) -> None:
+        if self.request.method == "INVITE" and self.provisional is not None:
+            return  # timer B only runs until the first response (§17.1.1.2)
+        self.fail(408, "Request Timeout (no response)")
 
     def _retransmit(self) -> None:
         loop, timers = self.layer.loop, self.layer.timers
         if loop.time() >= self._deadline:  # timer B or F
-            self._timer = None
-            self._resolve(make_response(self.request, 408, "Request Timeout (no response)"))
-            self.terminate()
+            self._time_out()
             return
         if self.request.method == "INVITE" and self.provisional is not None:
             return  # timer A stops once the INVITE got any response
@@ -170,11 +193,11 @@ class ClientTransaction:
         first = not self.final.done()
         self._resolve(response)
         if self.request.method != "INVITE":
-            self._linger(self.layer.timers.t4)  # timer K
+            self._linger(0.0 if self.destination.reliable else self.layer.timers.t4)  # timer K
         elif response.status >= 300:
             self.layer.transport.send(self._ack_for(response), self.destination)
             if first:
-                self._linger(32.0)  # timer D: re-ACK retransmitted final responses
+                self._linger(0.0 if self.destination.reliable else 32.0)  # timer D: re-ACK retransmitted finals
         else:
             self.terminate()  # a 2xx is ACKed by the transaction user (a new transaction)
 
@@ -213,10 +236,10 @@ class ClientTransaction:
 class TransactionLayer:
     """Matches requests and responses to transactions and hands what is new to the transaction user."""
 
-    def __init__(self, transport: UdpTransport, metrics: SipMetrics, via_host: str, via_port: int, *,
+    def __init__(self, transport: Transport, metrics: SipMetrics, via_host: str, *,
                  timers: Timers = Timers(), max_transactions: int = 10_000) -> None:
         self.transport, self.metrics, self.timers = transport, metrics, timers
-        self.via_host, self.via_port = via_host, via_port
+        self.via_host = via_host
         self.max_transactions = max_transactions
         self.loop = asyncio.get_running_loop()
         # Set by the transaction user: a new request (transaction None for an ACK to a 2xx), a CANCEL
@@ -225,7 +248,7 @@ class TransactionLayer:
         self.on_cancel: Callable[[ServerTransaction, InviteServerTransaction], None] = lambda cancel, invite: None
         self.on_stray_response: Callable[[Response], None] = lambda response: None
         # A new request's refusal, answered before any transaction exists (None: serve it).
-        self.screen: Callable[[Request, Address], Response | None] = lambda request, source: None
+        self.screen: Callable[[Request, Peer], Response | None] = lambda request, source: None
         self._server: dict[tuple, ServerTransaction] = {}
         self._client: dict[tuple, ClientTransaction] = {}
         self._accepted: dict[tuple[str, int], InviteServerTransaction] = {}
@@ -233,7 +256,7 @@ class TransactionLayer:
 
     # ---- server side ----------------------------------------------------------------------------------
 
-    def receive_request(self, request: Request, source: Address) -> None:
+    def receive_request(self, request: Request, source: Peer) -> None:
         key = server_key(request)
         existing = self._server.get(key)
         if request.method == "ACK":
@@ -253,17 +276,17 @@ class TransactionLayer:
         refusal = self.screen(request, source)
         if refusal is not None:  # stateless (RFC 3261 §8.2.7): one response, nothing kept, nothing resent
             self.metrics.refused_statelessly += 1
-            self.transport.send_response(refusal)
+            self.transport.send_response(refusal, source)
             return
         merge = (request.from_.tag, request.call_id, request.cseq[0], request.method)
         if request.to.tag is None and self._merge_index.get(merge, key) != key:
             # The same request reached us by two paths (a forking proxy, a loop): RFC 3261 §8.2.2.2.
             self.metrics.loops += 1
-            self.transport.send_response(make_response(request, 482))
+            self.transport.send_response(make_response(request, 482), source)
             return
         if len(self._server) >= self.max_transactions:
             self.metrics.overloaded += 1
-            self.transport.send_response(make_response(request, 503, headers={"Retry-After": "5"}))
+            self.transport.send_response(make_response(request, 503, headers={"Retry-After": "5"}), source)
             return
         kind = InviteServerTransaction if request.method == "INVITE" else ServerTransaction
         transaction = kind(self, key, request, source)
@@ -290,31 +313,39 @@ class TransactionLayer:
 
     # ---- client side ----------------------------------------------------------------------------------
 
-    def request(self, request: Request, destination: Address) -> ClientTransaction:
+    def request(self, request: Request, destination: Peer) -> ClientTransaction:
         """Send our request in a new client transaction (adding our Via when it has none)."""
         if "Via" not in request.headers:
-            request.headers.add("Via", self.via())
+            request.headers.add("Via", self.via(transport=destination.transport))
         transaction = ClientTransaction(self, request, destination)
         self._client[transaction.key] = transaction
         return transaction
 
-    def send_stateless(self, request: Request, destination: Address) -> None:
+    def send_stateless(self, request: Request, destination: Peer) -> None:
         """An ACK for a 2xx: a transaction of its own, never retransmitted by us."""
         if "Via" not in request.headers:
-            request.headers.add("Via", self.via())
+            request.headers.add("Via", self.via(transport=destination.transport))
         self.transport.send(request, destination)
 
-    def via(self, branch: str | None = None) -> str:
+    def via(self, branch: str | None = None, transport: TransportName = "UDP") -> str:
         host = f"[{self.via_host}]" if ":" in self.via_host else self.via_host
-        return f"SIP/2.0/UDP {host}:{self.via_port};branch={branch or new_branch()};rport"
+        port = self.transport.port(transport)
+        return f"SIP/2.0/{transport} {host}:{port};branch={branch or new_branch()};rport"
 
-    def receive_response(self, response: Response, source: Address) -> None:
+    def receive_response(self, response: Response, source: Peer) -> None:
         transaction = self._client.get((response.vias[0].branch, response.cseq[1]))
         if transaction is not None:
             transaction.receive(response)
             return
         self.metrics.stray_responses += 1
         self.on_stray_response(response)
+
+    def unreachable(self, peer: Peer) -> None:
+        """A connection to `peer` could not be made: what we sent there fails now, not at timer B or F
+        (RFC 3261 §8.1.3.1: a transport error is a 503)."""
+        for client in list(self._client.values()):
+            if client.destination[:3] == peer[:3] and not client.final.done():
+                client.fail(503, f"Service Unavailable (cannot reach {peer})")
 
     def close(self) -> None:
         """Stop every timer; pending client transactions resolve with 408."""

@@ -71,7 +71,9 @@ class Transport(Protocol):
 
     def send_response(self, response: Response, source: Peer | None = None) -> None: ...
 
-    def warn(self, kind: str, source: Address, detail: str) -> None: ...
+    def port(self, transport: TransportName) -> int: ...
+
+    def keep_alive(self, destination: Peer, on_lost: Callable[[], None]) -> None: ...
 
 
 class MessageIntake:
@@ -139,8 +141,9 @@ class MessageIntake:
     def warn(self, kind: str, source: Address, detail: str) -> None:
         """A warning line, at most once a minute per kind and source address."""
         if self._warnings.allow(kind, source[0]):
+            transport = source.transport if isinstance(source, Peer) else self.name
             log.warning("event=sip_%s transport=%s source=%s:%s detail=%s (logged once a minute per source)", kind,
-                        self.name.lower(), source[0], source[1], detail[:300])
+                        transport.lower(), source[0], source[1], detail[:300])
 _CONTENT_LENGTH_RE = re.compile(rb"(?i)(content-length|l)[ \t]*:")
 _LINE_RE = re.compile(rb"\r?\n")
 
@@ -220,15 +223,23 @@ class Transports:
         self.udp = udp
         self._streams: dict[TransportName, StreamSender] = dict(streams or {})
 
+    def add(self, transport: TransportName, stream: StreamSender) -> None:
+        self._streams[transport] = stream
+
     def supports(self, transport: TransportName) -> bool:
         return transport == "UDP" or transport in self._streams
 
-    def port(self, transport: TransportName) -> int:
-        """Our listening port on `transport` (for Via and Contact)."""
-        address = self.udp.local_address if transport == "UDP" else self._streams[transport].local_address
+    def address(self, transport: TransportName) -> Address:
+        """Where we listen on `transport`."""
+        stream = self._streams.get(transport)
+        address = self.udp.local_address if transport == "UDP" else stream.local_address if stream else None
         if address is None:
             raise RuntimeError(f"SIP over {transport} is not open")
-        return address[1]
+        return address
+
+    def port(self, transport: TransportName) -> int:
+        """Our listening port on `transport` (for Via and Contact)."""
+        return self.address(transport)[1]
 
     def send(self, message: Request | Response, destination: Peer) -> None:
         stream = self._streams.get(destination.transport)

@@ -2,13 +2,14 @@
 and requests sent through a client transaction to a URI."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
-from .message import Request, Response, SipUri, make_response
+from .message import Request, Response, SipParseError, SipUri, make_response
 from .metrics import SipMetrics
 from .syntax import quote
 from .transaction import ClientTransaction, TransactionLayer
-from .transport import resolve
+from .transport import Peer, TransportName, resolve
 
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, NOTIFY"
 # Methods we know but do not take (405 with Allow); anything else is 501.
@@ -26,13 +27,38 @@ class UserAgent:
     layer: TransactionLayer
     metrics: SipMetrics
     name: str  # sent as Server and User-Agent
-    contact: str  # our Contact, e.g. <sip:voiceswarm@192.0.2.10:5060>
+    contact: str  # our Contact over UDP, e.g. <sip:voiceswarm@192.0.2.10:5060>
+    # Our Contact URI on each stream transport that is open, e.g. "TCP": sip:voiceswarm@192.0.2.10:5060.
+    stream_contacts: dict[TransportName, SipUri] = field(default_factory=dict)
+
+    def contact_for(self, transport: str = "UDP", *, secure: bool = False) -> str:
+        """Our Contact for a dialog or registration over `transport`, so that what the peer sends us comes back
+        the same way: ;transport=tcp, and over TLS sips: (RFC 5630) when the request or target was sips:,
+        else ;transport=tls. The UDP one when that transport is not open."""
+        uri = self.contact_uri(transport, secure=secure)
+        return self.contact if uri is None else f"<{uri}>"
+
+    def contact_uri(self, transport: str, *, secure: bool = False) -> SipUri | None:
+        uri = self.stream_contacts.get(transport)  # type: ignore[call-overload]
+        if uri is None:
+            return None
+        if transport == "TLS" and secure:
+            return replace(uri, scheme="sips", params={})
+        return replace(uri, params={"transport": transport.lower()})
+
+    def contact_for_request(self, request: Request) -> str:
+        """Our Contact in a response to `request`: for the transport its top Via came over."""
+        try:
+            transport = request.vias[0].transport
+        except (SipParseError, IndexError):
+            transport = "UDP"
+        return self.contact_for(transport, secure=request.uri.scheme == "sips")
 
     def response(self, request: Request, status: int, reason: str | None = None, *, to_tag: str | None = None,
                  headers: dict[str, str] | None = None, sdp: str | None = None) -> Response:
         extra = {"Server": self.name}
         if request.method == "INVITE" and (100 < status < 300):
-            extra["Contact"] = self.contact
+            extra["Contact"] = self.contact_for_request(request)
         if (200 <= status < 300 and request.method in ("INVITE", "OPTIONS")) or status == 405:
             extra |= {"Allow": ALLOW, "Accept": "application/sdp"}
         if sdp is not None:
@@ -56,7 +82,11 @@ class UserAgent:
         """Send in a client transaction and wait for the final response (a 408 after 64*T1 without one)."""
         return await self.start(request, await resolve(target)).final
 
-    def start(self, request: Request, destination: tuple[str, int]) -> ClientTransaction:
+    def keep_alive(self, destination: Peer, on_lost: Callable[[], None]) -> None:
+        """RFC 5626 keep-alives on the TCP/TLS connection to `destination` (nothing over UDP)."""
+        self.layer.transport.keep_alive(destination, on_lost)
+
+    def start(self, request: Request, destination: Peer) -> ClientTransaction:
         """Send in a new client transaction; its `final` future resolves with the final response."""
         request.headers.set("User-Agent", self.name)
         return self.layer.request(request, destination)
