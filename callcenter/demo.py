@@ -1,13 +1,16 @@
 """`make demo`: a real SIP server takes two real calls from the built-in caller: a purchase and a return.
 
 Both sides are printed as they happen: what the caller says (spoken by Piper, sent as RTP) and what the
-caller hears (the agent's voice, transcribed by Whisper). It uses Ollama when one answers at OLLAMA_HOST
-with the configured model, and otherwise the offline router, and says which.
+caller hears (the agent's voice, transcribed by Whisper). The agents' brain is the local model (llama.cpp's
+server with the packaged Qwen2.5-Coder-1.5B), unless VOICESWARM_LLM names another provider; when the local
+model cannot run, the demo says why and uses the offline router.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -17,8 +20,11 @@ from pathlib import Path
 from callcenter.caller import TestCaller
 from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, load_config
+from callcenter.local_model import missing_local_model
 from callcenter.records import CallRecords
 from callcenter.voice import SpeechModels
+from speech.models import ModelError
+from swarm.providers.base import ProviderError
 
 CALLER = "+442079460321"
 CALLS = {
@@ -29,6 +35,8 @@ CALLS = {
 
 def demo_config(folder: Path) -> Config:
     config = load_config()
+    if not os.environ.get("VOICESWARM_LLM"):
+        config = replace(config, llm=replace(config.llm, provider="local"))
     return replace(
         config,
         database=str(folder / "shop.db"),
@@ -50,7 +58,19 @@ async def main() -> int:
         config = demo_config(Path(folder))
         print("Loading Whisper, Piper and the voice activity model...", flush=True)
         speech = await asyncio.to_thread(SpeechModels.load, config.voice)
-        async with VoiceServer(config, speech=speech) as server:
+        provider = config.llm.provider
+        if provider == "local" and (missing := missing_local_model(config.llm.local_model)):
+            print(f"The local model cannot run ({missing}): the offline router answers instead.", flush=True)
+            provider = "offline"
+        if provider == "local":
+            print(f"Starting the local model ({config.llm.local_model}) and filling its prompt cache with the agents' "
+                  "prompts (a minute on 2 cores)...", flush=True)
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                server = await stack.enter_async_context(VoiceServer(config, provider=provider, speech=speech))
+            except (ProviderError, ModelError) as error:
+                print(f"The {provider} LLM failed to start ({error}): the offline router answers instead.", flush=True)
+                server = await stack.enter_async_context(VoiceServer(config, provider="offline", speech=speech))
             host, port = server.address
             print(f"VoiceSwarm answers SIP on {host}:{port} — brain: {server.app.brain}", flush=True)
             server.app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)

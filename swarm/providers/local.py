@@ -29,6 +29,8 @@ from swarm.providers.openai_compat import OpenAIProvider
 
 log = logging.getLogger(__name__)
 
+PREFILL_TIMEOUT_S = 300.0
+
 
 class LocalServerError(ProviderUnavailable):
     """The local llama.cpp server could not be started; the message ends with its last log lines."""
@@ -201,7 +203,12 @@ class LocalProvider:
     async def prefill(self, request: CompletionRequest) -> None:
         """Put the request's prompt into the server's cache now and after every restart."""
         self._prefills.append(request)
-        await self._prefill(await self._ready(), request)
+        await self._ready()
+        warming = self._warming_client()
+        try:
+            await self._prefill(warming, request)
+        finally:
+            await warming.aclose()
 
     async def aclose(self) -> None:
         if self._delegate is not None:
@@ -239,11 +246,17 @@ class LocalProvider:
         if old is not None:
             await old.aclose()
         url = await asyncio.to_thread(self.server.start)
-        delegate = OpenAIProvider(self.model, self.server.base_url, timeout=self.timeout, name=self.name)
-        for request in self._prefills:
-            await self._prefill(delegate, request)
-        self._delegate = delegate
+        if self._prefills:
+            warming = self._warming_client()
+            for request in self._prefills:
+                await self._prefill(warming, request)
+            await warming.aclose()
+        self._delegate = OpenAIProvider(self.model, self.server.base_url, timeout=self.timeout, name=self.name)
         return url
+
+    def _warming_client(self) -> OpenAIProvider:
+        # Filling the cache is start-up work, not a caller waiting: a cold prompt takes ~12 s on 2 cores.
+        return OpenAIProvider(self.model, self.server.base_url, timeout=max(self.timeout, PREFILL_TIMEOUT_S), name=self.name)
 
     async def _prefill(self, delegate: OpenAIProvider, request: CompletionRequest) -> None:
         # The first streamed item comes once the whole prompt has been processed and cached; closing the
