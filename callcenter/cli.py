@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "callcenter.commands.echo",
     "callcenter.commands.say",
     "callcenter.commands.transcribe",
+    "callcenter.commands.eval",
 )
 
 

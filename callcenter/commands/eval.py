@@ -1,0 +1,107 @@
+"""`voiceswarm eval SUITE... --llm BRAIN[,BRAIN...] --repeat K`: the scenarios × brains × K trials, scored."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from callcenter.config import Config
+from callcenter.testbed.brainspec import BrainError, BrainSpec, OpenBrain, open_brain, parse_brain
+from callcenter.testbed.report import baseline_diff, markdown, summarise
+from callcenter.testbed.runner import TrialResult, run_trial
+from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
+from callcenter.testbed.state import expected_state
+from swarm.providers.base import ProviderError
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("eval", help="score scenario files against one or more brains (pass^k)")
+    p.add_argument("suite", nargs="+", help="scenario .toml files or directories of them")
+    p.add_argument("--llm", default="offline", help="brains, comma-separated: offline, local[:0.5b|1.5b], ollama:MODEL, "
+                   "openai:MODEL@URL, scripted:FILE (default: offline)")
+    p.add_argument("--repeat", "-k", type=int, default=1, help="trials per scenario and brain (pass^1..pass^K)")
+    p.add_argument("--only", action="append", default=[], help="run only scenarios whose id contains this (repeatable)")
+    p.add_argument("--jobs", type=int, default=1, help="trials run at once per brain (the offline router gains nothing)")
+    p.add_argument("--json", dest="json_out", help="write every run and the summary to this file")
+    p.add_argument("--baseline", help="an earlier --json file: print what got better and worse")
+    p.add_argument("--min-pass", type=float, help="exit 1 when a brain's overall pass^1 is below this (0..1)")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    try:
+        scenarios = [s for s in load_suite(args.suite) if not args.only or any(o in s.id for o in args.only)]
+        specs = [parse_brain(b.strip()) for b in args.llm.split(",") if b.strip()]
+        baseline = json.loads(Path(args.baseline).read_text(encoding="utf-8")) if args.baseline else None
+    except (ScenarioError, BrainError, OSError, ValueError) as error:
+        print(f"voiceswarm eval: {error}", file=sys.stderr)
+        return 2
+    if not scenarios or args.repeat < 1:
+        print("voiceswarm eval: nothing to run (no scenario selected, or --repeat below 1)", file=sys.stderr)
+        return 2
+    try:
+        results = asyncio.run(_evaluate(scenarios, specs, args, config))
+    except (ScenarioError, BrainError, ProviderError) as error:
+        print(f"\nvoiceswarm eval: {error}", file=sys.stderr)
+        return 2
+    summary = summarise(results, args.repeat)
+    report = {"runs": [r.to_dict() for r in results], "summary": summary}
+    print(markdown(summary))
+    for run_ in results:
+        if not run_.passed:
+            print(f"\nFAILED {run_.brain} {run_.scenario} #{run_.trial}: " + "; ".join(run_.failures))
+    if baseline is not None:
+        print("\nAgainst the baseline:\n" + "\n".join(baseline_diff(baseline, report)))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    if args.min_pass is not None:
+        low = {b: s["pass_hat"]["1"] for b, s in summary["brains"].items() if (s["pass_hat"]["1"] or 0.0) < args.min_pass}
+        if low:
+            print("\nbelow --min-pass {}: {}".format(args.min_pass, ", ".join(f"{b} {v:.2f}" for b, v in low.items())), file=sys.stderr)
+            return 1
+    return 0
+
+
+async def _evaluate(scenarios: list[Scenario], specs: list[BrainSpec], args: argparse.Namespace, config: Config) -> list[TrialResult]:
+    results: list[TrialResult] = []
+    total = len(scenarios) * len(specs) * args.repeat
+    with tempfile.TemporaryDirectory(prefix="voiceswarm-eval-") as folder:
+        work = Path(folder)
+        # The reference state depends on the scenario only: replayed once, compared with every trial.
+        expected = {s.id: expected_state(work, s) for s in scenarios}
+        for spec in specs:
+            brain = await open_brain(spec, config)
+            try:
+                if not args.quiet:
+                    print(f"{spec.text}: {brain.description}", file=sys.stderr)
+                gate = asyncio.Semaphore(max(1, args.jobs))
+
+                async def one(brain: OpenBrain, scenario: Scenario, trial: int) -> TrialResult:
+                    async with gate:
+                        result = await run_trial(scenario, brain, trial, work, expected[scenario.id], config)
+                    results.append(result)
+                    _progress(len(results), total, result, args.quiet)
+                    return result
+
+                await asyncio.gather(*(one(brain, s, t) for s in scenarios for t in range(1, args.repeat + 1)))
+            finally:
+                brain.close()
+    if not args.quiet:
+        print(file=sys.stderr)
+    # Gathered trials finish in any order: the report lists them as they were asked for.
+    order = {(spec.text, s.id, t): i for i, (spec, s, t) in enumerate(
+        (spec, s, t) for spec in specs for s in scenarios for t in range(1, args.repeat + 1))}
+    return sorted(results, key=lambda r: order[(r.brain, r.scenario, r.trial)])
+
+
+def _progress(done: int, total: int, result: TrialResult, quiet: bool) -> None:
+    if quiet:
+        return
+    width = 30
+    filled = width * done // total
+    mark = "pass" if result.passed else "FAIL"
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {mark} {result.scenario[:40]:<40}", end="", file=sys.stderr, flush=True)

@@ -1,0 +1,170 @@
+"""The brains an eval compares, named on the command line: offline, local[:MODEL], ollama:MODEL,
+openai:MODEL@URL, scripted:FILE. A brain is opened once (a local server starts once) and serves every trial."""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.brains import Brains, choose_brains, prefill
+from callcenter.config import Config
+from callcenter.shop import Shop
+from callcenter.testbed.scenario import render_value
+from swarm.messages import CompletionRequest
+from swarm.providers.base import Completion, Provider
+from swarm.providers.scripted import ScriptedProvider, reply
+
+LOCAL_ALIASES = {"0.5b": "qwen2.5-coder-0.5b", "1.5b": "qwen2.5-coder-1.5b"}
+
+
+class BrainError(Exception):
+    """A brain named on the command line that cannot be used; the message says what is expected."""
+
+
+@dataclass(frozen=True)
+class BrainSpec:
+    text: str  # as given, the brain's name in reports
+    kind: str  # offline, local, ollama, openai, scripted
+    model: str = ""
+    url: str = ""
+
+
+def parse_brain(text: str) -> BrainSpec:
+    kind, _, rest = text.partition(":")
+    if kind == "offline" and not rest:
+        return BrainSpec(text, kind)
+    if kind == "local":
+        return BrainSpec(text, kind, LOCAL_ALIASES.get(rest, rest))
+    if kind == "ollama" and rest:
+        return BrainSpec(text, kind, rest)
+    if kind == "openai" and "@" in rest:
+        model, _, url = rest.partition("@")
+        return BrainSpec(text, kind, model, url)
+    if kind == "scripted" and rest:
+        return BrainSpec(text, kind, url=rest)
+    raise BrainError(f"unknown brain {text!r}; use offline, local[:0.5b|1.5b|FILE.gguf], ollama:MODEL, openai:MODEL@URL or scripted:FILE")
+
+
+@dataclass
+class OpenBrain:
+    spec: BrainSpec
+    description: str
+    # The providers of one trial, given that trial's placeholder values (a scripted brain starts afresh).
+    providers: Callable[[dict[str, str]], dict[str, Provider | None]]
+    brains: Brains | None = None
+
+    def close(self) -> None:
+        if self.brains is not None:
+            self.brains.close()
+
+
+async def open_brain(spec: BrainSpec, config: Config) -> OpenBrain:
+    if spec.kind == "scripted":
+        rules = load_script(Path(spec.url))
+        return OpenBrain(spec, f"scripted brain {spec.url} ({len(rules)} rules)",
+                         lambda values: dict.fromkeys(AGENTS, ScriptedProvider(script_for(rules, values), name="scripted")))
+    llm = config.llm
+    if spec.kind == "local":
+        llm = replace(llm, local_model=spec.model or llm.local_model)
+    elif spec.kind == "ollama":
+        llm = replace(llm, model=spec.model, agent_models={})
+    elif spec.kind == "openai":
+        llm = replace(llm, model=spec.model, base_url=spec.url, agent_models={})
+    brains = await choose_brains(replace(config, llm=llm), AGENTS, spec.kind)
+    # The local server's prompt cache is warmed once, on a throwaway shop, so trial one is not the slow one.
+    with Shop(":memory:") as shop:
+        await prefill(build_registry(shop, brains.per_agent), SWARM, brains)
+    return OpenBrain(spec, brains.description, lambda values: dict(brains.per_agent), brains)
+
+
+# --- scripted brains --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """When the request matches (agent, the caller's last words, the tool whose result just came back),
+    the scripted model says `say`, calls `call`, confirms the pending proposal, or says the tool's result."""
+
+    agent: str | None = None
+    user: str | None = None
+    after_tool: str | None = None  # None: only when no tool result is pending; "*": after any tool
+    say: str | None = None
+    call: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    confirm: bool = False
+    say_result: bool = False
+
+
+def load_script(path: Path) -> list[Rule]:
+    """A scripted brain's TOML file: [[rule]] tables, tried in order, the first that matches answers."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        rules = [Rule(**r) for r in data.get("rule", [])]
+    except (OSError, tomllib.TOMLDecodeError, TypeError) as error:
+        raise BrainError(f"scripted brain {path}: {error}") from None
+    for index, rule in enumerate(rules):
+        actions = [rule.say is not None, rule.call is not None, rule.confirm, rule.say_result]
+        if sum(actions) != 1:
+            raise BrainError(f"scripted brain {path}: [[rule]] #{index + 1} needs exactly one of say, call, confirm, say_result")
+    return rules
+
+
+def script_for(rules: list[Rule], values: dict[str, str]) -> Callable[[CompletionRequest], Completion]:
+    """The scripted model of one trial: placeholders ({orders.NAME}) are that trial's order numbers."""
+    def step(request: CompletionRequest) -> Completion:
+        last = request.messages[-1]
+        user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        result = _tool_result(last.content) if last.role == "tool" else None
+        for rule in rules:
+            if _matches(rule, request.agent, user, last.tool_name if last.role == "tool" else None):
+                return _answer(rule, result, request, values)
+        if result is not None:
+            return reply(str(result.get("say", "Done.")))
+        return reply("How can I help you?")
+
+    return step
+
+
+def _matches(rule: Rule, agent: str, user: str, tool: str | None) -> bool:
+    if rule.agent is not None and rule.agent != agent:
+        return False
+    if rule.user is not None and not re.search(rule.user, user, re.IGNORECASE):
+        return False
+    if tool is None:
+        return rule.after_tool is None
+    return rule.after_tool in ("*", tool)
+
+
+def _answer(rule: Rule, result: dict[str, Any] | None, request: CompletionRequest, values: dict[str, str]) -> Completion:
+    if rule.say is not None:
+        return reply(render_value(rule.say, values))
+    if rule.call is not None:
+        return reply("", (rule.call, render_value(rule.arguments, values)))
+    if rule.say_result:
+        return reply(str((result or {}).get("say", "")))
+    proposal = _last_proposal(request)
+    if proposal is None:
+        return reply("There is nothing to confirm.")
+    return reply("", (proposal["tool"], {**proposal["arguments"], "confirmed": True}))
+
+
+def _last_proposal(request: CompletionRequest) -> dict[str, Any] | None:
+    for message in reversed(request.messages):
+        if message.role == "tool":
+            found = _tool_result(message.content).get("proposal")
+            if isinstance(found, dict):
+                return found
+    return None
+
+
+def _tool_result(content: str) -> dict[str, Any]:
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

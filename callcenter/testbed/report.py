@@ -1,0 +1,116 @@
+"""pass^k, the summary of an eval, its Markdown tables, and what changed against a baseline run."""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from math import comb
+from typing import Any
+
+from callcenter.testbed.runner import TrialResult
+
+METRICS = ("tools_expected", "tools_selected", "arg_errors_first_try", "arg_errors_after_feedback", "rescues",
+           "placeholders", "provider_errors", "repairs")
+
+
+def pass_hat_k(successes: int, trials: int, k: int) -> float | None:
+    """τ-bench's pass^k: the chance that k trials drawn from these n all pass; None when n < k."""
+    if not 0 <= successes <= trials:
+        raise ValueError(f"{successes} successes out of {trials} trials")
+    if k < 1 or trials < k:
+        return None
+    return comb(successes, k) / comb(trials, k)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+
+
+def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
+    """Per brain: pass^1..pass^k per scenario and averaged over scenarios, and the counts behind the metrics."""
+    brains: dict[str, Any] = {}
+    for brain in dict.fromkeys(r.brain for r in results):
+        runs = [r for r in results if r.brain == brain]
+        scenarios: dict[str, Any] = {}
+        for scenario in dict.fromkeys(r.scenario for r in runs):
+            mine = [r for r in runs if r.scenario == scenario]
+            passed = sum(r.passed for r in mine)
+            scenarios[scenario] = {"trials": len(mine), "passed": passed,
+                                   "pass_hat": {str(j): pass_hat_k(passed, len(mine), j) for j in range(1, k + 1)}}
+        overall = {}
+        for j in range(1, k + 1):
+            values = [s["pass_hat"][str(j)] for s in scenarios.values() if s["pass_hat"][str(j)] is not None]
+            overall[str(j)] = sum(values) / len(values) if values else None
+        totals = {m: sum(r.metrics.get(m, 0) for r in runs) for m in METRICS}
+        latencies = [t for r in runs for t in r.turn_latency_s]
+        brains[brain] = {
+            "scenarios": scenarios,
+            "pass_hat": overall,
+            "metrics": totals,
+            "tool_selection_accuracy": totals["tools_selected"] / totals["tools_expected"] if totals["tools_expected"] else None,
+            "turn_latency_p50_s": percentile(latencies, 50),
+            "turn_latency_p95_s": percentile(latencies, 95),
+            "duration_s": round(sum(r.duration_s for r in runs), 2),
+        }
+    return {"k": k, "brains": brains}
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    k = summary["k"]
+    names = list(summary["brains"])
+    heads = [f"pass^{j}" for j in range(1, k + 1)]
+    lines = ["| scenario | brain | " + " | ".join(heads) + " |", "|" + "---|" * (2 + k)]
+    scenarios = list(dict.fromkeys(s for b in summary["brains"].values() for s in b["scenarios"]))
+    for scenario in scenarios:
+        for name in names:
+            row = summary["brains"][name]["scenarios"].get(scenario)
+            if row is not None:
+                lines.append(f"| {scenario} | {name} | " + " | ".join(_fraction(row["pass_hat"][str(j)]) for j in range(1, k + 1)) + " |")
+    for name in names:
+        overall = summary["brains"][name]["pass_hat"]
+        lines.append(f"| **overall** | {name} | " + " | ".join(f"**{_fraction(overall[str(j)])}**" for j in range(1, k + 1)) + " |")
+    lines += ["", "| brain | tool selection | arg errors 1st try | arg errors after feedback | rescues | placeholders "
+              "| provider errors | repairs | turn p50 | turn p95 | run time |", "|" + "---|" * 11]
+    for name in names:
+        b = summary["brains"][name]
+        m = b["metrics"]
+        lines.append(
+            f"| {name} | {_fraction(b['tool_selection_accuracy'])} | {m['arg_errors_first_try']} | {m['arg_errors_after_feedback']} "
+            f"| {m['rescues']} | {m['placeholders']} | {m['provider_errors']} | {m['repairs']} "
+            f"| {_seconds(b['turn_latency_p50_s'])} | {_seconds(b['turn_latency_p95_s'])} | {b['duration_s']:.1f} s |")
+    return "\n".join(lines)
+
+
+def baseline_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What got better and worse since `old` (both --json outputs), by pass^1 per brain and scenario."""
+    lines: list[str] = []
+    for brain, now in new["summary"]["brains"].items():
+        before = old.get("summary", {}).get("brains", {}).get(brain)
+        if before is None:
+            lines.append(f"{brain}: not in the baseline")
+            continue
+        for scenario, row in now["scenarios"].items():
+            was = before["scenarios"].get(scenario)
+            if was is None:
+                lines.append(f"new     {brain} {scenario}: pass^1 {_fraction(row['pass_hat']['1'])}")
+                continue
+            a, b = was["pass_hat"].get("1"), row["pass_hat"]["1"]
+            if a is not None and b is not None and a != b:
+                word = "better " if b > a else "worse  "
+                lines.append(f"{word} {brain} {scenario}: pass^1 {_fraction(a)} -> {_fraction(b)}")
+        for scenario in before["scenarios"].keys() - now["scenarios"].keys():
+            lines.append(f"gone    {brain} {scenario}")
+        a, b = before["pass_hat"].get("1"), now["pass_hat"]["1"]
+        lines.append(f"overall {brain}: pass^1 {_fraction(a)} -> {_fraction(b)}")
+    return lines
+
+
+def _fraction(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f} s"

@@ -1,0 +1,184 @@
+"""One trial: a fresh shop, the scenario's caller against one brain, then the score.
+
+A trial passes only when every check was made and held: a turn that could not be taken (its condition never
+came up, the call had ended) is a failure, never a skipped check.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from callcenter.agents import SWARM, build_registry
+from callcenter.config import Config
+from callcenter.testbed import checks
+from callcenter.testbed.brainspec import OpenBrain
+from callcenter.testbed.rules import SpeakingRules
+from callcenter.testbed.scenario import Scenario, Turn, pattern, render, render_value
+from callcenter.testbed.state import ShopState, prepare_shop, read_state
+from callcenter.testbed.textcall import CallOver, TextCall, TurnResult
+from swarm.events import Event, Rescued, ToolCallRepaired, ValidationFailed
+from swarm.registry import Registry
+
+log = logging.getLogger(__name__)
+# Answers to side questions a conditional turn may need before its condition comes up.
+MAX_DETOURS = 3
+
+
+@dataclass
+class TrialResult:
+    brain: str
+    scenario: str
+    trial: int
+    passed: bool
+    failures: list[str]
+    turn_latency_s: list[float]
+    duration_s: float
+    metrics: dict[str, int] = field(default_factory=dict)
+    transcript: list[list[str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def run_trial(scenario: Scenario, brain: OpenBrain, trial: int, folder: Path, expected: ShopState,
+                    config: Config) -> TrialResult:
+    started = time.monotonic()
+    path = folder / f"{scenario.id}.{_slug(brain.spec.text)}.{trial}.db"
+    shop, values = prepare_shop(path, scenario)
+    failures: list[str] = []
+    latencies: list[float] = []
+    try:
+        registry = build_registry(shop, brain.providers(values))
+        session = registry.session(f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session)
+        call = TextCall(session)
+        await _play(scenario, call, values, failures, latencies)
+        rules = SpeakingRules.build(shop.products(), registry.tools, _prompts(registry),
+                                    [o.total_cents for o in shop.find_orders(customer_phone=scenario.caller, limit=50)])
+    finally:
+        shop.close()
+    failures += read_state(path, values).differences(expected)
+    failures += score_events(scenario, call, values, rules)
+    return TrialResult(brain.spec.text, scenario.id, trial, not failures, failures, latencies,
+                       round(time.monotonic() - started, 3), trial_metrics(scenario, call.events),
+                       [list(line) for line in call.transcript])
+
+
+async def _play(scenario: Scenario, call: TextCall, values: dict[str, str], failures: list[str], latencies: list[float]) -> None:
+    reactions = {index: r.times for index, r in enumerate(scenario.reactions)}
+    where = "the answers after the last turn"
+    try:
+        for number, turn in enumerate(scenario.turns, 1):
+            where = f"turn {number} ({turn.describe()})"
+            if turn.when and not await _await_condition(scenario, call, turn, reactions, values, latencies, failures):
+                failures.append(f"{where}: the agent never asked; its last reply: {call.last_reply!r}")
+                return
+            result = await _take(call, turn, values)
+            _timed(result, turn.budget_s or scenario.expect.turn_budget_s, number, latencies, failures)
+        where = "the answers after the last turn"
+        # After the last turn the caller still answers what the agent asks (a second read-back, say).
+        for _ in range(MAX_DETOURS):
+            if not await _detour(scenario, call, reactions, values, latencies, failures):
+                return
+    except CallOver as over:
+        failures.append(f"{where} was never taken: {over}")
+    except Exception as error:  # noqa: BLE001 - a crash in a turn is a failed trial, reported, not an aborted eval
+        log.exception("turn failed scenario=%s", scenario.id)
+        failures.append(f"{where} raised {error!r}")
+
+
+async def _await_condition(scenario: Scenario, call: TextCall, turn: Turn, reactions: dict[int, int],
+                           values: dict[str, str], latencies: list[float], failures: list[str]) -> bool:
+    """Answer the agent's side questions with the scenario's if_asked rules until it says what `turn` waits for."""
+    for _ in range(MAX_DETOURS + 1):
+        if pattern(turn.when or "").search(call.last_reply):
+            return True
+        if not await _detour(scenario, call, reactions, values, latencies, failures):
+            return False
+    return False
+
+
+async def _detour(scenario: Scenario, call: TextCall, reactions: dict[int, int], values: dict[str, str],
+                  latencies: list[float], failures: list[str]) -> bool:
+    """Answer the agent's last reply with the first if_asked rule it matches (and has uses left); False: none."""
+    if call.ended_by is not None:
+        return False
+    index = next((i for i, r in enumerate(scenario.reactions) if reactions[i] and pattern(r.when).search(call.last_reply)), None)
+    if index is None:
+        return False
+    reactions[index] -= 1
+    result = await call.say(render(scenario.reactions[index].say, values))
+    _timed(result, scenario.expect.turn_budget_s, 0, latencies, failures)
+    return True
+
+
+async def _take(call: TextCall, turn: Turn, values: dict[str, str]) -> TurnResult:
+    if turn.say is not None:
+        return await call.say(render(turn.say, values))
+    if turn.dtmf is not None:
+        return await call.dtmf(render(turn.dtmf, values))
+    return call.silence(turn.silence_s or 0.0)
+
+
+def _timed(result: TurnResult, budget: float | None, number: int, latencies: list[float], failures: list[str]) -> None:
+    if result.latency_s is None:
+        return
+    latencies.append(round(result.latency_s, 4))
+    if budget is not None and result.latency_s > budget:
+        which = f"turn {number}" if number else "a side answer"
+        failures.append(f"{which} took {result.latency_s:.2f} s, over its budget of {budget:g} s")
+
+
+def score_events(scenario: Scenario, call: TextCall, values: dict[str, str], rules: SpeakingRules) -> list[str]:
+    """Every expectation on the call's events and words that does not hold."""
+    events, expect = call.events, scenario.expect
+    problems = [checks.check_handoffs(events, expect.handoffs)]
+    if expect.no_handoff:
+        problems.append(checks.check_no_handoff(events))
+    problems += [checks.check_called(events, c.tool, render_value(c.arguments, values)) for c in expect.called]
+    problems += [checks.check_not_called(events, tool) for tool in expect.never_called]
+    problems += [checks.check_says(events, regex) for regex in expect.says]
+    problems += [checks.check_never_says(events, regex) for regex in expect.never_says]
+    if expect.transfer is not None and call.transferred != expect.transfer:
+        problems.append("expected a transfer to a person" if expect.transfer else f"unexpected transfer to a person ({call.session.escalation})")
+    if expect.ended is not None and (call.ended_by is not None) != expect.ended:
+        problems.append("expected the call to end" if expect.ended else f"the call ended ({call.ended_by})")
+    found = [p for p in problems if p is not None]
+    for text in checks.said(events):
+        found += rules.violations(text)
+    return found
+
+
+def trial_metrics(scenario: Scenario, events: list[Event]) -> dict[str, int]:
+    """Counts the report adds up: tool selection, argument errors, rescues, repairs."""
+    wanted = [c.tool for c in scenario.expect.called] + [f"navigate_to_{a}" for a in scenario.expect.handoffs]
+    called = {c.name for c in checks.tool_calls(events)}
+    first = after = 0
+    previous: Event | None = None
+    for event in events:
+        if isinstance(event, ValidationFailed):
+            # A failure right after a failure is one the model's feedback did not fix.
+            if isinstance(previous, ValidationFailed):
+                after += 1
+            else:
+                first += 1
+        previous = event
+    stages = [e.stage for e in events if isinstance(e, Rescued)]
+    return {
+        "tools_expected": len(wanted), "tools_selected": sum(name in called for name in wanted),
+        "arg_errors_first_try": first, "arg_errors_after_feedback": after,
+        "rescues": stages.count("flush"), "placeholders": stages.count("placeholder"),
+        "provider_errors": stages.count("provider_error"),
+        "repairs": sum(isinstance(e, ToolCallRepaired) for e in events),
+    }
+
+
+def _prompts(registry: Registry) -> list[str]:
+    return [text for agent in registry.agents.values() for text in (agent.prompt, *agent.system)]
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text)[:40]
+
