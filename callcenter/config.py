@@ -12,6 +12,7 @@ from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from swarm.registry import SessionConfig
 from telephony.endpoint import EndpointConfig
 from telephony.sip.registration import RegistrationConfig
+from telephony.sip.tls import TlsConfig
 
 
 class ConfigError(Exception):
@@ -65,6 +66,15 @@ class SipConfig:
     username: str = ""
     password: str = ""  # better set with VOICESWARM_SIP_PASSWORD than in the file
     register_expires: int = 300
+    # SIP over TCP and over TLS as well, each on its own HOST:PORT (5060 and 5061 are usual); empty: off.
+    # A sips: or ;transport=tcp registrar is reached over that transport.
+    listen_tcp: str = ""
+    listen_tls: str = ""
+    # For TLS: our certificate (PEM, intermediates after it) and its unencrypted key; the CAs that servers we
+    # connect to are checked against (empty: the system's). Read at load time: a bad file is named then.
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
 
 
 # Silence kept after the caller's last word in an utterance; an early transcript needs at least this much.
@@ -216,19 +226,26 @@ def _validated(config: Config) -> Config:
 def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig:
     """The SIP endpoint's settings; raises ConfigError naming the [sip] key to change."""
     host, port = _host_port(listen or sip.listen, "sip.listen")
+    streams = {key: (address[0].strip("[]"), address[1]) if (address := _optional_host_port(sip, key)) else None
+               for key in ("listen_tcp", "listen_tls")}
+    if bool(sip.tls_cert) != bool(sip.tls_key):
+        raise ConfigError("TLS needs both sip.tls_cert and sip.tls_key (PEM files)")
     try:
         registration = RegistrationConfig(sip.registrar, sip.username, sip.password,
                                           expires=sip.register_expires) if sip.registrar else None
+        tls = TlsConfig(sip.tls_cert, sip.tls_key, sip.tls_ca or None) if sip.tls_cert else None
         return EndpointConfig(
             listen_host=host.strip("[]"), listen_port=port, advertised_host=sip.advertised,
             rtp_port_range=rtp_port_range(sip), allowed_sources=tuple(sip.allowed_sources) or None,
             max_calls=sip.max_calls, no_media_timeout_s=sip.no_media_timeout_s, registration=registration,
-            srtp=sip.srtp,
+            srtp=sip.srtp, listen_tcp=streams["listen_tcp"], listen_tls=streams["listen_tls"], tls=tls,
         )
     except ValueError as error:
         # The endpoint names its own fields; the admin edits the [sip] keys they come from.
         message = str(error).replace("advertised_host", "sip.advertised").replace("listen_host", "sip.listen")
         message = message.replace("allowed_sources", "sip.allowed_sources").replace("srtp must", "sip.srtp must")
+        message = message.replace("listen_tcp", "sip.listen_tcp").replace("listen_tls", "sip.listen_tls")
+        message = message.replace("needs tls: a TlsConfig with our certificate and key", "needs sip.tls_cert and sip.tls_key")
         raise ConfigError(message) from None
 
 
@@ -242,6 +259,11 @@ def _validate_local(llm: LLMConfig) -> None:
         raise ConfigError(f"llm.local_threads is {llm.local_threads}; use 1 up to the number of cores")
     if not 512 <= llm.local_ctx <= 32768:
         raise ConfigError(f"llm.local_ctx is {llm.local_ctx}; use 512 to 32768 tokens (the models' limit)")
+
+
+def _optional_host_port(sip: SipConfig, key: str) -> tuple[str, int] | None:
+    text = getattr(sip, key)
+    return _host_port(text, f"sip.{key}") if text else None
 
 
 def _host_port(text: str, key: str) -> tuple[str, int]:

@@ -24,6 +24,13 @@ from tests.peers import (  # noqa: F401  (fixtures)
 )
 
 pytestmark = pytest.mark.timeout(90)
+
+
+def echo_args(*argv: str) -> argparse.Namespace:
+    """`voiceswarm echo ARGV` as its own parser reads it."""
+    parser = argparse.ArgumentParser()
+    echo.register(parser.add_subparsers())
+    return parser.parse_args(["echo", *argv])
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -131,7 +138,7 @@ async def test_echo_prints_each_dtmf_key_with_the_call_id(echo_process, peers: P
     ("pbx.example.com:5060", "10000-20000", 0.5, "must be an IP address"),
 ])
 def test_bad_arguments_exit_2_with_a_message(capsys, listen: str, rtp_ports: str, delay: float, message: str) -> None:
-    args = argparse.Namespace(listen=listen, rtp_ports=rtp_ports, delay=delay, advertise=None, srtp="off")
+    args = echo_args("--listen", listen, "--rtp-ports", rtp_ports, "--delay", str(delay))
     assert echo.run(args) == 2
     assert message in capsys.readouterr().err
 
@@ -142,7 +149,6 @@ def test_a_port_in_use_exits_1(capsys) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         taken.bind(("127.0.0.1", 0))
         port = taken.getsockname()[1]
-        args = argparse.Namespace(listen=f"127.0.0.1:{port}", rtp_ports="50000-50999", delay=0.5, advertise=None,
-                                  srtp="off")
+        args = echo_args("--listen", f"127.0.0.1:{port}", "--rtp-ports", "50000-50999")
         assert echo.run(args) == 1
     assert "cannot listen on" in capsys.readouterr().err

@@ -135,3 +135,82 @@ async def test_dialling_sips_without_a_tls_transport_says_what_to_configure(star
     client = await start_endpoint()
     with pytest.raises(ValueError, match="listen_tls"):
         await client.dial(f"sips:echo@{LOCAL}:5061")
+
+
+# ---- configuration ---------------------------------------------------------------------------------------------
+
+def _sip_config(tmp_path, **keys: str):
+    from callcenter.config import load_config
+
+    path = tmp_path / "voiceswarm.toml"
+    path.write_text("[sip]\n" + "".join(f'{key} = "{value}"\n' for key, value in keys.items()))
+    return load_config(path, environ={})
+
+
+def test_config_maps_tcp_and_tls_onto_the_endpoint(tmp_path, certs: CertFiles) -> None:
+    from callcenter.config import endpoint_config
+
+    config = _sip_config(tmp_path, listen_tcp="127.0.0.1:5060", listen_tls="[::1]:5061", tls_cert=str(certs.cert),
+                         tls_key=str(certs.key), tls_ca=str(certs.ca))
+    endpoint = endpoint_config(config.sip)
+    assert endpoint.listen_tcp == ("127.0.0.1", 5060) and endpoint.listen_tls == ("::1", 5061)
+    assert endpoint.tls == TlsConfig(str(certs.cert), str(certs.key), str(certs.ca))
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"listen_tls": "127.0.0.1:5061"}, "sip.listen_tls needs sip.tls_cert and sip.tls_key"),
+    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "CERT"}, "both sip.tls_cert and sip.tls_key"),
+    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "/no/such.pem", "tls_key": "KEY"}, "/no/such.pem: No such file"),
+    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "CERT", "tls_key": "OTHER_KEY"}, "does not belong to the certificate"),
+    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "KEY", "tls_key": "KEY"}, "holds no PEM certificate"),
+    ({"listen_tcp": "pbx.example.com:5060"}, "sip.listen_tcp must be an IP address"),
+    ({"listen_tcp": "5060"}, "sip.listen_tcp is '5060'; write HOST:PORT"),
+])
+def test_a_bad_tls_or_tcp_setting_is_a_config_error_naming_it(tmp_path, certs: CertFiles, keys: dict,
+                                                              message: str) -> None:
+    from callcenter.config import ConfigError
+
+    files = {"CERT": str(certs.cert), "KEY": str(certs.key)}
+    if "OTHER_KEY" in keys.values():
+        from tests.certs import make_certs
+
+        files["OTHER_KEY"] = str(make_certs(tmp_path / "other").key)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        _sip_config(tmp_path, **{key: files.get(value, value) for key, value in keys.items()})
+
+
+async def test_voiceswarm_echo_answers_sipp_over_tcp(peers: Peers) -> None:
+    import os
+    import signal
+    import sys
+    from pathlib import Path
+
+    from tests.peers import free_sip_port
+
+    port = free_sip_port()
+    code = ("import callcenter.cli as c, sys; c.COMMAND_MODULES = ('callcenter.commands.echo',); "
+            "sys.exit(c.main(sys.argv[1:]))")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, "echo", "--listen", f"{LOCAL}:{port}", "--listen-tcp", f"{LOCAL}:{port}",
+        "--rtp-ports", "51000-51999", cwd=Path(__file__).resolve().parent.parent, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), 15)).decode()
+        assert f"{LOCAL}:{port} (SIP/TCP)" in line, line
+        run = await peers.sipp((LOCAL, port), "uac", calls=2, rate=2, limit=2, extra=("-t", "t1"))
+        assert run.returncode == 0 and run.successful == 2, run.report()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        output = (await asyncio.wait_for(process.communicate(), 15))[0].decode()
+    assert output.count("ended (remote_hangup)") == 2, output
+
+
+def test_voiceswarm_echo_refuses_a_bad_certificate_with_a_message(tmp_path, certs: CertFiles, capsys) -> None:
+    from callcenter.commands import echo
+    from tests.test_echo_command import echo_args
+
+    args = echo_args("--listen", f"{LOCAL}:0", "--listen-tls", f"{LOCAL}:0", "--tls-cert", str(certs.key),
+                     "--tls-key", str(certs.key))
+    assert echo.run(args) == 2
+    assert f"voiceswarm echo: TLS certificate {certs.key} holds no PEM certificate" in capsys.readouterr().err

@@ -12,6 +12,8 @@ import numpy as np
 
 from telephony.call import SAMPLE_RATE
 from telephony.endpoint import EndpointConfig, SipEndpoint
+from telephony.sip.tls import TlsConfig
+from telephony.sip.transport import TransportName
 from telephony.sip_call import SipCall
 from telephony.srtp import MODES as SRTP_MODES
 
@@ -19,6 +21,11 @@ from telephony.srtp import MODES as SRTP_MODES
 def register(subparsers: Any) -> None:
     echo = subparsers.add_parser("echo", help="answer every SIP call and echo the caller's audio back")
     echo.add_argument("--listen", required=True, metavar="HOST:PORT", help="SIP UDP address to listen on")
+    echo.add_argument("--listen-tcp", metavar="HOST:PORT", help="also SIP over TCP on this address")
+    echo.add_argument("--listen-tls", metavar="HOST:PORT", help="also SIP over TLS on this address (needs --tls-cert)")
+    echo.add_argument("--tls-cert", metavar="PEM", help="our TLS certificate (with intermediates)")
+    echo.add_argument("--tls-key", metavar="PEM", help="its unencrypted private key")
+    echo.add_argument("--tls-ca", metavar="PEM", help="CAs to check servers we connect to (default: the system's)")
     echo.add_argument("--advertise", metavar="HOST", help="address for Contact and SDP (needed with 0.0.0.0)")
     echo.add_argument("--rtp-ports", default="10000-20000", metavar="LOW-HIGH",
                       help="RTP port range (default: %(default)s)")
@@ -43,16 +50,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _endpoint_config(args: argparse.Namespace) -> EndpointConfig:
-    host, colon, port = args.listen.rpartition(":")
-    if not colon or not port.isdigit() or not host:
-        raise ValueError(f"--listen must be HOST:PORT, got {args.listen!r}")
+    host, port = _host_port(args.listen, "--listen")
     low, dash, high = args.rtp_ports.partition("-")
     if not dash or not low.isdigit() or not high.isdigit() or int(low) > int(high):
         raise ValueError(f"--rtp-ports must be LOW-HIGH, got {args.rtp_ports!r}")
     if not 0 <= args.delay <= 10:
         raise ValueError(f"--delay must be between 0 and 10 seconds, got {args.delay}")
-    return EndpointConfig(listen_host=host.strip("[]"), listen_port=int(port), advertised_host=args.advertise,
-                          rtp_port_range=(int(low), int(high)), user_agent="VoiceSwarm echo", srtp=args.srtp)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise ValueError("TLS needs both --tls-cert and --tls-key")
+    tls = TlsConfig(args.tls_cert, args.tls_key, args.tls_ca) if args.tls_cert else None
+    return EndpointConfig(listen_host=host, listen_port=port, advertised_host=args.advertise,
+                          rtp_port_range=(int(low), int(high)), user_agent="VoiceSwarm echo", srtp=args.srtp,
+                          listen_tcp=_host_port(args.listen_tcp, "--listen-tcp") if args.listen_tcp else None,
+                          listen_tls=_host_port(args.listen_tls, "--listen-tls") if args.listen_tls else None,
+                          tls=tls)
+
+
+def _host_port(text: str, option: str) -> tuple[str, int]:
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        raise ValueError(f"{option} must be HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
 
 
 async def serve(config: EndpointConfig, delay: float) -> int:
@@ -63,8 +81,10 @@ async def serve(config: EndpointConfig, delay: float) -> int:
     endpoint = SipEndpoint(config, lambda call: echo_call(call, delay))
     try:
         await endpoint.start()
-        host, port = endpoint.local_address
-        print(f"echo: listening on {host}:{port} (SIP/UDP, SRTP {config.srtp}); Ctrl-C to stop", flush=True)
+        transports: list[TransportName] = ["UDP"] + [name for name, listen in (("TCP", config.listen_tcp),
+                                                                               ("TLS", config.listen_tls)) if listen]
+        listening = ", ".join("{}:{} (SIP/{})".format(*endpoint.address(name), name) for name in transports)
+        print(f"echo: listening on {listening}, SRTP {config.srtp}; Ctrl-C to stop", flush=True)
         await stop.wait()
         print("echo: stopping", flush=True)
     finally:
