@@ -17,7 +17,9 @@ DEFAULT_CALLER = "+44 20 7946 0321"
 AGENT_NAMES = ("triage", "sales", "refund")
 # Conditions callers' turns often wait for, by name; any other `when` is a regular expression.
 CONDITIONS = {
-    "asks_to_confirm": r"\b(shall i|should i|do you want|would you like|can i|confirm|is that (right|correct)|go ahead)\b.*\?",
+    "asks_to_confirm": (r"\b(shall i|should i|do you want me to|would you like me to|can i go ahead|confirm|go ahead"
+                        r"|(is|does) that (sound )?(right|correct|good)|would you like to (order|buy|place|proceed"
+                        r"|purchase|go ahead|start the return|return (it|them|this)))\b[^.!]*\?"),
     "asks_order_number": r"\border number\b|\bnumber of (the|your) order\b",
     "asks_buy_or_return": r"\bbuy\b.*\breturn\b|\breturn\b.*\bbuy\b",
     "asks_what_product": r"\b(what|which) (product|item)\b|\blooking for\b|\bdescribe\b",
