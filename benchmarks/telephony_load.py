@@ -18,10 +18,15 @@ carries a fixed a=crypto key and its pcap holds packets protected with that key 
 decrypts every packet sipp sends and encrypts every packet of its echo, as in a real SRTP call ("srtp rej" counts
 packets that failed the check: it must be 0, or the row measured dropping, not decrypting).
 
+--transports udp,tcp,tls runs each N over each SIP transport (the media is RTP over UDP in all three). sipp
+speaks TCP with -t t1; Debian's sipp has no TLS, so for tls it speaks TCP to a relay in this driver process that
+carries each of its connections over TLS to our endpoint (the relay's CPU is not the endpoint's).
+
 Not measured: loss from us to sipp (sipp 3.6 never reads its media socket; on loopback a datagram can only
 be lost in a receiver's socket buffer).
 
 Usage: .venv/bin/python benchmarks/telephony_load.py [--calls 1,10,50,100] [--runs 3] [--seconds 20] [--srtp]
+       [--transports udp,tcp,tls]
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import statistics
 import sys
 import tempfile
@@ -49,7 +55,8 @@ from telephony.codec import PCMA  # noqa: E402
 from telephony.rtp import IntervalHistogram  # noqa: E402
 from telephony.rtp_packet import RtpPacket  # noqa: E402
 from telephony.srtp import SrtpKeys, SrtpStreams  # noqa: E402
-from tests.peers import free_udp_port, pcap_rtp  # noqa: E402
+from tests.certs import CertFiles, make_certs  # noqa: E402
+from tests.peers import free_sip_port, free_udp_port, pcap_rtp  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 OUR_RTP_PORTS = (30000, 39999)
@@ -124,9 +131,10 @@ SCENARIO = """<?xml version="1.0" encoding="ISO-8859-1" ?>
 
 # ---- the endpoint, in its own process -------------------------------------------------------------------------
 
-async def serve(srtp: str) -> None:
+async def serve(srtp: str, transport: str, cert: str, key: str) -> None:
     """Answer every call with an echo; print "answered N" per call; on stdin EOF print the calls' stats as JSON."""
     from telephony.endpoint import EndpointConfig, SipEndpoint
+    from telephony.sip.tls import TlsConfig
 
     finished: list[dict] = []
     answered = 0
@@ -146,10 +154,13 @@ async def serve(srtp: str) -> None:
                          "bins": {i: c for i, c in enumerate(histogram.counts) if c}})
 
     config = EndpointConfig(listen_host="127.0.0.1", listen_port=0, rtp_port_range=OUR_RTP_PORTS, max_calls=1000,
-                            invite_rate=1000.0, invite_burst=1000, no_media_timeout_s=10.0, srtp=srtp)
+                            invite_rate=1000.0, invite_burst=1000, no_media_timeout_s=10.0, srtp=srtp,
+                            listen_tcp=("127.0.0.1", 0) if transport == "tcp" else None,
+                            listen_tls=("127.0.0.1", 0) if transport == "tls" else None,
+                            tls=TlsConfig(cert, key) if transport == "tls" else None)
     endpoint = SipEndpoint(config, echo)
     await endpoint.start()
-    print(f"ready {endpoint.local_address[1]}", flush=True)
+    print(f"ready {endpoint.address(transport.upper())[1]}", flush=True)  # type: ignore[arg-type]
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
     await endpoint.stop(2.0)
@@ -200,15 +211,43 @@ async def python(*args: str) -> asyncio.subprocess.Process:
                                                 stdout=asyncio.subprocess.PIPE, start_new_session=True)
 
 
-async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp: bool) -> Run:
-    child = await python("--serve", "offer" if srtp else "off")
+async def tls_relay(port: int, certs: CertFiles) -> asyncio.Server:
+    """TCP in, TLS out to our endpoint on `port`: one TLS connection for each connection sipp makes."""
+    context = ssl.create_default_context(cafile=str(certs.ca))
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        tls_reader, tls_writer = await asyncio.open_connection("127.0.0.1", port, ssl=context,
+                                                               server_hostname="127.0.0.1")
+        await asyncio.gather(pipe(reader, tls_writer), pipe(tls_reader, writer))
+
+    return await asyncio.start_server(relay, "127.0.0.1", free_sip_port())
+
+
+async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp: bool, transport: str,
+                  certs: CertFiles) -> Run:
+    child = await python("--serve", "offer" if srtp else "off", transport, str(certs.cert), str(certs.key))
     assert child.stdout is not None and child.stdin is not None
+    relay: asyncio.Server | None = None
     try:
         line = (await asyncio.wait_for(child.stdout.readline(), 10)).decode()
         port = int(line.split()[1])
+        if transport == "tls":
+            relay = await tls_relay(port, certs)
+            port = relay.sockets[0].getsockname()[1]
         rate = min(calls, 100)
         sipp = await asyncio.create_subprocess_exec(
-            "sipp", "-sf", "load_srtp.xml" if srtp else "load.xml", f"127.0.0.1:{port}", "-i", "127.0.0.1", "-p", str(free_udp_port()),
+            "sipp", "-sf", "load_srtp.xml" if srtp else "load.xml", f"127.0.0.1:{port}",
+            "-t", "u1" if transport == "udp" else "t1", "-i", "127.0.0.1", "-p", str(free_sip_port()),
             "-mp", str(free_port_in(SIPP_MEDIA_PORTS)), "-m", str(calls), "-l", str(calls), "-r", str(rate), "-rp", "1000",
             "-nostdin", "-timeout", f"{int(seconds) + 40}s", "-trace_stat", "-stf", "stats.csv", "-trace_rtt",
             "-rtt_freq", "1", cwd=workdir, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
@@ -234,6 +273,8 @@ async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp:
         child.stdin.close()
         output = (await asyncio.wait_for(child.communicate(), 30))[0].decode()
     finally:
+        if relay is not None:
+            relay.close()
         if child.returncode is None:
             child.kill()
             await child.wait()
@@ -299,12 +340,16 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--srtp", action="store_true", help="also run each N with SRTP both ways")
+    parser.add_argument("--transports", default="udp", help="SIP over udp, tcp and/or tls, comma-separated")
     args = parser.parse_args()
+    transports = args.transports.split(",")
+    if set(transports) - {"udp", "tcp", "tls"}:
+        sys.exit(f"--transports: use udp, tcp and/or tls, not {args.transports!r}")
     if shutil.which("sipp") is None:
         sys.exit("sipp is not installed: apt-get install sip-tester")
     print(f"{args.runs} run(s) of {args.seconds:.0f} s of audio per N, medians; PCMA 20 ms both ways (sipp's tone in, "
           f"our echo out); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before the first run\n")
-    header = ("calls", "SRTP", "CPU % core", "CPU %/call", "sipp CPU %", "sent/call", "recv/call", "lost/call",
+    header = ("calls", "SIP", "SRTP", "CPU % core", "CPU %/call", "sipp CPU %", "sent/call", "recv/call", "lost/call",
               "send p50 ms", "p99 ms", "max ms", "skipped", "bare timer p99 ms",
               "INVITE->200 p50 ms", "max ms", "failed", "srtp rej", "load avg")
     print(" | ".join(header))
@@ -312,9 +357,12 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="telephony-load-") as temp:
         workdir = Path(temp)
         packets = prepare(workdir, args.seconds)
-        for calls, srtp in ((int(n), srtp) for n in args.calls.split(",") for srtp in (False, True)[:1 + args.srtp]):
+        certs = make_certs(workdir / "certs")
+        for calls, transport, srtp in ((int(n), transport, srtp) for n in args.calls.split(",")
+                                       for transport in transports for srtp in (False, True)[:1 + args.srtp]):
             load = os.getloadavg()[0]
-            runs = [await one_run(calls, args.seconds, workdir, packets, srtp) for _ in range(args.runs)]
+            runs = [await one_run(calls, args.seconds, workdir, packets, srtp, transport, certs)
+                    for _ in range(args.runs)]
             if srtp and any(run.plain_calls for run in runs):
                 print(f"warning: {max(run.plain_calls for run in runs)} calls of a run ran on plain RTP", flush=True)
 
@@ -322,7 +370,7 @@ async def main() -> None:
                 return statistics.median(getattr(run, name) for run in runs)
 
             cpu = median("cpu")
-            print(" | ".join([f"{calls:5d}", f"{'on' if srtp else 'off':4}", f"{cpu:10.1f}", f"{cpu / calls:10.2f}", f"{median('sipp_cpu'):10.1f}",
+            print(" | ".join([f"{calls:5d}", f"{transport:3s}", f"{'on' if srtp else 'off':4}", f"{cpu:10.1f}", f"{cpu / calls:10.2f}", f"{median('sipp_cpu'):10.1f}",
                               f"{median('sent'):9.0f}", f"{median('received'):9.0f}", f"{median('lost'):9.1f}",
                               f"{median('p50'):11.1f}", f"{median('p99'):6.1f}", f"{median('max_ms'):6.1f}",
                               f"{median('skipped'):7.0f}", f"{median('bare_p99'):17.1f}", f"{median('invite_p50'):18.0f}",
@@ -332,7 +380,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        asyncio.run(serve(sys.argv[2]))
+        asyncio.run(serve(*sys.argv[2:6]))
     elif sys.argv[1:2] == ["--bare-timer"]:
         asyncio.run(bare_timer(float(sys.argv[2])))
     else:
