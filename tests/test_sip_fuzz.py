@@ -19,13 +19,12 @@ from telephony.sip.message import (
     validate_request,
     validate_response,
 )
-from tests import test_sip_torture as torture
+from tests.rfc4475 import load
 
-SEEDS = [
-    torture.WSINV, torture.INTMETH, torture.ESC01, torture.ESC02, torture.LWSDISP, torture.DBLREQ,
-    torture.SEMIURI, torture.MPART01, torture.UNREASON, torture.NOREASON, torture.BADINV01, torture.QUOTBAL,
-    torture.BADDN, torture.REGBADCT, torture.BCAST, torture.INV2543, torture.MULTI01,
-]
+SEEDS = [load(name) for name in (
+    "wsinv", "intmeth", "esc01", "esc02", "lwsdisp", "dblreq", "semiuri", "mpart01", "unreason", "noreason",
+    "badinv01", "quotbal", "baddn", "regbadct", "bcast", "inv2543", "multi01",
+)]
 # Bytes that matter to the grammar, so mutations hit the interesting branches more often than noise.
 SPECIAL = [b"\r\n", b"\r", b"\n", b" ", b"\t", b":", b";", b",", b'"', b"<", b">", b"\\", b"%", b"@", b"=",
            b"/", b"?", b"[", b"]", b"\x00", b"\xff", b"\xc3", b"9" * 12, b"\r\n ", b"\r\n\r\n"]

@@ -390,6 +390,6 @@ def test_make_response_for_a_request_that_failed_validation() -> None:
     with pytest.raises(SipParseError):
         validate_request(request)
     response = make_response(request, 400, "Bad To header", to_tag="t1")
-    assert response.headers.get("To") == '"Bob <sip:bob@b.example>'  # echoed as received
+    assert response.headers.get("To") == '"Bob <sip:bob@b.example>;tag=t1'  # as received, with the tag
     parsed = parse_message(response.to_bytes())
     assert isinstance(parsed, Response) and parsed.status == 400 and parsed.vias == request.vias

@@ -43,7 +43,9 @@ class Dialog:
         """The dialog an INVITE creates when we answer it with a To tag of `local_tag`."""
         local = request.to
         local.params["tag"] = local_tag
-        return cls(request.call_id, local, request.from_, _contact_uri(request.headers, "INVITE"), local_contact,
+        # RFC 2543 let an INVITE omit Contact: its From was then where requests went (RFC 4475 §3.4.1).
+        target = _contact_uri(request.headers, "INVITE") if request.headers.get_all("Contact") else request.from_.uri
+        return cls(request.call_id, local, request.from_, target, local_contact,
                    request.headers.get_all("Record-Route"), random.randint(1, 2**16), request.cseq[0])
 
     @classmethod

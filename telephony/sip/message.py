@@ -306,7 +306,8 @@ def _with_tag(to_value: str, tag: str) -> str:
     try:
         has_tag = NameAddr.parse(to_value).tag is not None
     except SipParseError:
-        return to_value  # a malformed To is echoed as it came (the response is a 400 anyway)
+        # A malformed To (the response is a 400) still gets the tag §8.2.6.2 asks for, at its end.
+        return to_value if ";tag=" in to_value.lower() else f"{to_value};tag={tag}"
     return to_value if has_tag else f"{to_value};tag={tag}"
 
 

@@ -299,19 +299,25 @@ def _via_transport(response: Response) -> str:
 
 
 def salvage_request(data: bytes) -> Request | None:
-    """The request line and complete headers of a datagram that failed to parse (truncated, a wrong
-    Content-Length), when they are enough to address a response; None otherwise."""
+    """The complete headers of a request that failed to parse (a bad request line, truncated, a wrong
+    Content-Length), when they are enough to address a response; None otherwise (and for any response).
+    The request line is not needed for that, so it is replaced: the method is taken from CSeq."""
     data = data.lstrip(b"\r\n")
     end = re.search(rb"\r?\n\r?\n", data)
     lines = _LINE_RE.split(data[: end.start()] if end else data)
     if end is None:
         lines = lines[:-1]  # the last line of a truncated datagram may be cut short
-    kept = [line for line in lines if not _CONTENT_LENGTH_RE.match(line)]
+    if not lines or lines[0][:4].upper() == b"SIP/":
+        return None
+    kept = [b"OPTIONS sip:invalid SIP/2.0"] + [line for line in lines[1:] if not _CONTENT_LENGTH_RE.match(line)]
     try:
         message = parse_message(b"\r\n".join(kept) + b"\r\n\r\n")
         if not isinstance(message, Request):
             return None
-        _ = (message.vias[0], message.from_, message.to, message.call_id, message.cseq)
+        _ = (message.vias[0], message.call_id)  # From and To are copied as they are: they need not parse
+        if not ("From" in message.headers and "To" in message.headers):
+            return None
+        message.method = message.cseq[1]  # so that an ACK is still never answered
     except (SipParseError, IndexError):
         return None
     return message
