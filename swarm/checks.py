@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
+from swarm.messages import Message, ToolCall
 from swarm.providers.base import Completion
+from swarm.providers.offline import yes_or_no
 from swarm.toolcall_parse import IDENTIFIER
 from swarm.tools import Tool, ToolContext
 
@@ -52,5 +55,38 @@ def tool_call_errors(completion: Completion, tools: dict[str, Tool], context: To
         elif call.raw_arguments is not None:
             errors.append(f"{call.name}: the arguments are not a JSON object: {call.raw_arguments[:200]!r}")
         else:
-            errors.extend(f"{call.name}: {e}" for e in tool.errors(call.arguments, context))
+            found = tool.errors(call.arguments, context)
+            history = context.session.get_agent_history() if context.session is not None else []
+            errors.extend(f"{call.name}: {e}" for e in found or confirmation_errors(call, tool, history))
     return errors
+
+
+def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> list[str]:
+    """A write (a tool with a `confirmed` flag) runs only on the caller's yes to its read-back.
+
+    The read-back is a tool result holding a "proposal" for this tool with these arguments, given after
+    the caller's previous words; the caller's latest words must be a yes. A model that sets
+    confirmed=true on its own is told to ask first, and nothing is written.
+    """
+    if "confirmed" not in tool.parameters.get("properties", {}) or call.arguments.get("confirmed") is not True:
+        return []
+    users = [i for i, m in enumerate(history) if m.role == "user"]
+    if not users or yes_or_no(history[users[-1]].content) is not True:
+        return ["confirmed=true needs the caller's clear yes to your read-back: read it back and ask them first"]
+    since = users[-2] + 1 if len(users) > 1 else 0
+    for message in history[since : users[-1]]:
+        proposal = _proposal(message) if message.role == "tool" else None
+        if proposal and proposal.get("tool") == call.name:
+            wanted = proposal.get("arguments", {})
+            if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
+                return []
+    return [f"the caller has not agreed to these arguments: call {call.name} without confirmed to read it back first"]
+
+
+def _proposal(message: Message) -> dict[str, Any] | None:
+    try:
+        result = json.loads(message.content)
+    except ValueError:
+        return None
+    proposal = result.get("proposal") if isinstance(result, dict) else None
+    return proposal if isinstance(proposal, dict) else None

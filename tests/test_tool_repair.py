@@ -106,3 +106,64 @@ async def test_a_model_that_repeats_itself_is_stopped() -> None:
     session = registry.session("c1", "shop")
     said = [s async for s in session.stream("hi")]
     assert said == ["Hello there."]
+
+
+WRITES: list[dict] = []
+
+
+def order(sku: str, confirmed: bool = False) -> dict:
+    """Order a product; confirmed only after the caller's yes.
+
+    Args:
+        sku: the product code
+        confirmed: true after the caller agreed
+    """
+    if not confirmed:
+        return {"say": f"Shall I order {sku}?", "proposal": {"tool": "order", "arguments": {"sku": sku}}}
+    WRITES.append({"sku": sku})
+    return {"say": "Ordered."}
+
+
+def build_writer(script: list) -> Registry:
+    registry = Registry()
+    registry.add_completion("m", ScriptedProvider(script, name="m"))
+    registry.add_tool(tool_from_function(order))
+    registry.add_agent(Agent("sales", "You sell.", "m", ("order",)))
+    registry.add_swarm(SwarmSpec("shop", ("sales",), "sales"))
+    return registry
+
+
+async def test_a_write_without_the_read_back_and_the_callers_yes_never_happens() -> None:
+    WRITES.clear()
+    eager = '{"name": "order", "arguments": {"sku": "K1", "confirmed": true}}'
+    session = build_writer([eager, eager, eager, eager, "What would you like?"]).session("c1", "shop")
+    said = await session.complete("yes I want the kettle K1")
+    assert WRITES == [] and "Ordered" not in said
+    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    assert "read it back" in errors[0] or "without confirmed" in errors[0]
+
+
+async def test_yes_to_the_read_back_writes_once_and_a_no_writes_nothing() -> None:
+    WRITES.clear()
+    ask = reply("", ("order", {"sku": "K1"}))
+    confirm = reply("", ("order", {"sku": "K1", "confirmed": True}))
+    session = build_writer([ask, "Shall I order K1?", confirm, "Done."]).session("c1", "shop")
+    await session.complete("the kettle K1 please")
+    assert WRITES == []
+    await session.complete("yes please")
+    assert WRITES == [{"sku": "K1"}]
+    WRITES.clear()
+    other = build_writer([ask, "Shall I order K1?", confirm, confirm, confirm, confirm, "Alright, no order."]).session("c2", "shop")
+    await other.complete("the kettle K1 please")
+    said = await other.complete("no thanks")
+    assert WRITES == [] and said == "Alright, no order."
+
+
+async def test_yes_to_other_arguments_is_not_a_yes_to_these() -> None:
+    WRITES.clear()
+    ask = reply("", ("order", {"sku": "K1"}))
+    switched = reply("", ("order", {"sku": "K2", "confirmed": True}))
+    session = build_writer([ask, "Shall I order K1?", switched, "Sorry, which one?"]).session("c1", "shop")
+    await session.complete("the kettle please")
+    await session.complete("yes")
+    assert WRITES == []
