@@ -153,7 +153,7 @@ async def test_yes_to_the_read_back_writes_once_and_a_no_writes_nothing() -> Non
     await session.complete("yes please")
     assert WRITES == [{"sku": "K1"}]
     WRITES.clear()
-    other = build_writer([ask, "Shall I order K1?", confirm, confirm, confirm, confirm, "Alright, no order."]).session("c2", "shop")
+    other = build_writer([ask, "Shall I order K1?", confirm, confirm, confirm, "Alright, no order."]).session("c2", "shop")
     await other.complete("the kettle K1 please")
     said = await other.complete("no thanks")
     assert WRITES == [] and said == "Alright, no order."
