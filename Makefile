@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,6 +19,13 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# The demo shop's whole suite; override e.g. `make eval EVAL_LLM=offline EVAL_K=1`.
+EVAL_LLM ?= offline,local:1.5b,local:0.5b
+EVAL_K   ?= 4
+eval: $(STAMP)
+	mkdir -p var
+	$(PY) -m callcenter.cli eval evals/shop --llm $(EVAL_LLM) --repeat $(EVAL_K) --json var/eval.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache
