@@ -42,6 +42,7 @@ from telephony.sip.tls import TlsConfig
 from telephony.sip.transport import Peer, Transports, TransportName, UdpTransport, resolve, uri_transport
 from telephony.sip.useragent import ALLOW, UserAgent, warning
 from telephony.sip_call import CallContext, SipCall
+from telephony.srtp import SrtpPolicy
 from telephony.srtp import check_mode as check_srtp_mode
 
 log = logging.getLogger(__name__)
@@ -241,8 +242,9 @@ class SipEndpoint:
         rtp = await RtpSession.open(config.listen_host, config.rtp_port_range, clock=self._clock,
                                     no_media_timeout=config.no_media_timeout_s, call_id=call_id)
         self.metrics.calls_dialled += 1
+        srtp = SrtpPolicy(config.srtp)  # the keys our offer carries are the call's keys
         try:
-            offer = sdp.offer(config.media_host, rtp.local_port, config.codecs)
+            offer = sdp.offer(config.media_host, rtp.local_port, config.codecs, srtp=srtp)
             request = self._invite(target, from_user, call_id, offer)
             transaction = ua.start(request, destination)
             try:
@@ -252,7 +254,7 @@ class SipEndpoint:
                 raise CallFailed(408, f"no answer within {timeout_s:g} s") from None
             if not 200 <= response.status < 300:
                 raise CallFailed(response.status, response.reason)
-            return self._dialled(request, response, rtp)
+            return self._dialled(request, response, rtp, srtp)
         except BaseException:
             self.metrics.dial_failures += 1
             await rtp.close()
@@ -283,17 +285,18 @@ class SipEndpoint:
         headers.add("Max-Forwards", "70")
         self._layer.request(Request("CANCEL", request.uri, headers), transaction.destination)
 
-    def _dialled(self, request: Request, response: Response, rtp: RtpSession) -> SipCall:
+    def _dialled(self, request: Request, response: Response, rtp: RtpSession, srtp: SrtpPolicy) -> SipCall:
         ua, context, _ = self._require_started()
         dialog = Dialog.as_uac(request, response, request.headers.get("Contact") or ua.contact)
-        call = SipCall(context, dialog, rtp, request)
+        call = SipCall(context, dialog, rtp, request, srtp)
         call.ack = dialog.create_request("ACK", cseq=request.cseq[0])
         self._send_ack(call)
         call.confirmed.set()
         self._calls[dialog.key] = call
         self.metrics.calls_active = len(self._calls)
         try:
-            call.start_media(sdp.parse_answer(response.body.decode("utf-8", "replace"), codecs=self.config.codecs))
+            call.start_media(sdp.parse_answer(response.body.decode("utf-8", "replace"), codecs=self.config.codecs,
+                                              srtp=srtp))
         except (sdp.SdpError, RtpError) as error:
             self._spawn(call.hangup())
             raise CallFailed(488, f"unusable SDP answer: {error}") from None

@@ -44,7 +44,8 @@ class CallContext:
 class SipCall:
     """Created by SipEndpoint (for an INVITE it answers, or by `dial`); never by the application."""
 
-    def __init__(self, context: CallContext, dialog: Dialog, rtp: RtpSession, request: Request) -> None:
+    def __init__(self, context: CallContext, dialog: Dialog, rtp: RtpSession, request: Request,
+                 srtp: SrtpPolicy | None = None) -> None:
         self._context, self.dialog, self._rtp = context, dialog, rtp
         self.call_id = dialog.call_id
         sender, called = request.from_, request.to
@@ -63,7 +64,7 @@ class SipCall:
         self.ack: Request | None = None  # our ACK to the peer's 2xx (dial), re-sent if the 2xx is
         self._sdp_session = random.getrandbits(31)  # o= session id, kept for every later answer
         self._sdp_version = 0
-        self._srtp = SrtpPolicy(context.srtp)  # this call's own SRTP keys, drawn fresh
+        self._srtp = srtp or SrtpPolicy(context.srtp)  # this call's own SRTP keys, drawn fresh
         self._awaiting_answer = False  # our 2xx carried the offer: the answer comes in the ACK
         self._leaving = False
         self._notifies: asyncio.Queue[int | None] | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 
+import numpy as np
 import pytest
 
 from telephony.endpoint import CallFailed, EndpointConfig
@@ -35,6 +36,42 @@ async def test_our_call_to_ourselves_carries_dtmf_and_hangs_up_both_sides(start_
     assert (answered[0].caller, answered[0].called) == ("agent7", "+4930555")
     assert (call.end_reason, answered[0].end_reason) == ("local_hangup", "remote_hangup")
     assert caller.calls == [] and callee.calls == []
+
+
+@pytest.mark.parametrize("caller_mode,callee_mode", [("require", "require"), ("offer", "offer"),
+                                                     ("require", "offer")])
+async def test_our_call_to_ourselves_is_encrypted_when_srtp_is_on(start_endpoint, caller_mode: str,
+                                                                  callee_mode: str) -> None:
+    answered: list = []
+
+    async def on_call(call) -> None:
+        answered.append(call)
+        async for frame in call.audio_in:
+            call.play(frame)  # echo: the caller hears its own tone back only if both directions decrypt
+
+    callee = await start_endpoint(on_call, srtp=callee_mode)
+    caller = await start_endpoint(srtp=caller_mode)
+    call = await caller.dial(f"sip:echo@127.0.0.1:{callee.local_address[1]}")
+    tone = (8000 * np.sin(2 * np.pi * 440 * np.arange(8000) / 8000)).astype(np.int16)
+    call.play(tone)
+    heard = []
+    async with asyncio.timeout(5):
+        async for frame in call.audio_in:
+            heard.append(frame)
+            if len(heard) >= 40:
+                break
+    assert call.srtp_suite is not None and call.srtp_suite == answered[0].srtp_suite
+    assert np.abs(np.concatenate(heard)).max() > 4000  # the tone came back, not silence or noise
+    assert call._rtp.stats.srtp_rejected == 0
+    await call.hangup()
+
+
+async def test_a_caller_requiring_srtp_fails_against_a_plain_callee(start_endpoint) -> None:
+    callee = await start_endpoint(srtp="off")
+    caller = await start_endpoint(srtp="require")
+    with pytest.raises(CallFailed) as failed:
+        await caller.dial(f"sip:agent@127.0.0.1:{callee.local_address[1]}", timeout_s=3)
+    assert failed.value.status == 488
 
 
 async def test_dial_failures_raise_call_failed(start_endpoint, sip_peer) -> None:
