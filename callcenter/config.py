@@ -10,6 +10,7 @@ from typing import Any
 
 from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from swarm.registry import SessionConfig
+from swarm.tool_modes import TOOL_MODES
 from telephony.endpoint import EndpointConfig
 from telephony.sip.registration import RegistrationConfig
 from telephony.sip.tls import TlsConfig
@@ -33,6 +34,9 @@ class LLMConfig:
     agent_models: dict[str, str] = field(default_factory=dict)
     timeout: float = 20.0
     native_tools: bool = True
+    # How tools reach the model: "native" tool calls, the "text" protocol, "constrained" decoding (only
+    # "say this" or "call that tool" can be written), or "auto": the measured best for the provider.
+    tool_mode: str = "auto"
     options: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.2})
     # For `provider = "openai"`: the server's base URL and the variable holding its key.
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -127,6 +131,7 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "VOICESWARM_LLM_FALLBACK": ("llm", "fallback", str),
     "OPENAI_BASE_URL": ("llm", "base_url", str),
     "VOICESWARM_LOCAL_MODEL": ("llm", "local_model", str),
+    "VOICESWARM_TOOL_MODE": ("llm", "tool_mode", str),
     "VOICESWARM_DB": ("shop", "database", str),
     "VOICESWARM_HISTORY_SIZE": ("session", "history_size", int),
     "VOICESWARM_SIP_LISTEN": ("sip", "listen", str),
@@ -203,6 +208,8 @@ def _validated(config: Config) -> Config:
         raise ConfigError(f"llm.provider is {config.llm.provider!r}; use one of {', '.join(PROVIDERS)}")
     if config.llm.fallback not in ("none", "offline"):
         raise ConfigError(f"llm.fallback is {config.llm.fallback!r}; use 'none' or 'offline'")
+    if config.llm.tool_mode not in ("auto", *TOOL_MODES):
+        raise ConfigError(f"llm.tool_mode is {config.llm.tool_mode!r}; use auto, {', '.join(TOOL_MODES)}")
     if not config.llm.timeout > 0:  # also refuses NaN
         raise ConfigError("llm.timeout must be positive (seconds)")
     _validate_local(config.llm)

@@ -102,3 +102,17 @@ def test_unknown_tool_mode_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match="tool_mode"):
         OpenAIProvider("m", "http://127.0.0.1:9/v1", tool_mode="guess")
     assert json.dumps(reply_schema(()))  # no tools: only speech
+
+
+def test_auto_tool_mode_is_the_measured_default_per_provider_and_config_checks_it() -> None:
+    from callcenter.config import ConfigError, load_config
+    from swarm.tool_modes import AUTO, resolve_tool_mode
+
+    assert resolve_tool_mode("auto", "local") == AUTO["local"]
+    assert resolve_tool_mode("auto", "ollama", native_tools=False) == "text"
+    assert resolve_tool_mode("text", "local") == "text"
+    assert load_config(environ={"VOICESWARM_TOOL_MODE": "constrained"}).llm.tool_mode == "constrained"
+    with pytest.raises(ConfigError, match="llm.tool_mode"):
+        load_config(environ={"VOICESWARM_TOOL_MODE": "json"})
+    with pytest.raises(ValueError):
+        OllamaProvider("http://127.0.0.1:9", "m", tool_mode="json")

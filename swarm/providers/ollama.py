@@ -12,6 +12,7 @@ import ollama
 from swarm.constrained import SayStream, reply_schema, to_constrained_messages
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
+from swarm.tool_modes import TOOL_MODES
 from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -41,6 +42,8 @@ class OllamaProvider:
         self.keep_alive = keep_alive
         self.timeout = timeout
         self.tool_mode = tool_mode or ("native" if native_tools else "text")
+        if self.tool_mode not in TOOL_MODES:
+            raise ValueError(f"tool_mode is {tool_mode!r}; use one of {', '.join(TOOL_MODES)}")
         self.native_tools = self.tool_mode == "native"
         self.name = name
         if max_tokens is not None:

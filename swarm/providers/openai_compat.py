@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from swarm.constrained import SayStream, reply_schema, to_constrained_messages
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
+from swarm.tool_modes import TOOL_MODES
 from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
 
 _T = TypeVar("_T")
@@ -23,9 +24,6 @@ _STATUS_HINTS = {
     404: "check the model name and that base_url ends in /v1",
     429: "the server is rate-limiting; lower the load or raise its limits",
 }
-
-
-TOOL_MODES = ("native", "text", "constrained")
 
 
 class OpenAIProvider:

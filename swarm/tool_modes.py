@@ -1,0 +1,20 @@
+"""How tools reach a model: native tool calls, the `<tool_call>` text protocol, or constrained decoding."""
+from __future__ import annotations
+
+TOOL_MODES = ("native", "text", "constrained")
+
+# The default per provider kind when the config says "auto", from benchmarks/triage_llm.py on Qwen2.5-Coder
+# 1.5B and 0.5B behind llama.cpp's server (the local provider, and the openai provider in front of such a
+# server); Ollama keeps its native tool calls unless the model has none (native_tools = false).
+AUTO = {"local": "constrained", "openai": "native", "ollama": "native"}
+
+
+def resolve_tool_mode(mode: str, provider: str, native_tools: bool = True) -> str:
+    """The tool mode to use: `mode` itself, or for "auto" the measured best for this kind of provider."""
+    if mode != "auto":
+        if mode not in TOOL_MODES:
+            raise ValueError(f"tool mode {mode!r}: use auto or one of {', '.join(TOOL_MODES)}")
+        return mode
+    if provider == "ollama" and not native_tools:
+        return "text"
+    return AUTO.get(provider, "native")
