@@ -11,14 +11,14 @@ import pytest
 from callcenter.agents import AGENTS
 from callcenter.cli import main
 from callcenter.config import Config
+from callcenter.shop import Shop
 from callcenter.testbed.brainspec import BrainError, BrainSpec, OpenBrain, open_brain, parse_brain
 from callcenter.testbed.report import baseline_diff, pass_hat_k, summarise
 from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_scenario, load_suite
 from callcenter.testbed.state import expected_state, prepare_shop, read_state
-from callcenter.shop import Shop
-from swarm.providers.scripted import ScriptedProvider, reply
+from swarm.providers.scripted import ScriptedProvider
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "shop"
 

@@ -73,20 +73,19 @@ async def _evaluate(scenarios: list[Scenario], specs: list[BrainSpec], args: arg
         work = Path(folder)
         # The reference state depends on the scenario only: replayed once, compared with every trial.
         expected = {s.id: expected_state(work, s) for s in scenarios}
+        gate = asyncio.Semaphore(max(1, args.jobs))
+
+        async def one(brain: OpenBrain, scenario: Scenario, trial: int) -> None:
+            async with gate:
+                result = await run_trial(scenario, brain, trial, work, expected[scenario.id], config)
+            results.append(result)
+            _progress(len(results), total, result, args.quiet)
+
         for spec in specs:
             brain = await open_brain(spec, config)
             try:
                 if not args.quiet:
                     print(f"{spec.text}: {brain.description}", file=sys.stderr)
-                gate = asyncio.Semaphore(max(1, args.jobs))
-
-                async def one(brain: OpenBrain, scenario: Scenario, trial: int) -> TrialResult:
-                    async with gate:
-                        result = await run_trial(scenario, brain, trial, work, expected[scenario.id], config)
-                    results.append(result)
-                    _progress(len(results), total, result, args.quiet)
-                    return result
-
                 await asyncio.gather(*(one(brain, s, t) for s in scenarios for t in range(1, args.repeat + 1)))
             finally:
                 brain.close()
