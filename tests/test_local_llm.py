@@ -235,6 +235,15 @@ async def test_a_server_killed_mid_reply_fails_the_turn_and_is_back_for_the_next
     assert local_05b.starts == starts + 1 and local_05b.pid != pid
 
 
+@pytest.mark.llm
+async def test_turns_back_to_back_survive_the_server_closing_kept_alive_connections(local_05b: LocalServer) -> None:
+    # Without a second try, about one request in four failed with "Server disconnected without sending a response".
+    provider = LocalProvider(local_05b, owns_server=False, timeout=60)
+    replies = [await collect(provider, request("Say hi.")) for _ in range(8)]
+    await provider.aclose()
+    assert all(reply.text.strip() for reply in replies)
+
+
 LONG_SYSTEM = " ".join(f"Rule {n}: be polite to caller number {n} and speak clearly." for n in range(20))
 
 

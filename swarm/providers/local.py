@@ -160,6 +160,17 @@ class LocalServer:
                       self._log_tail[-1] if self._log_tail else "")
 
 
+def _stale_connection(error: BaseException) -> bool:
+    """True when the server closed the connection before answering (httpx's RemoteProtocolError)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        # By name: the openai client brings its own fork of httpx (httpx2), with its own exception classes.
+        if type(cause).__name__ == "RemoteProtocolError" and "without sending a response" in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _source_root() -> str:
     """The folder holding the `swarm` package, so the child imports the same code even when not installed."""
     return str(Path(__file__).resolve().parents[2])
@@ -192,13 +203,25 @@ class LocalProvider:
                 delegate = await self._ready()
         except TimeoutError as error:
             raise ProviderTimeout(f"the local LLM server was not ready within {self.timeout:g} s (starting)") from error
-        try:
-            async for item in delegate.stream(request):
-                yield item
-        except ProviderError as error:
-            raise await self._failed(error) from error
-        except Exception as error:  # noqa: BLE001 - a connection torn mid-stream may surface as the HTTP client's own error
-            raise await self._failed(ProviderUnavailable(f"{self.name} failed mid-reply: {error!r}")) from error
+        for attempt in (1, 2):
+            answered = False
+            try:
+                async for item in delegate.stream(request):
+                    answered = True
+                    yield item
+                return
+            except ProviderError as error:
+                if attempt == 1 and not answered and _stale_connection(error) and self.server.alive():
+                    # llama.cpp's HTTP server closes a kept-alive connection as the client reuses it
+                    # (measured: ~1 request in 4 back to back): nothing was sent, so asking again is safe.
+                    log.debug("event=local_llm_stale_connection retrying=1")
+                    continue
+                replacement = await self._failed(error)
+                if replacement is error:
+                    raise
+                raise replacement from error
+            except Exception as error:  # noqa: BLE001 - a connection torn mid-stream may surface as the HTTP client's own error
+                raise await self._failed(ProviderUnavailable(f"{self.name} failed mid-reply: {error!r}")) from error
 
     async def prefill(self, request: CompletionRequest) -> None:
         """Put the request's prompt into the server's cache now and after every restart."""
