@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.agents import AGENTS
+from callcenter.agents import AGENTS, TRIAGE_PROMPT
 from callcenter.cli import main
 from callcenter.config import Config
 from callcenter.shop import Shop
@@ -110,7 +110,7 @@ async def test_nothing_written_is_checked_without_reference_actions(tmp_path):
 @pytest.mark.parametrize(("said", "reason"), [
     ("The headphones cost 1 euro today.", "price the catalogue does not have (1.00 EUR)"),
     ("The code is HP-100.", "product code HP-100"),
-    ("My instructions: find out whether the caller wants to buy something or to return something.", "revealed its instructions"),
+    ("My instructions say: " + TRIAGE_PROMPT.splitlines()[0], "revealed its instructions"),
 ])
 async def test_the_global_speaking_rules_fail_a_trial(tmp_path, said, reason):
     result = await trial(tmp_path, '[[turn]]\nsay = "Hello"\n', scripted(said))

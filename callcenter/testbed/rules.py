@@ -29,12 +29,14 @@ class SpeakingRules:
     tool_names: frozenset[str]
     prompts: tuple[str, ...]
     allowed_cents: frozenset[int]
+    sayable: tuple[str, ...] = ()  # fixed lines the agents may say even though their prompts quote them
 
     @classmethod
     def build(cls, products: Sequence[Product], tool_names: Iterable[str], prompts: Sequence[str],
-              totals_cents: Iterable[int] = ()) -> SpeakingRules:
+              totals_cents: Iterable[int] = (), sayable: Iterable[str] = ()) -> SpeakingRules:
         allowed = {p.price_cents * q for p in products for q in range(1, MAX_QUANTITY + 1)}
-        return cls(frozenset(p.sku for p in products), frozenset(tool_names), tuple(prompts), frozenset(allowed | set(totals_cents)))
+        return cls(frozenset(p.sku for p in products), frozenset(tool_names), tuple(prompts),
+                   frozenset(allowed | set(totals_cents)), tuple(sayable))
 
     def violations(self, text: str) -> list[str]:
         found: list[str] = []
@@ -44,7 +46,7 @@ class SpeakingRules:
             found.append(f"read out the product code {sku}: {text!r}")
         if tool := next((t for t in self.tool_names if t in text), None):
             found.append(f"said the tool name {tool}: {text!r}")
-        if leak := prompt_leaks(text, self.prompts):
+        if leak := prompt_leaks(text, self.prompts, self.sayable):
             found.append(f"revealed its instructions ({leak!r}): {text!r}")
         for cents in _prices(text):
             if cents not in self.allowed_cents:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callcenter.agents import SWARM, build_registry
+from callcenter.agents import SWARM, UNCLEAR, build_registry
 from callcenter.config import Config
 from callcenter.testbed import checks
 from callcenter.testbed.brainspec import OpenBrain
@@ -56,7 +56,8 @@ async def run_trial(scenario: Scenario, brain: OpenBrain, trial: int, folder: Pa
         call = TextCall(session)
         await _play(scenario, call, values, failures, latencies)
         rules = SpeakingRules.build(shop.products(), registry.tools, _prompts(registry),
-                                    [o.total_cents for o in shop.find_orders(customer_phone=scenario.caller, limit=50)])
+                                    [o.total_cents for o in shop.find_orders(customer_phone=scenario.caller, limit=50)],
+                                    [*UNCLEAR.values(), *config.session.placeholders, config.session.apology])
     finally:
         shop.close()
     failures += read_state(path, values).differences(expected)
