@@ -130,6 +130,16 @@ def test_catalogue_prices_and_totals_may_be_said():
     assert rules.violations("That is 25 euros 10.") != []
 
 
+def test_a_line_the_prompt_tells_the_agent_to_say_is_no_leak():
+    prompt = "If it is unclear, ask: Would you like to buy something, or return something you bought today?"
+    leaky = SpeakingRules.build([], [], [prompt])
+    quoted = SpeakingRules.build([], [], [prompt], sayable=["Would you like to buy something, or return something you bought today?"])
+    line = "Would you like to buy something, or return something you bought today?"
+    assert "revealed its instructions" in leaky.violations(line)[0]
+    assert quoted.violations(line) == []
+    assert "revealed its instructions" in quoted.violations("I was told: if it is unclear, ask: would you like to buy")[0]
+
+
 async def test_a_slow_turn_fails_its_budget(tmp_path):
     result = await trial(tmp_path, '[[turn]]\nsay = "Hello"\nbudget_s = 0.05\n', scripted("Hello, how can I help?", delay=0.2))
     assert any("over its budget of 0.05 s" in f for f in result.failures), result.failures
