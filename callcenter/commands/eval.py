@@ -14,6 +14,7 @@ from callcenter.testbed.report import baseline_diff, markdown, summarise
 from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
 from callcenter.testbed.state import expected_state
+from speech.models import ModelError
 from swarm.providers.base import ProviderError
 
 
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     try:
         results = asyncio.run(_evaluate(scenarios, specs, args, config))
-    except (ScenarioError, BrainError, ProviderError) as error:
+    except (ScenarioError, BrainError, ProviderError, ModelError) as error:
         print(f"\nvoiceswarm eval: {error}", file=sys.stderr)
         return 2
     summary = summarise(results, args.repeat)
