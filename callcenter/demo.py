@@ -27,6 +27,7 @@ from speech.models import ModelError
 from swarm.providers.base import ProviderError
 
 CALLER = "+442079460321"
+DEMO_LLM_TIMEOUT_S = 60.0
 CALLS = {
     "a caller who buys": ["I'd like to buy a new phone charger.", "Yes, please."],
     "a caller who returns": ["I want to return the headphones I bought last week.", "Yes."],
@@ -36,7 +37,8 @@ CALLS = {
 def demo_config(folder: Path) -> Config:
     config = load_config()
     if not os.environ.get("VOICESWARM_LLM"):
-        config = replace(config, llm=replace(config.llm, provider="local"))
+        # A demo on a busy or slow machine should still finish: the model gets longer than a caller would wait.
+        config = replace(config, llm=replace(config.llm, provider="local", timeout=max(config.llm.timeout, DEMO_LLM_TIMEOUT_S)))
     return replace(
         config,
         database=str(folder / "shop.db"),

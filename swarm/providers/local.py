@@ -190,6 +190,7 @@ class LocalProvider:
         self.name = name
         self._delegate: OpenAIProvider | None = None
         self._starting: asyncio.Future[str] | None = None
+        self._restarting: asyncio.Future[None] | None = None  # held so the task is not collected mid-way
         self._prefills: list[CompletionRequest] = []
 
     async def start(self) -> None:
@@ -245,7 +246,7 @@ class LocalProvider:
         if not isinstance(error, ProviderUnavailable) or not await asyncio.to_thread(self.server.exited, 1.0):
             return error
         # Restart now rather than on the next turn, so the caller who is transferred is the only one to notice.
-        asyncio.ensure_future(self._ready_quietly())
+        self._restarting = asyncio.ensure_future(self._ready_quietly())
         return ProviderUnavailable(f"the local LLM server died ({error}); it is being restarted")
 
     async def _ready_quietly(self) -> None:
