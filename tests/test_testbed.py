@@ -18,6 +18,7 @@ from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_scenario, load_suite
 from callcenter.testbed.state import expected_state, prepare_shop, read_state
+from swarm.providers.base import ProviderError
 from swarm.providers.scripted import ScriptedProvider
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "shop"
@@ -98,6 +99,13 @@ async def test_turns_after_the_call_ended_fail_the_trial(tmp_path):
     """)
     assert not result.passed
     assert any("was never taken" in f for f in result.failures), result.failures
+
+
+async def test_a_brain_that_gives_no_reply_fails_even_where_a_transfer_is_expected(tmp_path):
+    # The apology hands the caller to a person, which is what this scenario wants, but the brain said nothing.
+    result = await trial(tmp_path, '[[turn]]\nsay = "Sprechen Sie Deutsch?"\n[expect]\ntransfer = true\n',
+                         scripted(ProviderError("the model timed out")))
+    assert result.failures == ["the brain gave no reply (the model timed out)"]
 
 
 async def test_nothing_written_is_checked_without_reference_actions(tmp_path):

@@ -146,6 +146,9 @@ def score_events(scenario: Scenario, call: TextCall, values: dict[str, str], rul
         problems.append("expected a transfer to a person" if expect.transfer else f"unexpected transfer to a person ({call.session.escalation})")
     if expect.ended is not None and (call.ended_by is not None) != expect.ended:
         problems.append("expected the call to end" if expect.ended else f"the call ended ({call.ended_by})")
+    # A brain that gave no reply is not judged by what the apology does (it hands over to a person, which is
+    # what some scenarios expect): the trial could not be checked, so it fails.
+    problems += [f"the brain gave no reply ({e.detail})" for e in events if isinstance(e, Rescued) and e.stage == "provider_error"]
     found = [p for p in problems if p is not None]
     for text in checks.said(events):
         found += rules.violations(text)
