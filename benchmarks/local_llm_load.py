@@ -59,11 +59,13 @@ class Generator(threading.Thread):
         self.url, self.stop, self.gen, self.prompt = url, threading.Event(), [], []
 
     def run(self) -> None:
-        with httpx.Client(timeout=120) as client:
+        # No kept-alive connections: llama.cpp's server closes them as they are reused (see LocalProvider).
+        with httpx.Client(timeout=300, headers={"Connection": "close"}) as client:
             while not self.stop.is_set():
                 # A new prompt each time, so prompt processing is part of the load as in real turns.
                 messages = [{"role": "system", "content": f"You are storyteller number {time.time_ns()}."}, *STORY]
-                timings = client.post(self.url + "/v1/chat/completions", json={"messages": messages, "max_tokens": 128}).json()["timings"]
+                reply = client.post(self.url + "/v1/chat/completions", json={"messages": messages, "max_tokens": 64})
+                timings = reply.json()["timings"]
                 self.gen.append(timings["predicted_per_second"])
                 self.prompt.append(timings["prompt_per_second"])
 
@@ -96,7 +98,8 @@ def load_row(label: str, server: LocalServer | None, transcriber: Transcriber, p
     if generator:
         generator.stop.set()
         generator.join()
-        speeds = f"{statistics.median(generator.gen):.1f} | {statistics.median(generator.prompt):.0f}"
+        if generator.gen:  # the request under way when the window closed counts too: join() waited for it
+            speeds = f"{statistics.median(generator.gen):.1f} | {statistics.median(generator.prompt):.0f}"
     whisper = sorted(listener.latencies)
     p95 = whisper[min(len(whisper) - 1, int(0.95 * len(whisper)))]
     return (f"| {label} | {rtp.p99:.1f} | {rtp.max_ms:.1f} | {rtp.skipped} | {statistics.median(whisper):.2f} | {p95:.2f} "
