@@ -100,6 +100,11 @@ async def check_llm(config: Config) -> str | None:
             return None if response.status_code < 400 else f"{llm.base_url} answered HTTP {response.status_code}"
         except httpx.HTTPError as error:
             return f"no OpenAI-compatible server answers at {llm.base_url}: {error}"
+    if llm.provider == "auto":
+        no_ollama = await check_ollama(llm.host, llm.model)
+        if no_ollama:  # then the local model serves, as choose_brains decides
+            missing = missing_local_model(llm.local_model)
+            return f"{no_ollama}; {missing}" if missing else None
     for model in {llm.model, *llm.agent_models.values()}:
         problem = await check_ollama(llm.host, model)
         if problem:

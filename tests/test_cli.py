@@ -115,9 +115,18 @@ def test_config_file_then_environment(tmp_path: Path) -> None:
 
 def test_config_check_with_no_server_exits_1_naming_the_host(tmp_path: Path) -> None:
     host = f"http://127.0.0.1:{closed_port()}"
-    done = run(tmp_path, "config", "--check", env=environment(tmp_path, host))
+    done = run(tmp_path, "config", "--check", env=environment(tmp_path, host, VOICESWARM_LLM="ollama"))
     assert done.returncode == 1
     assert f"llm: no Ollama server answers at {host}" in done.stdout
+
+
+def test_config_check_with_auto_and_no_ollama_is_ok_when_the_local_model_is_installed(tmp_path: Path) -> None:
+    from callcenter.local_model import missing_local_model
+
+    done = run(tmp_path, "config", "--check", env=environment(tmp_path))
+    missing = missing_local_model("qwen2.5-coder-1.5b")
+    assert done.returncode == (1 if missing else 0), done.stdout + done.stderr
+    assert ("llm: OK" in done.stdout) == (missing is None)
 
 
 @pytest.mark.parametrize(
