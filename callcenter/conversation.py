@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from callcenter.keypad import DigitRequest, Keypad, pending_request, run_with_digits
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
 from swarm.session import Session
 from telephony.call import Call
@@ -50,8 +51,9 @@ class VoiceSettings:
     operator: str | None = None
     handover: str = "Please hold, I'm putting you through to a colleague."
     no_operator: str = "I'm sorry, no colleague can take your call right now. Please call again later. Goodbye."
-    # Typed digits end with # or after this pause.
+    # Digits a tool asked for end with #, at the tool's maximum, or after this pause.
     digit_timeout_s: float = 3.0
+    digits_not_taken: str = "Sorry, I couldn't use those digits. Could you say the number instead?"
 
 
 @dataclass
@@ -77,8 +79,11 @@ class Transcript:
     lines: list[dict[str, Any]] = field(default_factory=list)
     turns: list[TurnTiming] = field(default_factory=list)
 
-    def add(self, who: str, text: str) -> None:
-        self.lines.append({"at": time.time(), "who": who, "text": text})
+    def add(self, who: str, text: str, *, via: str | None = None) -> None:
+        line: dict[str, Any] = {"at": time.time(), "who": who, "text": text}
+        if via is not None:
+            line["via"] = via  # "keypad": typed, not said
+        self.lines.append(line)
 
 
 class Conversation:
@@ -95,7 +100,8 @@ class Conversation:
         self._spoken: list[tuple[str, int]] = []  # sentences of the running turn and the sample where each ends
         self._queued = 0  # samples handed to the call so far (same clock as call.played_samples)
         self._last_activity = time.monotonic()
-        self._digits: list[str] = []
+        self._keypad: Keypad | None = None  # a tool asked for digits and the caller may type them
+        self._keypad_pause: asyncio.TimerHandle | None = None
         self._finished = asyncio.Event()
         # Utterances being transcribed; one at a time, so the caller's words reach the model in order.
         self._hearing: set[asyncio.Task[None]] = set()
@@ -123,6 +129,7 @@ class Conversation:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             self._keep_heard("call_ended")
+            self._close_keypad("call_ended")
             self.session.dispose()
         if self.call.end_reason == "transferred":
             self.disposition = "transferred"  # the call may end before transfer() has returned to us
@@ -198,6 +205,7 @@ class Conversation:
                 self._start_turn(self._say_prepared(self.settings.repeat))
             return
         self._reprompts = 0
+        self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
         if not transcript.confident:
             log.info("event=low_confidence call=%s text=%r", self.call.call_id, text)
@@ -230,35 +238,55 @@ class Conversation:
             self._last_activity = time.monotonic()
             if self._closing:
                 continue
-            if self._collecting_digits():
-                self._digits.append(key)
-                if key == "#":
-                    self._submit_digits()
+            if self._keypad is not None:
+                self._press(self._keypad, key)
             elif key == "0":
                 log.info("event=dtmf_operator call=%s", self.call.call_id)
                 self.session.escalation = "the caller pressed 0"
                 self._start_turn(self._handover())
 
+    def _press(self, keypad: Keypad, key: str) -> None:
+        if not keypad.digits and self.call.playing:
+            self._interrupt("keypad")  # a caller who types has heard enough of the question
+        if self._keypad_pause is not None:
+            self._keypad_pause.cancel()
+        if keypad.press(key):
+            self._submit_digits()
+        else:
+            self._keypad_pause = asyncio.get_running_loop().call_later(self.settings.digit_timeout_s, self._submit_digits)
+
     def _collecting_digits(self) -> bool:
-        last = (self.session.get_last_assistant_message() or "").lower()
-        return "number" in last and ("order" in last or "return" in last)
+        """Whether a tool is waiting for typed digits. Kept for callcenter/testbed/textcall.py, which calls it
+        with only a session: the rule is the keypad state's (callcenter.keypad), never the agent's words."""
+        return pending_request(self.session) is not None
 
     def _submit_digits(self) -> None:
-        digits = "".join(k for k in self._digits if k.isdigit())
-        self._digits = []
-        if digits:
-            self._start_turn(self._reply(f"The number is {' '.join(digits)}.", time.monotonic(), TurnTiming()))
+        keypad = self._close_keypad("typed")
+        if keypad is not None and keypad.digits and not self._closing:
+            self._start_turn(self._typed(keypad.request, keypad.digits))
+
+    def _open_keypad(self, request: DigitRequest) -> None:
+        log.info("event=keypad_open call=%s tool=%s argument=%s max_digits=%d", self.call.call_id, request.tool,
+                 request.argument, request.max_digits)
+        self._keypad = Keypad(request)
+
+    def _close_keypad(self, reason: str) -> Keypad | None:
+        keypad, self._keypad = self._keypad, None
+        if self._keypad_pause is not None:
+            self._keypad_pause.cancel()
+            self._keypad_pause = None
+        if keypad is not None:
+            log.info("event=keypad_closed call=%s reason=%s digits=%d", self.call.call_id, reason, len(keypad.digits))
+        return keypad
 
     async def _watch(self, started: float) -> None:
-        """Re-prompt a silent caller, end a call that stays silent or runs too long, submit typed digits."""
+        """Re-prompt a silent caller, end a call that stays silent or runs too long."""
         while True:
             await asyncio.sleep(0.25)
             now = time.monotonic()
             if now - started > self.settings.max_call_s:
                 self._start_turn(self._goodbye(self.settings.max_call_goodbye))
                 return
-            if self._digits and now - self._last_activity > self.settings.digit_timeout_s:
-                self._submit_digits()
             busy = (self._turn is not None and not self._turn.done()) or self.call.playing or self._hearing
             if busy or self._closing:
                 self._last_activity = now
@@ -321,6 +349,14 @@ class Conversation:
                 self.transcript.add("agent", sentence)
                 self._agent_lines.append(self.transcript.lines[-1])
 
+    async def _typed(self, request: DigitRequest, digits: str) -> None:
+        """The digits a tool asked for: the tool runs with them, and its answer is said."""
+        self.transcript.add("caller", digits, via="keypad")
+        self._reprompts = 0
+        say = await run_with_digits(self.session, request, digits)
+        await self._say_prepared(say or self.settings.digits_not_taken)
+        await self._after_turn()
+
     async def _say_prepared(self, text: str) -> None:
         self.session.emit(text)
 
@@ -330,6 +366,9 @@ class Conversation:
         await self._speak(one())
 
     async def _after_turn(self) -> None:
+        request = pending_request(self.session)
+        if request is not None:
+            self._open_keypad(request)
         if self.session.escalation:
             await self._handover()
         elif self.session.ending:

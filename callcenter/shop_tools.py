@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from callcenter.keypad import KEY, keypad_request
 from callcenter.shop import Order, Product, Shop, ShopError
 from swarm.tools import Tool, ToolContext, tool_from_function
 
@@ -72,7 +73,9 @@ def shop_tools(shop: Shop) -> list[Tool]:
         """
         orders = shop.find_orders(order_number=order_number, customer_phone=None if order_number else _caller(context), product_text=product)
         if not orders:
-            return {"orders": [], "say": "I couldn't find that order. Could you tell me the order number?"}
+            # The caller may type the number instead of saying it: the voice layer runs this tool with it.
+            keypad = keypad_request("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, product=product)
+            return {"orders": [], "say": "I couldn't find that order. Could you tell me the order number?", KEY: keypad}
         order = orders[0]
         line = _matching_line(order, product)
         when = order.created_at.strftime("%d %B").lstrip("0")
@@ -108,6 +111,9 @@ def shop_tools(shop: Shop) -> list[Tool]:
         tool_from_function(find_order, examples=RETURN_PHRASES),
         tool_from_function(create_return, examples=("return it", "start the return")),
     ]
+
+
+ORDER_NUMBER_MAX_DIGITS = 10  # the shop's numbers are shorter; # ends a shorter one at once
 
 
 def _stock_line(product: Product) -> str:

@@ -1,0 +1,150 @@
+"""`Conversation` in milliseconds: the shop's swarm on the offline router, with fakes for the call, the
+endpointer, Whisper and Piper (tests/voice_fakes.py). The same behaviours with real audio are in
+tests/test_voice_e2e.py."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, settle, until
+
+from callcenter.app import App, open_app
+from callcenter.config import Config, LLMConfig
+from callcenter.conversation import Conversation, VoiceSettings
+
+pytestmark = pytest.mark.timeout(20)
+
+CALLER = "+442079460321"
+STRANGER = "+441632960999"  # has no orders: their order is found by its number only
+OPERATOR = "7000"
+SETTINGS = VoiceSettings(operator=OPERATOR, digit_timeout_s=0.15, reprompt_after_s=30.0)
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> App:
+    app = await open_app(Config(llm=replace(LLMConfig(), provider="offline"), database=str(tmp_path / "shop.db")))
+    app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+    yield app
+    app.close()
+
+
+class Line:
+    """One call: the conversation and the fakes around it."""
+
+    def __init__(self, app: App, caller: str = CALLER, settings: VoiceSettings = SETTINGS, speed: float = 40.0) -> None:
+        self.call = FakeCall(speed=speed, caller=caller)
+        self.endpointer, self.transcriber, self.synthesizer = FakeEndpointer(), FakeTranscriber(), FakeSynthesizer()
+        self.session = app.session(self.call.call_id, caller)
+        self.conversation = Conversation(self.call, self.session, self.endpointer, self.transcriber,
+                                         self.synthesizer, settings)
+        self.caller = Caller(self.call, self.endpointer, self.transcriber)
+
+    def said(self) -> list[str]:
+        return [line["text"] for line in self.conversation.transcript.lines if line["who"] == "agent"]
+
+    def caller_lines(self) -> list[dict]:
+        return [line for line in self.conversation.transcript.lines if line["who"] == "caller"]
+
+    async def agent_done(self) -> None:
+        """The agent's turn has been played to its end."""
+        await settle()
+        await until(lambda: not self.call.playing and not self.conversation._hearing
+                    and (self.conversation._turn is None or self.conversation._turn.done()), what="agent done")
+
+
+async def test_a_spoken_turn_is_answered(app) -> None:
+    line = Line(app)
+    async with running(line.conversation):
+        await line.agent_done()
+        assert line.said() == [SETTINGS.greeting]
+        await line.caller.say("I want to return the headphones I bought last week.")
+        await line.agent_done()
+    assert "headphones" in " ".join(line.said()[1:]).lower()
+    assert [entry["text"] for entry in line.caller_lines()] == ["I want to return the headphones I bought last week."]
+    assert len(line.conversation.transcript.turns) == 1
+
+
+async def test_pressing_0_after_an_order_confirmation_reaches_a_person(app) -> None:
+    # The confirmation says "order number": the keypad must not believe it asked for digits.
+    line = Line(app)
+    async with running(line.conversation) as call:
+        await line.agent_done()
+        await line.caller.say("I'd like to buy a new phone charger.")
+        await line.agent_done()
+        await line.caller.say("Yes, please.")
+        await line.agent_done()
+        assert "order number is" in " ".join(line.said()[-2:])
+        line.call.press("0")
+        await until(lambda: call.done(), what="the call handed over")
+    assert line.call.transfers == [OPERATOR]
+    assert call.result() == "transferred"
+    assert line.said()[-1] == SETTINGS.handover
+
+
+async def test_pressing_0_after_a_return_confirmation_reaches_a_person(app) -> None:
+    line = Line(app)
+    async with running(line.conversation) as call:
+        await line.agent_done()
+        await line.caller.say("I want to return the headphones I bought last week.")
+        await line.agent_done()
+        await line.caller.say("Yes.")
+        await line.agent_done()
+        assert "return is registered" in " ".join(line.said()[-2:])
+        line.call.press("0")
+        await until(lambda: call.done(), what="the call handed over")
+    assert line.call.transfers == [OPERATOR]
+
+
+async def test_digits_a_tool_asked_for_are_its_input_and_in_the_transcript(app) -> None:
+    number = app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=3, idempotency_key="typed").order_number
+    line = Line(app, caller=STRANGER)
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones.")
+        await line.agent_done()
+        assert "tell me the order number" in " ".join(line.said()).lower()
+        line.call.press(number)
+        line.call.press("#")
+        await line.agent_done()
+    said = " ".join(line.said())
+    assert " ".join(number) in said and "Shall I start a return" in said, said
+    typed = [entry for entry in line.caller_lines() if entry.get("via") == "keypad"]
+    assert [entry["text"] for entry in typed] == [number]
+    # find_order ran with the typed number (and the product from its first call); its result is the agent's.
+    calls = [e for e in line.session.events if type(e).__name__ == "ToolCalled" and e.name == "find_order"]
+    assert calls[-1].arguments == {"product": calls[0].arguments["product"], "order_number": number}, calls
+    assert line.call.transfers == []
+
+
+async def test_a_pause_ends_the_digits_and_0_is_a_digit_while_they_are_asked_for(app) -> None:
+    line = Line(app, caller=STRANGER)
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones.")
+        await line.agent_done()
+        line.call.press("90")  # no such order: the tool asks again
+        await settle(SETTINGS.digit_timeout_s + 0.1)
+        await line.agent_done()
+        assert line.said()[-1].endswith("Could you tell me the order number?")
+        assert [entry["text"] for entry in line.caller_lines() if entry.get("via")] == ["90"]
+        line.call.press("0")  # asked again: still a digit
+        await settle(SETTINGS.digit_timeout_s + 0.1)
+        await line.agent_done()
+        assert line.call.transfers == []
+        await line.caller.say("Never mind, goodbye.")  # speaking ends the keypad state
+        await line.agent_done()
+    assert line.conversation._keypad is None
+
+
+async def test_0_reaches_a_person_once_the_caller_said_the_number_instead(app) -> None:
+    line = Line(app, caller=STRANGER)
+    async with running(line.conversation) as call:
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones.")
+        await line.agent_done()
+        await line.caller.say("I don't know it.")
+        await line.agent_done()
+        line.call.press("0")
+        await until(lambda: call.done(), what="the call handed over")
+    assert line.call.transfers == [OPERATOR]
