@@ -40,3 +40,7 @@ def local_05b() -> Iterator[LocalServer]:
 @pytest.fixture(scope="session")
 def local_15b() -> Iterator[LocalServer]:
     yield from _server("qwen2.5-coder-1.5b")
+
+
+# The throw-away PostgreSQL cluster (session) and `database_url`: each storage test on SQLite and PostgreSQL.
+from tests.postgres import database_url, postgres  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""The shop against real SQLite: in memory and in a file."""
+"""The shop against real databases: SQLite (in memory and in a file) and a throw-away PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from callcenter.store import parse_url
+from tests.postgres import count_rows
 from callcenter.shop import (
     CatalogueError,
     InvalidRequest,
@@ -34,10 +36,9 @@ def catalogue_size() -> int:
     return len(list(csv.DictReader(text.splitlines())))
 
 
-def count(db: Path, table: str) -> int:
+def count(db: str, table: str) -> int:
     # A second connection sees only what was committed.
-    with sqlite3.connect(db) as conn:
-        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    return count_rows(db, table)
 
 
 def stock(shop: Shop, sku: str) -> int:
@@ -51,25 +52,26 @@ def spoken(number: str) -> str:
 
 
 @pytest.fixture
-def shop() -> Shop:
-    with Shop(":memory:") as s:
+def db(database_url: str) -> str:
+    return database_url
+
+
+@pytest.fixture
+def shop(db: str) -> Shop:
+    with Shop(db) as s:
         yield s
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "shop.db"
-
-
-@pytest.fixture
-def file_shop(db: Path) -> Shop:
+def file_shop(db: str) -> Shop:
     with Shop.open(db) as s:
         yield s
 
 
-@pytest.fixture(scope="module")
-def read_only_shop() -> Shop:
-    with Shop(":memory:") as s:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def read_only_shop(request: pytest.FixtureRequest) -> Shop:
+    url = ":memory:" if request.param == "sqlite" else request.getfixturevalue("postgres").new_schema()
+    with Shop(url) as s:
         yield s
 
 
@@ -85,34 +87,37 @@ def test_memory_shop_loads_the_packaged_catalogue(shop: Shop) -> None:
     assert len(shop.search("a", limit=50)) == 0  # a stop word alone matches nothing
 
 
-def test_reopening_a_file_neither_duplicates_nor_resets_the_catalogue(db: Path) -> None:
+def test_reopening_a_file_neither_duplicates_nor_resets_the_catalogue(db: str) -> None:
     with Shop(db) as first:
         first.place_order(PHONE, [("VC-510", 2)], "k1")
     assert count(db, "products") == catalogue_size()
     with Shop(db) as again:
         assert stock(again, "VC-510") == 4
     assert count(db, "products") == catalogue_size()
-    assert count(db, "products_fts") == catalogue_size()
+    if db.startswith("sqlite"):
+        assert count(db, "products_fts") == catalogue_size()  # PostgreSQL's index is a column of products
 
 
-def test_file_database_uses_wal_and_foreign_keys(file_shop: Shop, db: Path) -> None:
-    with sqlite3.connect(db) as conn:
+def test_file_database_uses_wal_and_foreign_keys(file_shop: Shop, db: str) -> None:
+    if file_shop.database.dialect != "sqlite":
+        pytest.skip("SQLite's pragmas")
+    with sqlite3.connect(parse_url(db).target) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with pytest.raises(sqlite3.IntegrityError):
         # Reaching into the connection is the only way to see the pragma is on for it.
-        file_shop._conn.execute(
+        file_shop.database.raw_connection.execute(
             "INSERT INTO order_lines (order_id, sku, quantity, unit_price_cents)"
             " VALUES (999, 'HP-100', 1, 1)"
         )
 
 
-def test_own_catalogue_csv_is_loaded_instead(tmp_path: Path) -> None:
+def test_own_catalogue_csv_is_loaded_instead(tmp_path: Path, db: str) -> None:
     own = tmp_path / "own.csv"
     own.write_text(
         "sku,name,description,price_eur,stock,category\n"
         "ZZ-1,Garden gnome,A gnome for the garden,0.30,3,garden\n"
     )
-    with Shop(":memory:", catalogue_csv=own) as shop:
+    with Shop(db, catalogue_csv=own) as shop:
         assert shop.get_product("HP-100") is None
         gnome = shop.get_product("zz-1")
         assert gnome is not None and gnome.price_cents == 30
@@ -126,11 +131,11 @@ def test_own_catalogue_csv_is_loaded_instead(tmp_path: Path) -> None:
         ("A-1,x,y,1.00,1,z\na-1,x,y,1.00,1,z\n", r"line 3: the sku A-1 appears twice"),
     ],
 )
-def test_broken_catalogue_names_file_and_line(tmp_path: Path, rows: str, problem: str) -> None:
+def test_broken_catalogue_names_file_and_line(tmp_path: Path, db: str, rows: str, problem: str) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("sku,name,description,price_eur,stock,category\n" + rows)
     with pytest.raises(CatalogueError, match=r"bad\.csv " + problem):
-        Shop(":memory:", catalogue_csv=bad)
+        Shop(db, catalogue_csv=bad)
 
 
 # --- search ---------------------------------------------------------------------------
@@ -208,7 +213,7 @@ def test_search_respects_the_limit(read_only_shop: Shop) -> None:
         "ü" * 5000,
     ],
 )
-def test_hostile_search_text_is_harmless(file_shop: Shop, db: Path, hostile: str) -> None:
+def test_hostile_search_text_is_harmless(file_shop: Shop, db: str, hostile: str) -> None:
     assert isinstance(file_shop.search(hostile), list)
     assert count(db, "products") == catalogue_size()
     assert file_shop.search("wireless headphones")[0].sku == "HP-100"
@@ -277,7 +282,7 @@ def test_the_same_sku_spelled_twice_is_one_line(shop: Shop) -> None:
     assert stock(shop, "HP-100") == 11
 
 
-def test_out_of_stock_rolls_everything_back(file_shop: Shop, db: Path) -> None:
+def test_out_of_stock_rolls_everything_back(file_shop: Shop, db: str) -> None:
     # The charger line comes first, so its stock is taken before the vacuum fails.
     with pytest.raises(OutOfStock, match="Only 6 of the Robot vacuum cleaner") as error:
         file_shop.place_order(PHONE, [("CH-110", 1), ("VC-510", 7)], "k")
@@ -291,7 +296,7 @@ def test_out_of_stock_rolls_everything_back(file_shop: Shop, db: Path) -> None:
     assert file_shop.place_order(PHONE, [("VC-510", 6)], "k").total_cents == 6 * 29900
 
 
-def test_unknown_product_changes_nothing(file_shop: Shop, db: Path) -> None:
+def test_unknown_product_changes_nothing(file_shop: Shop, db: str) -> None:
     with pytest.raises(UnknownProduct, match="XX-999") as error:
         file_shop.place_order(PHONE, [("CH-110", 1), ("XX-999", 1)], "k")
     assert isinstance(error.value, ShopError)
@@ -308,7 +313,7 @@ def test_invalid_items_are_refused(shop: Shop, items: list[tuple[str, int]]) -> 
     assert stock(shop, "CH-110") == 80
 
 
-def test_same_idempotency_key_places_one_order(file_shop: Shop, db: Path) -> None:
+def test_same_idempotency_key_places_one_order(file_shop: Shop, db: str) -> None:
     first = file_shop.place_order(PHONE, [("CH-110", 1)], "call-7:charger")
     again = file_shop.place_order(PHONE, [("CH-110", 1)], "call-7:charger")
     assert again == first
@@ -353,7 +358,7 @@ def scarce_csv(tmp_path: Path) -> Path:
     "separate_connections", [True, False], ids=["connection-per-thread", "shared-shop"]
 )
 def test_concurrent_orders_never_oversell(
-    db: Path, scarce_csv: Path, separate_connections: bool
+    db: str, scarce_csv: Path, separate_connections: bool
 ) -> None:
     with Shop(db, catalogue_csv=scarce_csv) as shared:
         shops = [Shop(db) if separate_connections else shared for _ in range(5)]

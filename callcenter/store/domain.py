@@ -1,0 +1,92 @@
+"""The shop's records and the errors its requests end in: plain values, no storage."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+class ShopError(Exception):
+    """A request the shop cannot fulfil; the message can be told to the caller."""
+
+
+class UnknownProduct(ShopError):
+    def __init__(self, sku: str) -> None:
+        super().__init__(f"We have no product with the code {sku}.")
+        self.sku = sku
+
+
+class OutOfStock(ShopError):
+    def __init__(self, product: Product, requested: int) -> None:
+        if product.stock == 0:
+            message = f"The {product.name} is out of stock."
+        else:
+            verb = "is" if product.stock == 1 else "are"
+            message = (
+                f"Only {product.stock} of the {product.name} {verb} left in stock, "
+                f"not {requested}."
+            )
+        super().__init__(message)
+        self.sku = product.sku
+        self.requested = requested
+        self.available = product.stock
+
+
+class NotReturnable(ShopError):
+    """The order, the item or the quantity cannot be returned."""
+
+
+class InvalidRequest(ShopError):
+    """Arguments no order or return can be made of (no items, a quantity below one...)."""
+
+
+class CatalogueError(ShopError):
+    """The catalogue CSV cannot be loaded; the message names the file and the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Product:
+    sku: str
+    name: str
+    description: str
+    price_cents: int
+    stock: int
+    category: str
+
+
+@dataclass(frozen=True, slots=True)
+class OrderLine:
+    sku: str
+    name: str
+    quantity: int
+    unit_price_cents: int
+    returned_quantity: int = 0
+
+    @property
+    def total_cents(self) -> int:
+        return self.quantity * self.unit_price_cents
+
+    @property
+    def returnable_quantity(self) -> int:
+        return self.quantity - self.returned_quantity
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    order_number: str  # digits only, read out one by one
+    customer_phone: str
+    created_at: datetime  # aware, UTC
+    status: str  # "placed", "delivered" (demo history) or "returned" (every item came back)
+    total_cents: int
+    lines: tuple[OrderLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    return_number: str
+    order_number: str
+    sku: str
+    product_name: str
+    quantity: int
+    reason: str
+    created_at: datetime
+    refund_cents: int

@@ -1,0 +1,80 @@
+"""What a caller's words ask the catalogue for: search terms, independent of the database's search engine."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from callcenter.store.spoken import number_tokens, words
+
+MAX_QUERY_TERMS = 32
+
+# Words a caller wraps around what they want; they would otherwise rank every
+# description that happens to contain "a" or "with".
+STOP_WORDS = frozenset(
+    """
+    a about also am an and any are as at be bought but buy by can could did do does dont
+    for from get got had has have hello hey hi i id ill im in is it its ive just kind like
+    looking look me my need new of on or order ordered please purchase purchased some
+    something sort that the them there these thing this those to uh um want wanna was we
+    what which with would you your yes no so not buying
+    """.split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """Every term is [^\\W_]+, so no search syntax from the caller's text can reach a query."""
+
+    words: tuple[str, ...]  # what the caller asked for, stop words and numbers removed
+    extra: tuple[str, ...]  # numbers, joined spellings ("usb c" -> "usbc")
+
+    def any(self) -> tuple[str, ...]:
+        return self.words + self.extra
+
+
+def query_terms(text: str) -> Terms:
+    raw = words(text)
+    tokens = number_tokens(raw)
+    wanted: list[str] = []
+    extra: list[str] = []
+    position = 0
+    for token, width in tokens:
+        if token.isdigit():
+            # Numbers rank but are never required: "two wireless headphones" is a quantity.
+            extra.append(token)
+            if width == 1 and raw[position] != token:
+                # The catalogue says "Two slice toaster" as well as "27 inch".
+                extra.append(raw[position])
+        elif len(token) > 1 and token not in STOP_WORDS:
+            wanted.append(token)
+        position += width
+    plain = [token for token, _ in tokens]
+    extra.extend(_spelled_out(plain))
+    extra.extend(_joined_pairs(plain))
+    return Terms(tuple(_unique(wanted)), tuple(_unique(extra)))
+
+
+def _spelled_out(tokens: Sequence[str]) -> Iterator[str]:
+    # "u s b c" -> "usbc"
+    run: list[str] = []
+    for token in [*tokens, ""]:
+        if len(token) == 1 and token.isalpha():
+            run.append(token)
+            continue
+        if len(run) > 1:
+            yield "".join(run)
+        run = []
+
+
+def _joined_pairs(tokens: Sequence[str]) -> Iterator[str]:
+    # "usb c" -> "usbc", "hp 100" -> "hp100", "smart phone" -> "smartphone"
+    def useful(token: str) -> bool:
+        return len(token) == 1 or token not in STOP_WORDS
+
+    for first, second in zip(tokens, tokens[1:]):
+        if useful(first) and useful(second):
+            yield first + second
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
