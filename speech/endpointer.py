@@ -10,13 +10,20 @@ sentences spoken by espeak-ng en-us and by Piper joe -> 8 kHz -> mu-law -> back 
   turns merge and end late (0.2/0.05 at 5 dB: 12 turns of 27, end of turn 990 ms after the voice);
   0.5/0.35 keeps 100% of the speech in 27/27 turns (26/27 at 0 dB), ending 550-650 ms after the voice.
 - so: enter speech at 0.5 and stay in it down to 0.35 (the dips inside words stay in the turn).
+
+With a semantic judge (speech.turn: Smart Turn v3.2), silence alone is no longer what ends a turn: after
+`turn_silence_ms` the judge hears the turn so far; when it says the caller is done, the turn ends as soon
+as its verdict is in; otherwise it ends only after `end_silence_ms` (then the long, mid-sentence wait).
+The judge runs in a thread (a Future), so the event loop, which also paces every call's RTP, never waits
+for it; its verdict is read on the next frames. Measured in benchmarks/turn_taking.py.
 """
 from __future__ import annotations
 
 import logging
 from collections import deque
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -39,7 +46,8 @@ class SpeechEnded:
     audio: np.ndarray  # int16, 8 kHz, from pre_roll_ms before the start to post_roll_ms after the last voiced frame
     start_s: float  # stream time of audio[0]
     duration_s: float
-    reason: Literal["silence", "max_length"]
+    reason: Literal["silence", "complete", "max_length"]  # complete: the judge heard the caller finish
+    turn_probability: float | None = None  # the judge's verdict on this turn, when it gave one
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,12 @@ class SpeechPaused:
 Event = SpeechStarted | SpeechPaused | SpeechEnded
 
 
+class TurnJudge(Protocol):
+    def submit(self, pcm16_8k: np.ndarray) -> Future[float]:
+        """Start judging the turn's audio so far; the Future gives the probability that the caller is done."""
+        ...
+
+
 class Endpointer:
     """Turns a call's frames into SpeechStarted (after `start_ms` of speech) and SpeechEnded events.
 
@@ -66,6 +80,7 @@ class Endpointer:
     def __init__(self, model: VadModel, *, threshold: float = 0.5, stay_threshold: float | None = None,
                  start_ms: int = 160, end_silence_ms: int = 500, max_utterance_s: float = 30.0,
                  pre_roll_ms: int = 300, post_roll_ms: int | None = None, pause_ms: int | None = None,
+                 judge: TurnJudge | None = None, turn_silence_ms: int = 200, turn_threshold: float = 0.5,
                  call_id: str = "-") -> None:
         self.threshold = threshold
         self.stay_threshold = threshold - 0.15 if stay_threshold is None else stay_threshold
@@ -80,6 +95,10 @@ class Endpointer:
         if pause_ms is not None and not self.tail_samples <= pause_ms * PHONE_RATE // 1000 < self.end_silence_samples:
             raise ValueError(f"need post_roll_ms <= pause_ms < end_silence_ms, got pause_ms={pause_ms}")
         self.pause_samples = None if pause_ms is None else pause_ms * PHONE_RATE // 1000
+        self.judge, self.turn_threshold = judge, turn_threshold
+        self.turn_silence_samples = turn_silence_ms * PHONE_RATE // 1000
+        if judge is not None and not 0 < self.turn_silence_samples < self.end_silence_samples:
+            raise ValueError(f"need 0 < turn_silence_ms < end_silence_ms, got {turn_silence_ms}")
         self.call_id = call_id
         self._vad = model.stream()
         self.reset()
@@ -97,6 +116,8 @@ class Endpointer:
         self._voiced = 0  # samples of the candidate scoring >= threshold
         self._silence = 0  # consecutive samples below stay_threshold
         self._started = False
+        self._verdict: Future[float] | None = None  # the judge's run on the current silence
+        self._last_probability: float | None = None
 
     def feed(self, frame: np.ndarray) -> list[Event]:
         if not isinstance(frame, np.ndarray) or frame.dtype != np.int16 or frame.ndim != 1:
@@ -135,12 +156,15 @@ class Endpointer:
         self._voiced = 0
         self._silence = 0
         self._started = False
+        self._drop_verdict()
 
     def _advance(self, samples: int, events: list[Event]) -> None:
         if self._prob >= self.threshold:
             self._voiced += samples
         silence_before = self._silence
         self._silence = self._silence + samples if self._prob < self.stay_threshold else 0
+        if self._silence == 0:
+            self._drop_verdict()  # the caller went on: that pause was not the end
         if not self._started and self._voiced >= self.start_samples:
             self._started = True
             at_s = self._onset / PHONE_RATE
@@ -148,18 +172,46 @@ class Endpointer:
             events.append(SpeechStarted(at_s))
         if self._started and self.pause_samples is not None and silence_before < self.pause_samples <= self._silence < self.end_silence_samples:
             events.append(SpeechPaused(self._trimmed(), self._utterance_start / PHONE_RATE))
-        if self._silence >= self.end_silence_samples:
+        if self._started and self.judge is not None and silence_before < self.turn_silence_samples <= self._silence:
+            self._verdict = self.judge.submit(self._trimmed())
+        done = self._judged_done()
+        if done is not None:
+            self._close("complete", events, done)
+        elif self._silence >= self.end_silence_samples:
             self._close("silence", events)
         elif self._utterance_samples >= self.max_samples:
             self._close("max_length", events)
 
-    def _close(self, reason: Literal["silence", "max_length"], events: list[Event]) -> None:
-        audio = self._trimmed() if reason == "silence" else np.concatenate(self._utterance or [])
+    def _judged_done(self) -> float | None:
+        """The judge's probability once it is in and says the caller is done; None until then, or when not."""
+        if self._verdict is None or not self._verdict.done():
+            return None
+        try:
+            probability = self._verdict.result()
+        except Exception as error:  # a broken judge leaves the turn to silence, as if there were none
+            log.warning("event=turn_judge_failed call=%s error=%r", self.call_id, error)
+            probability = 0.0
+        self._last_probability = probability
+        self._verdict = None
+        return probability if probability >= self.turn_threshold else None
+
+    def _drop_verdict(self) -> None:
+        if self._verdict is not None:
+            self._verdict.cancel()
+            self._verdict = None
+        self._last_probability = None
+
+    def _close(self, reason: Literal["silence", "complete", "max_length"], events: list[Event],
+               probability: float | None = None) -> None:
+        audio = np.concatenate(self._utterance or []) if reason == "max_length" else self._trimmed()
         if self._started:
-            ended = SpeechEnded(audio, self._utterance_start / PHONE_RATE, audio.size / PHONE_RATE, reason)
-            log.info("speech ended call=%s start_s=%.2f duration_s=%.2f reason=%s",
-                     self.call_id, ended.start_s, ended.duration_s, reason)
+            probability = self._last_probability if probability is None else probability
+            ended = SpeechEnded(audio, self._utterance_start / PHONE_RATE, audio.size / PHONE_RATE, reason, probability)
+            log.info("speech ended call=%s start_s=%.2f duration_s=%.2f reason=%s turn_p=%s",
+                     self.call_id, ended.start_s, ended.duration_s, reason,
+                     "-" if probability is None else f"{probability:.2f}")
             events.append(ended)
+        self._drop_verdict()
         if reason == "max_length":
             # The caller is still talking: the next piece starts where this one stopped, without overlap.
             self._pre_roll.clear()
