@@ -1,37 +1,68 @@
-"""Call detail records: one row per call in SQLite, written once when the call ends."""
+"""Call detail records, one row per call, and each call's session events, on SQLite or PostgreSQL.
+
+A record is written once, when the call ends, by a writer thread of its own: `save` only queues it, so the
+event loop that paces every call's RTP never waits for a disk or a database server (a synchronous SQLite
+write took 6 ms median, 23 ms worst there). With PostgreSQL the records of every node are in one place, and
+so are the session events: a caller who calls back is recognised on any node (`calls_from`).
+"""
 from __future__ import annotations
 
 import json
-import sqlite3
+import logging
+import queue
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swarm.events import AgentChanged, Event, ToolCalled
+from callcenter.store import Database, Migration, migrate, open_database
+from callcenter.store.database import Connection
+from callcenter.store.spoken import phone_key
+from swarm.events import AgentChanged, Event, ToolCalled, event_from_dict
+
+log = logging.getLogger(__name__)
 
 DISPOSITIONS = ("completed", "transferred", "abandoned", "failed")
+# A writer that cannot keep up is a broken database, not a busy one: close() waits this long for it.
+CLOSE_TIMEOUT_S = 30.0
 
-_SCHEMA = """
+_CALLS_1 = """
 CREATE TABLE IF NOT EXISTS calls (
     call_id TEXT PRIMARY KEY,
     caller TEXT NOT NULL,
     called TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    answered_at REAL,
-    ended_at REAL NOT NULL,
+    started_at {real} NOT NULL,
+    answered_at {real},
+    ended_at {real} NOT NULL,
     disposition TEXT NOT NULL CHECK (disposition IN ('completed', 'transferred', 'abandoned', 'failed')),
     end_reason TEXT,
     agents TEXT NOT NULL,       -- JSON list, in the order visited
-    tool_calls TEXT NOT NULL,   -- JSON list of {agent, name, arguments, result}
+    tool_calls TEXT NOT NULL,   -- JSON list of {{agent, name, arguments, result}}
     orders TEXT NOT NULL,       -- JSON list of order numbers created
     returns TEXT NOT NULL,      -- JSON list of return numbers created
     turns TEXT NOT NULL,        -- JSON list of per-turn latencies
-    transcript TEXT NOT NULL,   -- JSON list of {at, who, text}
+    transcript TEXT NOT NULL,   -- JSON list of {{at, who, text}}
     recording TEXT              -- path of the WAV recording, if recording is on
 );
 CREATE INDEX IF NOT EXISTS calls_started ON calls (started_at);
 """
+# The caller's phone key (as the shop compares numbers) and the session's events, one row each.
+_CALLS_2 = """
+ALTER TABLE calls ADD COLUMN caller_key TEXT;
+ALTER TABLE calls ADD COLUMN node TEXT;
+CREATE INDEX calls_by_caller ON calls (caller_key, started_at);
+CREATE TABLE session_events (
+    call_id TEXT NOT NULL REFERENCES calls (call_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,        -- JSON of swarm.events.Event.to_dict()
+    PRIMARY KEY (call_id, seq)
+);
+"""
+MIGRATIONS = (
+    Migration(1, _CALLS_1.format(real="REAL"), _CALLS_1.format(real="DOUBLE PRECISION")),
+    Migration(2, _CALLS_2, _CALLS_2),
+)
+COMPONENT = "calls"
 
 
 @dataclass
@@ -51,9 +82,13 @@ class CallRecord:
     turns: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     recording: str | None = None
+    node: str | None = None  # which VoiceSwarm node served the call
+    # The session's events (Event.to_dict()), kept in session_events rather than in the calls row.
+    events: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def add_session_events(self, default_agent: str, events: list[Event]) -> None:
         """Agents visited, tool calls, and the orders and returns the tools created, from the session's events."""
+        self.events = [event.to_dict() for event in events]
         self.agents = [default_agent] + [e.agent for e in events if isinstance(e, AgentChanged)]
         for event in events:
             if not isinstance(event, ToolCalled):
@@ -67,43 +102,112 @@ class CallRecord:
 
 
 _JSON_COLUMNS = ("agents", "tool_calls", "orders", "returns", "turns", "transcript")
+_NOT_COLUMNS = ("events",)
 
 
 class CallRecords:
-    def __init__(self, path: str | Path) -> None:
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._lock = threading.Lock()
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
+    """The call records at a URL or plain path (a plain path is a SQLite file); `node` names this node's rows."""
+
+    def __init__(self, path: str | Path, *, node: str | None = None, database: Database | None = None) -> None:
+        self._db = database or open_database(path, pool_size=2)
+        self.node = node
+        try:
+            migrate(self._db, COMPONENT, MIGRATIONS)
+        except BaseException:
+            self._db.close()
+            raise
+        self._queue: queue.Queue[CallRecord | None] = queue.Queue()
+        self._writer = threading.Thread(target=self._write_queued, name="call-records", daemon=True)
+        self._writer.start()
+
+    @property
+    def database(self) -> Database:
+        return self._db
 
     def save(self, record: CallRecord) -> None:
+        """Queue the record for the writer thread; returns at once. Raises ValueError for a bad disposition."""
         if record.disposition not in DISPOSITIONS:
             raise ValueError(f"disposition {record.disposition!r} is not one of {DISPOSITIONS}")
-        row = asdict(record)
+        if record.node is None:
+            record.node = self.node
+        self._queue.put(record)
+
+    def flush(self) -> None:
+        """Wait until every queued record is written (or has failed, which is logged)."""
+        self._queue.join()
+
+    def write(self, record: CallRecord) -> None:
+        """Write the record and its session events now, in one transaction (what the writer thread does)."""
+        row = {k: v for k, v in asdict(record).items() if k not in _NOT_COLUMNS}
         for column in _JSON_COLUMNS:
             row[column] = json.dumps(row[column], ensure_ascii=False)
+        row["caller_key"] = phone_key(record.caller) or None
         names = ", ".join(row)
-        marks = ", ".join(f":{name}" for name in row)
-        with self._lock:
-            self._conn.execute(f"INSERT OR REPLACE INTO calls ({names}) VALUES ({marks})", row)
+        marks = ", ".join("?" for _ in row)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in row if name != "call_id")
+
+        def insert(conn: Connection) -> None:
+            conn.execute(f"INSERT INTO calls ({names}) VALUES ({marks}) ON CONFLICT (call_id) DO UPDATE SET {updates}",
+                         list(row.values()))
+            conn.execute("DELETE FROM session_events WHERE call_id = ?", (record.call_id,))
+            if record.events:
+                conn.executemany("INSERT INTO session_events (call_id, seq, event) VALUES (?, ?, ?)",
+                                 [(record.call_id, seq, json.dumps(event, ensure_ascii=False))
+                                  for seq, event in enumerate(record.events)])
+
+        self._db.write(insert)
 
     def recent(self, limit: int = 20) -> list[CallRecord]:
-        with self._lock:
-            rows = self._conn.execute("SELECT * FROM calls ORDER BY started_at DESC LIMIT ?", (limit,)).fetchall()
+        self.flush()  # read your own writes
+        rows = self._db.read(lambda conn: conn.all("SELECT * FROM calls ORDER BY started_at DESC LIMIT ?", (limit,)))
         return [_record(row) for row in rows]
 
     def get(self, call_id: str) -> CallRecord | None:
-        with self._lock:
-            row = self._conn.execute("SELECT * FROM calls WHERE call_id = ?", (call_id,)).fetchone()
+        self.flush()
+        row = self._db.read(lambda conn: conn.one("SELECT * FROM calls WHERE call_id = ?", (call_id,)))
         return _record(row) if row else None
 
+    def calls_from(self, caller: str, limit: int = 5) -> list[CallRecord]:
+        """The caller's earlier calls on any node, newest first, however the number was written."""
+        key = phone_key(caller)
+        if not key:
+            return []
+        self.flush()
+        rows = self._db.read(lambda conn: conn.all(
+            "SELECT * FROM calls WHERE caller_key = ? ORDER BY started_at DESC LIMIT ?", (key, limit)))
+        return [_record(row) for row in rows]
+
+    def session_events(self, call_id: str) -> list[Event]:
+        """What happened in the call's session, in order: enough to replay it."""
+        self.flush()
+        rows = self._db.read(lambda conn: conn.all(
+            "SELECT event FROM session_events WHERE call_id = ? ORDER BY seq", (call_id,)))
+        return [event_from_dict(json.loads(row["event"])) for row in rows]
+
     def close(self) -> None:
-        self._conn.close()
+        self._queue.put(None)
+        self._writer.join(CLOSE_TIMEOUT_S)
+        if self._writer.is_alive():
+            log.error("event=call_records_unwritten pending=%d", self._queue.qsize())
+        self._db.close()
+
+    def _write_queued(self) -> None:
+        while True:
+            record = self._queue.get()
+            try:
+                if record is None:
+                    return
+                self.write(record)
+            except Exception:
+                # One broken record must not stop the records of every later call.
+                log.exception("event=call_record_failed call=%s", record.call_id if record else "")
+            finally:
+                self._queue.task_done()
 
 
-def _record(row: sqlite3.Row) -> CallRecord:
+def _record(row: Any) -> CallRecord:
     values = dict(row)
+    values.pop("caller_key", None)
     for column in _JSON_COLUMNS:
         values[column] = json.loads(values[column])
     return CallRecord(**values)

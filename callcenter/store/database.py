@@ -10,8 +10,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -90,6 +89,15 @@ class Connection:
 
     def all(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         return self.execute(sql, params).fetchall()
+
+    def lock_key(self, key: str) -> None:
+        """Hold `key` until the transaction ends, so two nodes retrying one request run one after the other.
+
+        Without it, the second of two orders with one idempotency key would wait for the first one's stock
+        row, then find no stock left and say "out of stock" instead of returning the first order. SQLite's
+        write transaction already is one at a time."""
+        if self.dialect == "postgresql":
+            self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
     def script(self, sql: str) -> None:
         """Several statements (a migration) in this transaction."""
@@ -229,12 +237,3 @@ def _split_sqlite(script: str) -> list[str]:
             statements.append(current.strip())
             current = ""
     return [s for s in statements if s]
-
-
-@contextmanager
-def opened(url: str | Path) -> Iterator[Database]:
-    database = open_database(url)
-    try:
-        yield database
-    finally:
-        database.close()

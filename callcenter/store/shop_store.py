@@ -124,6 +124,7 @@ class Shop:
         wanted = _checked_items(items)
 
         def sell(conn: Connection) -> Order:
+            conn.lock_key(idempotency_key)
             existing = _order_id_by_key(conn, idempotency_key)
             if existing is not None:
                 return _load_order(conn, existing)
@@ -157,6 +158,7 @@ class Shop:
         )
 
         def seed(conn: Connection) -> Order:
+            conn.lock_key(key)
             existing = _order_id_by_key(conn, key)
             if existing is not None:
                 return _load_order(conn, existing)
@@ -216,6 +218,7 @@ class Shop:
         _require_quantity(quantity)
 
         def take_back(conn: Connection) -> Return:
+            conn.lock_key(idempotency_key)
             existing = conn.one("SELECT id FROM returns WHERE idempotency_key = ?", (idempotency_key,))
             if existing is not None:
                 return _load_return(conn, existing["id"])
