@@ -99,7 +99,15 @@ class VoiceConfig:
     whisper_model: str = "tiny.en"
     # A Piper .onnx voice; empty: the packaged en_US joe voice.
     piper_voice: str = ""
+    # Silence that ends the caller's turn when there is no end-of-turn model (turn_model = "off" or missing).
     end_silence_ms: int = 500
+    # The end-of-turn model (Smart Turn v3.2): "" the installed one (python -m speech.turn install), a path,
+    # or "off". After turn_silence_ms it hears whether the caller is done: if so the turn ends there; if they
+    # are mid-sentence it waits up to turn_max_silence_ms (benchmarks/turn_taking.py).
+    turn_model: str = ""
+    turn_silence_ms: int = 200
+    turn_max_silence_ms: int = 2000
+    turn_threshold: float = 0.5
     # Transcription starts after this much silence, before the turn is sure to have ended (0: at the end);
     # the transcript is ready end_silence_ms - early_transcript_ms sooner, at the cost of some wasted CPU
     # when the caller only paused.
@@ -223,6 +231,11 @@ def _validated(config: Config) -> Config:
     if voice.early_transcript_ms and not EARLY_TAIL_MS <= voice.early_transcript_ms < voice.end_silence_ms:
         raise ConfigError(f"voice.early_transcript_ms is {voice.early_transcript_ms}; use 0 (off) or "
                           f"{EARLY_TAIL_MS} up to end_silence_ms ({voice.end_silence_ms})")
+    if not 100 <= voice.turn_silence_ms < voice.turn_max_silence_ms <= 5000:
+        raise ConfigError(f"voice.turn_silence_ms and turn_max_silence_ms are {voice.turn_silence_ms} and "
+                          f"{voice.turn_max_silence_ms}; use 100 <= turn_silence_ms < turn_max_silence_ms <= 5000")
+    if not 0.0 < voice.turn_threshold < 1.0:
+        raise ConfigError(f"voice.turn_threshold is {voice.turn_threshold}; use a probability between 0 and 1")
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")

@@ -1,7 +1,9 @@
 """One phone call's conversation: Call -> Endpointer -> Transcriber -> Session -> Synthesizer -> Call.
 
-The caller can talk over the agent (barge-in): playback stops at once, the running completion and
-synthesis are cancelled, and the session keeps only what the caller actually heard.
+The caller can talk over the agent (barge-in): playback pauses at once; then the words decide. Real words
+stop the agent (the running completion and synthesis are cancelled, and the session keeps only what the
+caller heard); a cough, a noise or a backchannel ("mm-hm", "okay") resumes it where it stopped, and
+nothing reaches the model. The agent's own voice coming back on the line is cancelled before the VAD.
 Transcription starts at the caller's first pause (SpeechPaused), before the endpointer is sure the turn
 has ended: when the silence lasts, the transcript is ready sooner by the rest of the end-of-turn silence.
 """
@@ -18,11 +20,17 @@ from typing import Any, Protocol
 import numpy as np
 
 from callcenter.keypad import DigitRequest, Keypad, pending_request, run_with_digits
+from callcenter.playback import Playback
+from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
+from speech.turn_words import is_echo_of, is_interruption
 from swarm.session import Session
 from telephony.call import Call
 
 log = logging.getLogger(__name__)
+
+# A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
+QUESTION_END_SAMPLES = 8000
 
 
 class Transcribing(Protocol):
@@ -98,7 +106,8 @@ class Conversation:
         self.disposition = "completed"
         self._turn: asyncio.Task[None] | None = None
         self._spoken: list[tuple[str, int]] = []  # sentences of the running turn and the sample where each ends
-        self._queued = 0  # samples handed to the call so far (same clock as call.played_samples)
+        self._playback = Playback(call)  # the running turn's audio: paused, resumed or stopped by the caller
+        self._echo = EchoCanceller()
         self._last_activity = time.monotonic()
         self._keypad: Keypad | None = None  # a tool asked for digits and the caller may type them
         self._keypad_pause: asyncio.TimerHandle | None = None
@@ -109,7 +118,6 @@ class Conversation:
         self._early: tuple[SpeechPaused, asyncio.Task[Any]] | None = None  # a transcription started at a pause
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
-        self._cut_off = False  # the caller's last sound stopped the agent mid-turn
         self._reprompts = 0  # since the caller last said something
 
     async def run(self) -> str:
@@ -143,12 +151,14 @@ class Conversation:
 
     async def _listen(self) -> None:
         async for frame in self.call.audio_in:
+            frame = self._echo.process(frame, self._playback.sent(frame.size))
             for event in self.endpointer.feed(frame):
                 if isinstance(event, SpeechStarted):
                     self._last_activity = time.monotonic()
-                    if self.call.playing and not self._closing:
-                        self._interrupt("barge_in")
-                        self._cut_off = True
+                    if not self._closing and self._playback.pause():
+                        # Silent within the VAD's onset; whether it was an interruption, the words will tell.
+                        log.info("event=agent_paused call=%s heard=%d/%d", self.call.call_id,
+                                 self._playback.heard, self._playback.total)
                 elif isinstance(event, SpeechPaused):
                     self._transcribe_early(event)
                 elif isinstance(event, SpeechEnded):
@@ -191,6 +201,9 @@ class Conversation:
         try:
             async with self._transcribing:
                 transcript = await (early or self.transcriber.transcribe(turn.audio, prompt=self.domain_prompt, call_id=self.call.call_id))
+        except Exception:
+            self._playback.resume()  # nothing heard: the agent must not stay paused
+            raise
         finally:
             if early is not None:
                 early.cancel()  # when this turn was cancelled, so is its transcription
@@ -198,12 +211,14 @@ class Conversation:
         text = transcript.text.strip()
         if self._closing:
             return
-        cut_off, self._cut_off = self._cut_off, False
+        if self._playback.paused:
+            if not self._stops_agent(transcript.confident, text):
+                log.info("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
+                self._playback.resume()
+                return
+            self._interrupt("barge_in")
         if not text:
-            # Noise or a cough: nothing to answer, and the agent goes on; unless it cut the agent off.
-            if cut_off:
-                self._start_turn(self._say_prepared(self.settings.repeat))
-            return
+            return  # noise or a cough while the agent was silent: nothing to answer
         self._reprompts = 0
         self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
@@ -213,17 +228,31 @@ class Conversation:
         else:
             self._start_turn(self._reply(text, ended, timing))
 
+    def _stops_agent(self, confident: bool, text: str) -> bool:
+        """Whether what the caller said over the paused agent was meant to stop it."""
+        if not text or not confident:
+            return False  # a cough, a noise: Whisper heard no clear words
+        if self._answers_question():
+            return True  # the agent asked and is only finishing the question: "yeah" is the answer
+        heard_now = " ".join(sentence for sentence, _ in self._spoken[-3:])
+        return is_interruption(text) and not is_echo_of(text, heard_now)
+
+    def _answers_question(self) -> bool:
+        if self._turn is None or not self._turn.done() or not self._spoken:
+            return False
+        last, end = self._spoken[-1]
+        return last.rstrip().endswith("?") and end - self._playback.heard <= QUESTION_END_SAMPLES
+
     def _interrupt(self, reason: str) -> None:
         """Stop the agent's turn and its playback now; the session and the record keep only what was heard."""
         self._keep_heard(reason)
-        self.call.flush()
+        self._playback.stop()
         if self._turn is not None:
             self._turn.cancel()
-        self._queued = self.call.played_samples
 
     def _keep_heard(self, reason: str) -> None:
         """Forget the sentences of the running turn that the caller has not heard (yet)."""
-        played = self.call.played_samples
+        played = self._playback.heard
         heard = [sentence for sentence, end in self._spoken if end <= played]
         if len(heard) < len(self._spoken):
             self.session.commit_heard(" ".join(heard))
@@ -246,7 +275,7 @@ class Conversation:
                 self._start_turn(self._handover())
 
     def _press(self, keypad: Keypad, key: str) -> None:
-        if not keypad.digits and self.call.playing:
+        if not keypad.digits and self._playback.talking:
             self._interrupt("keypad")  # a caller who types has heard enough of the question
         if self._keypad_pause is not None:
             self._keypad_pause.cancel()
@@ -287,7 +316,7 @@ class Conversation:
             if now - started > self.settings.max_call_s:
                 self._start_turn(self._goodbye(self.settings.max_call_goodbye))
                 return
-            busy = (self._turn is not None and not self._turn.done()) or self.call.playing or self._hearing
+            busy = (self._turn is not None and not self._turn.done()) or self._playback.talking or self._hearing
             if busy or self._closing:
                 self._last_activity = now
                 continue
@@ -305,6 +334,7 @@ class Conversation:
     def _start_turn(self, work: Coroutine[Any, Any, None]) -> None:
         """A newer turn replaces the running one; what the caller has not heard of it yet is never said."""
         self._interrupt("new_turn")
+        self._playback.reset()
         self._turn = asyncio.create_task(self._guarded(work))
 
     async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
@@ -343,9 +373,8 @@ class Conversation:
                     async for chunk in chunks:
                         if timing is not None and ended is not None and timing.first_audio_s is None:
                             timing.first_audio_s = time.monotonic() - ended
-                        self.call.play(chunk)
-                        self._queued += len(chunk)
-                self._spoken.append((sentence, self._queued))
+                        self._playback.play(chunk)
+                self._spoken.append((sentence, self._playback.total))
                 self.transcript.add("agent", sentence)
                 self._agent_lines.append(self.transcript.lines[-1])
 
@@ -373,11 +402,13 @@ class Conversation:
             await self._handover()
         elif self.session.ending:
             self._closing = True
+            self._playback.resume()  # a goodbye is said to its end
             await self.call.wait_played()
             await self._hang_up("completed")
 
     async def _handover(self) -> None:
         self._closing = True
+        self._playback.resume()
         await self.call.wait_played()
         target = self.settings.operator
         if target is None:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -15,6 +17,7 @@ from callcenter.records import CallRecord, CallRecords
 from speech.endpointer import Endpointer
 from speech.synthesizer import Synthesizer, SynthesizerConfig
 from speech.transcriber import Transcriber
+from speech.turn import ThreadJudge, TurnModel, TurnModelError
 from speech.vad import VadModel
 from telephony.call import Call
 
@@ -28,19 +31,47 @@ class SpeechModels:
     transcriber: Transcriber
     synthesizer: Synthesizer
     vad: VadModel
+    turn: TurnModel | None = None  # None: turns end by silence alone
+    # The end-of-turn model's runs, off the event loop that paces every call's audio.
+    _judges: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="turn"))
 
     @classmethod
     def load(cls, voice: VoiceConfig) -> SpeechModels:
         started = time.monotonic()
         named = voice.whisper_model in ("tiny.en", "base")
         transcriber = Transcriber(voice.whisper_model) if named else Transcriber(model_path=voice.whisper_model)
-        models = cls(transcriber, Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)), VadModel())
-        log.info("event=speech_loaded whisper=%s seconds=%.1f", voice.whisper_model, time.monotonic() - started)
+        models = cls(transcriber, Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)), VadModel(), load_turn_model(voice))
+        log.info("event=speech_loaded whisper=%s turn_model=%s seconds=%.1f", voice.whisper_model,
+                 models.turn.path if models.turn else "off", time.monotonic() - started)
         return models
 
+    def judge(self) -> ThreadJudge | None:
+        return ThreadJudge(self.turn, self._judges) if self.turn is not None else None
+
     def close(self) -> None:
+        self._judges.shutdown(wait=False, cancel_futures=True)
         self.synthesizer.close()
         self.transcriber.close()
+
+
+def load_turn_model(voice: VoiceConfig) -> TurnModel | None:
+    """The end-of-turn model, or None (with a warning) to end turns by silence, as before it existed."""
+    if voice.turn_model == "off":
+        return None
+    try:
+        return TurnModel(voice.turn_model or None)
+    except TurnModelError as error:
+        log.warning("event=turn_model_missing error=%s fallback=silence end_silence_ms=%d", error, voice.end_silence_ms)
+        return None
+
+
+def endpointer_for(speech: SpeechModels, voice: VoiceConfig, call_id: str) -> Endpointer:
+    """One call's endpointer: with the end-of-turn model, silence alone ends a turn only after the long wait."""
+    judge = speech.judge()
+    end_silence = voice.turn_max_silence_ms if judge is not None else voice.end_silence_ms
+    return Endpointer(speech.vad, end_silence_ms=end_silence, post_roll_ms=EARLY_TAIL_MS,
+                      pause_ms=voice.early_transcript_ms or None, judge=judge, turn_silence_ms=voice.turn_silence_ms,
+                      turn_threshold=voice.turn_threshold, call_id=call_id)
 
 
 def domain_prompt(app: App) -> str:
@@ -74,8 +105,7 @@ class VoiceService:
         started = time.time()
         session = self.app.session(call.call_id, call.caller)
         voice = self.app.config.voice
-        endpointer = Endpointer(self.speech.vad, end_silence_ms=voice.end_silence_ms, post_roll_ms=EARLY_TAIL_MS,
-                                pause_ms=voice.early_transcript_ms or None, call_id=call.call_id)
+        endpointer = endpointer_for(self.speech, voice, call.call_id)
         conversation = Conversation(call, session, endpointer, self.speech.transcriber, self.speech.synthesizer,
                                     self.settings, domain_prompt=self.prompt, on_turn=self._observe)
         self.metrics.active_calls.inc()

@@ -148,3 +148,55 @@ async def test_0_reaches_a_person_once_the_caller_said_the_number_instead(app) -
         line.call.press("0")
         await until(lambda: call.done(), what="the call handed over")
     assert line.call.transfers == [OPERATOR]
+
+
+# ---- sounds over the agent -----------------------------------------------------------------------------
+
+def greeting_frames(line: Line) -> int:
+    return -(-int(len(SETTINGS.greeting.split()) * line.synthesizer.seconds_per_word * 8000) // 160)
+
+
+@pytest.mark.parametrize("sound", ["", "Mm-hm.", "Yeah, okay.", "[coughs]"])
+async def test_a_cough_or_a_backchannel_pauses_the_agent_and_it_resumes_where_it_stopped(app, sound) -> None:
+    line = Line(app, speed=10.0)  # the 3.6 s greeting plays in 0.36 s
+    async with running(line.conversation):
+        await until(lambda: len(line.call.sent) > 20, what="the greeting under way")
+        await line.caller.start()
+        assert not line.call.playing  # paused at once
+        await settle(0.05)
+        assert not line.call.playing  # and stays silent while the words are heard
+        await line.caller.end(sound, 0.4)
+        await line.agent_done()
+    tags = line.call.heard_tags()
+    assert tags == [1] * greeting_frames(line)  # every bit of the greeting once, in order, nothing else
+    assert line.said() == [SETTINGS.greeting] and line.caller_lines() == []
+    assert line.session.get_user_history() == []  # nothing went to the model
+
+
+async def test_real_words_stop_the_agent_and_it_keeps_only_what_was_heard(app) -> None:
+    line = Line(app, speed=10.0)
+    async with running(line.conversation):
+        await until(lambda: len(line.call.sent) > 20, what="the greeting under way")
+        await line.caller.start()
+        heard = len(line.call.heard_tags())
+        await line.caller.end("I want to return my headphones.")
+        await line.agent_done()
+    tags = line.call.heard_tags()
+    assert tags[:heard] == [1] * heard and 1 not in tags[heard:]  # the greeting never resumed
+    assert SETTINGS.greeting not in line.said()  # unheard: gone from the record
+    assert [m.content for m in line.session.get_user_history()] == ["I want to return my headphones."]
+    assert "headphones" in " ".join(line.said()).lower()
+
+
+async def test_yeah_to_the_agents_last_question_is_an_answer(app) -> None:
+    line = Line(app, speed=10.0)
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I'd like to buy a new phone charger.")
+        await until(lambda: line.said()[-1:] and line.said()[-1].endswith("?"), what="the offer")
+        playback = line.conversation._playback
+        await until(lambda: line.call.playing and playback.total - playback.heard < 4000, what="the offer's end")
+        await line.caller.start()
+        await line.caller.end("Yeah.")
+        await line.agent_done()
+    assert [m.content for m in line.session.get_user_history()][-1] == "Yeah."

@@ -289,8 +289,8 @@ async def test_caller_hanging_up_cancels_everything(serve, speech) -> None:
             await until(lambda: not leftovers(), 10, "tasks ending")
     assert leftovers() == []
     assert server.endpoint.calls == []
-    # The models' pools, asyncio's default executor, and tqdm's one monitor thread (faster-whisper starts it).
-    shared = ("whisper", "piper", "asyncio_", "tqdm_monitor")
+    # The models' pools (the end-of-turn model's too), asyncio's default executor, and tqdm's one monitor thread (faster-whisper starts it).
+    shared = ("whisper", "piper", "asyncio_", "tqdm_monitor", "turn")
     extra = [t.name for t in threading.enumerate() if t.ident not in threads_before and not t.name.startswith(shared)]
     assert extra == []
     assert record.disposition == "completed" and record.end_reason == "remote_hangup"

@@ -1,0 +1,40 @@
+"""Whether what the caller said over the agent was meant to stop it: words, not sounds.
+
+A backchannel ("mm-hm", "yeah", "okay", "right") tells the agent to go on; a cough or a noise burst gives
+Whisper nothing, or a bracketed sound ("[coughs]"), or one of its stock hallucinations on non-speech.
+"""
+from __future__ import annotations
+
+import re
+
+BACKCHANNELS = frozenset({
+    "mm", "mmm", "mhm", "mmhm", "mmhmm", "mm-hm", "mm-hmm", "hm", "hmm", "uh-huh", "uhhuh", "uh", "um", "ah", "oh",
+    "yeah", "yep", "yup", "ya", "okay", "ok", "right", "alright", "all right", "sure", "i see", "got it", "cool",
+    "great", "good", "fine", "aha", "ooh", "wow",
+})
+# What Whisper writes for a cough, a breath or line noise when it writes anything.
+NON_SPEECH = frozenset({"you", "thank you", "thanks", "bye", "so", "the", "a", "i"})
+_SOUND = re.compile(r"[\[(*][^\])*]*[\])*]")  # [coughs], (laughing), *sigh*
+_WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(_SOUND.sub(" ", text.lower()))
+
+
+def is_interruption(text: str) -> bool:
+    """True when the words ask the agent to stop; False for a backchannel, a sound, or nothing."""
+    said = words(text)
+    if not said:
+        return False
+    phrase = " ".join(said)
+    if phrase in BACKCHANNELS or phrase in NON_SPEECH:
+        return False
+    # "yeah okay", "mm-hm right": backchannels strung together are still a backchannel.
+    return not all(word in BACKCHANNELS for word in said)
+
+
+def is_echo_of(text: str, agent_said: str, share: float = 0.7) -> bool:
+    """The caller's words are mostly the agent's own (what came back on the line, if any got through)."""
+    said, theirs = words(text), set(words(agent_said))
+    return bool(said) and sum(word in theirs for word in said) >= share * len(said)
