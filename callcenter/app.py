@@ -1,8 +1,8 @@
 """Assembles the application from config: the shop, the brains and the swarm registry."""
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
-from pathlib import Path
 
 from callcenter.agents import AGENTS, SWARM, build_registry
 from callcenter.brains import Brains, choose_brains, prefill
@@ -30,9 +30,8 @@ class App:
 
 
 async def open_app(config: Config, provider: str | None = None) -> App:
-    if config.database != ":memory:":
-        Path(config.database).parent.mkdir(parents=True, exist_ok=True)
-    shop = Shop(config.database)
+    # Migrations and the catalogue may wait for a database server: not on the event loop.
+    shop = await asyncio.to_thread(Shop, config.database)
     brains = await choose_brains(config, AGENTS, provider)
     registry = build_registry(shop, brains.per_agent, fallback_to_offline=config.llm.fallback == "offline")
     await prefill(registry, SWARM, brains)

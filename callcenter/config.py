@@ -112,16 +112,22 @@ class VoiceConfig:
     # the transcript is ready end_silence_ms - early_transcript_ms sooner, at the cost of some wasted CPU
     # when the caller only paused.
     early_transcript_ms: int = 200
+    # A path (SQLite) or a URL: sqlite:///var/calls.db, postgresql://voiceswarm@db/voiceswarm (shared by the nodes).
     calls_database: str = "var/calls.db"
     # Where Prometheus scrapes /metrics; empty: no metrics server.
     metrics_listen: str = "127.0.0.1:9460"
     shutdown_deadline_s: float = 30.0
+    # Admission control (0: off): past any limit, new calls and the dispatcher's OPTIONS get 503 + Retry-After.
+    max_active_calls: int = 0
+    max_cpu_percent: float = 0.0
+    max_stt_delay_s: float = 0.0
+    retry_after_s: float = 30.0
 
 
 @dataclass(frozen=True)
 class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
-    database: str = "var/shop.db"
+    database: str = "var/shop.db"  # a path (SQLite) or a URL: sqlite:///var/shop.db, postgresql://...
     session: SessionConfig = field(default_factory=SessionConfig)
     sip: SipConfig = field(default_factory=SipConfig)
     voice: VoiceConfig = field(default_factory=VoiceConfig)
@@ -141,6 +147,7 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "VOICESWARM_LOCAL_MODEL": ("llm", "local_model", str),
     "VOICESWARM_TOOL_MODE": ("llm", "tool_mode", str),
     "VOICESWARM_DB": ("shop", "database", str),
+    "VOICESWARM_CALLS_DB": ("voice", "calls_database", str),
     "VOICESWARM_HISTORY_SIZE": ("session", "history_size", int),
     "VOICESWARM_SIP_LISTEN": ("sip", "listen", str),
     "VOICESWARM_SIP_ADVERTISED": ("sip", "advertised", str),
@@ -181,7 +188,7 @@ def _build(data: dict[str, Any]) -> Config:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(data))}")
     database = shop.get("database", Config.database)
     if not isinstance(database, str):
-        raise ConfigError(f"shop.database must be a path string, not {database!r}")
+        raise ConfigError(f"shop.database must be a path or a URL (sqlite:///..., postgresql://...), not {database!r}")
     return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"), sip, voice)
 
 

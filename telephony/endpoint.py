@@ -138,6 +138,9 @@ class SipEndpoint:
         self._shielded: set[asyncio.Task] = set()  # media shutdown: awaited by stop(), never cancelled
         self._stopping = False
         self._idle = asyncio.Event()
+        # Admission control: None admits a new call; a number of seconds refuses it (and fails OPTIONS, so a
+        # dispatcher sends the next calls elsewhere) with 503 and that Retry-After.
+        self.admission: Callable[[], float | None] | None = None
 
     @property
     def local_address(self) -> tuple[str, int]:
@@ -196,6 +199,24 @@ class SipEndpoint:
                 raise
             self._transport.add(stream.name, stream)
             self._streams.append(stream)
+
+    def drain(self) -> None:
+        """Refuse new calls and fail OPTIONS with 503 from now on; live calls go on (stop() ends them)."""
+        self._stopping = True
+
+    @property
+    def draining(self) -> bool:
+        return self._stopping
+
+    def _unavailable(self, ua: UserAgent, request: Request) -> Response | None:
+        """503 while draining or over the admission limits, else None."""
+        if self._stopping:
+            return ua.response(request, 503, "Service Unavailable (shutting down)")
+        retry_after = self.admission() if self.admission is not None else None
+        if retry_after is not None:
+            return ua.response(request, 503, "Service Unavailable (overloaded)",
+                               headers={"Retry-After": str(max(1, round(retry_after)))})
+        return None
 
     async def stop(self, deadline_s: float = 10.0) -> None:
         """Unregister, refuse new calls, give live ones until the deadline to end, then BYE them; leaves no
@@ -340,7 +361,7 @@ class SipEndpoint:
             assert isinstance(transaction, InviteServerTransaction)
             self._on_invite(request, transaction)
         elif request.method == "OPTIONS":
-            transaction.respond(ua.response(request, 200))
+            transaction.respond(self._unavailable(ua, request) or ua.response(request, 200))
         elif request.method in ("BYE", "NOTIFY", "INFO", "UPDATE", "PRACK", "REFER"):
             self.metrics.unknown_dialog += 1  # these only exist inside a dialog
             transaction.respond(ua.response(request, 481))
@@ -370,8 +391,9 @@ class SipEndpoint:
     def _on_invite(self, request: Request, transaction: InviteServerTransaction) -> None:
         ua, _, config = self._require_started()
         self.metrics.invites_received += 1
-        if self._stopping:
-            transaction.respond(ua.response(request, 503, "Service Unavailable (shutting down)"))
+        refusal = self._unavailable(ua, request)
+        if refusal is not None:
+            transaction.respond(refusal)
             return
         if len(self._calls) + len(self._setups) >= config.max_calls:
             self.metrics.busy += 1

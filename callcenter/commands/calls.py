@@ -9,6 +9,7 @@ from pathlib import Path
 
 from callcenter.config import Config
 from callcenter.records import CallRecord, CallRecords
+from callcenter.store import parse_url
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -20,11 +21,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    path = Path(config.voice.calls_database)
-    if not path.exists():
-        print(f"voiceswarm calls: no call records yet at {path}", file=sys.stderr)
+    url = parse_url(config.voice.calls_database)
+    if url.dialect == "sqlite" and not Path(url.target).exists():
+        print(f"voiceswarm calls: no call records yet at {url}", file=sys.stderr)
         return 1
-    records = CallRecords(path)
+    records = CallRecords(config.voice.calls_database)
     try:
         if args.call_id is None:
             found = records.recent(args.limit)

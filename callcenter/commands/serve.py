@@ -5,13 +5,14 @@ import argparse
 import asyncio
 import logging
 import signal
-from pathlib import Path
+import socket
 
 from aiohttp import web
 
 from callcenter.app import open_app
 from callcenter.config import Config, endpoint_config, host_port
 from callcenter.metrics import VoiceMetrics
+from callcenter.node import STATES, AdmissionLimits, NodeState
 from callcenter.records import CallRecords
 from callcenter.voice import SpeechModels, VoiceService
 from telephony.audiosocket import AudioSocketServer
@@ -37,7 +38,7 @@ async def serve_forever(config: Config, listen: str | None, provider: str | None
         print(f"voiceswarm: answering SIP calls on {server.address[0]}:{server.address[1]} (brain: {server.app.brain})",
               flush=True)
         await stop.wait()
-        log.info("event=shutdown deadline_s=%s live_calls=%d", config.voice.shutdown_deadline_s, len(server.endpoint.calls))
+        await server.drain()  # leaving the block waits for the live calls, up to the deadline
     return 0
 
 
@@ -52,13 +53,19 @@ class VoiceServer:
     async def __aenter__(self) -> VoiceServer:
         voice = self.config.voice
         self.app = await open_app(self.config, self._provider)
-        Path(voice.calls_database).parent.mkdir(parents=True, exist_ok=True)
-        self.records = CallRecords(voice.calls_database)
+        # Migrations may wait for a database server: not on the event loop.
+        self.records = await asyncio.to_thread(CallRecords, voice.calls_database)
         self.speech = self._speech or await asyncio.to_thread(SpeechModels.load, voice)
         self.service = VoiceService(self.app, self.speech, self.records, self.metrics)
         await self.service.warm_up()
         self.endpoint = SipEndpoint(endpoint_config(self.config.sip, self._listen), self.service.handle_call)
         await self.endpoint.start()
+        # The records of all nodes may share one database: each row says which node served the call.
+        self.records.node = f"{socket.gethostname()}:{self.address[1]}"
+        limits = AdmissionLimits(voice.max_active_calls, voice.max_cpu_percent, voice.max_stt_delay_s, voice.retry_after_s)
+        self.node = NodeState(limits, lambda: len(self.endpoint.calls), lambda: tuple(self.metrics.recent_stt),
+                              lambda: self.endpoint.draining)
+        self.endpoint.admission = self.node.admission
         self.audiosocket = await self._serve_audiosocket(self.config.sip.audiosocket_listen)
         self._web = await self._serve_metrics(voice.metrics_listen)
         return self
@@ -80,13 +87,32 @@ class VoiceServer:
         if not listen:
             return None
         page = web.Application()
-        page.router.add_get("/metrics", lambda _: web.Response(body=self.metrics.exposition(),
-                                                                content_type="text/plain", charset="utf-8"))
+        page.router.add_get("/metrics", self._metrics_page)
+        page.router.add_get("/health", self._health_page)
         runner = web.AppRunner(page, access_log=None)
         await runner.setup()
         host, port = host_port(listen)
         await web.TCPSite(runner, host, port).start()
         return runner
+
+    async def _metrics_page(self, _: web.Request) -> web.Response:
+        state = self.node.state
+        for name in STATES:
+            self.metrics.node_state.labels(name).set(1 if name == state else 0)
+        self.metrics.admission_refusals.set(self.node.refusals)
+        return web.Response(body=self.metrics.exposition(), content_type="text/plain", charset="utf-8")
+
+    async def _health_page(self, _: web.Request) -> web.Response:
+        # 503 unless serving, so an HTTP health check takes the node out as the SIP dispatcher does.
+        health = self.node.health()
+        return web.json_response(health, status=200 if health["state"] == "serving" else 503)
+
+    async def drain(self) -> None:
+        """What SIGTERM does: refuse new calls (503 to INVITE and OPTIONS), let live calls finish up to the
+        deadline, then end them with BYE."""
+        self.endpoint.drain()
+        log.info("event=node_draining deadline_s=%s live_calls=%d", self.config.voice.shutdown_deadline_s,
+                 len(self.endpoint.calls))
 
     async def __aexit__(self, *exc_info: object) -> None:
         # Live calls get until the deadline to finish; then the endpoint says BYE.
@@ -97,7 +123,7 @@ class VoiceServer:
             await self.endpoint.stop(deadline)
         if self._web is not None:
             await self._web.cleanup()
-        self.records.close()
+        await asyncio.to_thread(self.records.close)  # writes what is queued: not on the event loop
         self.app.close()
         if self._speech is None:
             self.speech.close()
