@@ -69,10 +69,10 @@ async def test_arguments_written_as_text_are_validated_against_the_schema() -> N
 
 
 async def test_a_tool_the_agent_lacks_is_feedback_and_never_runs() -> None:
-    registry, model = build(['{"name": "navigate_to_refund", "arguments": {}}', reply("", ("navigate_to_sales", {}))])
+    registry, _model = build(['{"name": "navigate_to_refund", "arguments": {}}', reply("", ("navigate_to_sales", {}))])
     session = registry.session("c1", "shop")
     await session.complete("I want to buy something")
-    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    errors = next(e for e in session.events if e.kind == "validation_error").errors
     assert "does not exist" in errors[0] and "navigate_to_sales" in errors[0]
     assert session.get_agent_name() == "sales"
 
@@ -82,7 +82,7 @@ async def test_ambiguous_prose_goes_back_to_the_model_not_to_the_caller() -> Non
     session = registry.session("c1", "shop")
     said = await session.complete("hmm")
     assert said == "Would you like to buy something?"
-    assert "several tools" in [e for e in session.events if e.kind == "validation_error"][0].errors[0]
+    assert "several tools" in next(e for e in session.events if e.kind == "validation_error").errors[0]
     assert "navigate_to_sales" in model.requests[1].messages[-2].content  # its own reply, shown back to it
 
 
@@ -139,7 +139,7 @@ async def test_a_write_without_the_read_back_and_the_callers_yes_never_happens()
     session = build_writer([eager, eager, eager, eager, "What would you like?"]).session("c1", "shop")
     said = await session.complete("yes I want the kettle K1")
     assert WRITES == [] and "Ordered" not in said
-    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    errors = next(e for e in session.events if e.kind == "validation_error").errors
     assert "read it back" in errors[0] or "without confirmed" in errors[0]
 
 

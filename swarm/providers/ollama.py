@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -12,8 +12,8 @@ import ollama
 from swarm.constrained import SayStream, reply_schema, to_constrained_messages
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
-from swarm.tool_modes import TOOL_MODES
 from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
+from swarm.tool_modes import TOOL_MODES
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -58,7 +58,7 @@ class OllamaProvider:
         return self._stream_native(request)
 
     async def _stream_native(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
-        text, calls = "", []
+        text, calls = "", list[Any]()
         tools = [to_ollama_tool(t) for t in request.tools]
         async with aclosing(self._chunks(to_ollama_messages(request.messages), tools)) as parts:
             async for part in parts:
@@ -92,7 +92,7 @@ class OllamaProvider:
 
     async def _chunks(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: dict[str, Any] | None = None
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """The reply's chunks, with every client and network failure turned into a ProviderError."""
         loop = asyncio.get_running_loop()
         # Bounded per await rather than with one asyncio.timeout across the yields: a deadline that fired

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 from swarm.constrained import SayStream, reply_schema, to_constrained_messages
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
-from swarm.tool_modes import TOOL_MODES
 from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
+from swarm.tool_modes import TOOL_MODES
 
 _T = TypeVar("_T")
 
@@ -47,7 +47,8 @@ class OpenAIProvider:
         tool_mode: str = "native",
         # A reply is a few spoken sentences or one call: the bound stops a model that never ends.
         max_tokens: int | None = 256,
-        temperature: float | None = None,
+        # Low, as for Ollama (llm.options): servers default to ~0.8, and a phone agent should not improvise.
+        temperature: float | None = 0.2,
     ) -> None:
         try:
             import openai
