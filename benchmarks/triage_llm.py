@@ -60,8 +60,12 @@ async def run(args: argparse.Namespace) -> None:
     registry = build_registry(Shop(":memory:"), {"triage": provider})
     rows: list[dict[str, str]] = []
     for name in args.sets:
-        lines = (DATA / SETS[name]).read_text().splitlines()[: args.limit or None]
-        rows += [{**json.loads(line), "set": name} for line in lines]
+        taken: Counter[str] = Counter()
+        for line in (DATA / SETS[name]).read_text().splitlines():
+            row = json.loads(line)
+            taken[row["intent"]] += 1
+            if not args.per_intent or taken[row["intent"]] <= args.per_intent:
+                rows.append({**row, "set": name})
     hits: Counter[tuple[str, str]] = Counter()
     totals: Counter[tuple[str, str]] = Counter()
     kinds: Counter[str] = Counter()
@@ -123,7 +127,7 @@ def main() -> None:
     parser.add_argument("--label", default="model")
     parser.add_argument("--mode", default="auto", help="native, text, constrained, auto; legacy: the code before tool modes")
     parser.add_argument("--sets", nargs="+", default=["tuning"], choices=sorted(SETS))
-    parser.add_argument("--limit", type=int, default=0, help="first N sentences of each set (0: all)")
+    parser.add_argument("--per-intent", type=int, default=0, help="the first N sentences of each intent in each set (0: all)")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--root", type=Path, default=ROOT, help="the source tree to measure (an older checkout for 'before')")
     parser.add_argument("--verbose", action="store_true")
