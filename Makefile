@@ -9,6 +9,8 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	# Smart Turn v3.2, the end-of-turn model: only its file, from the pipecat-ai wheel (sha256-checked).
+	$(PY) -m speech.turn install
 	touch $(STAMP)
 
 demo: $(STAMP)

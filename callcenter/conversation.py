@@ -23,7 +23,7 @@ from callcenter.keypad import DigitRequest, Keypad, pending_request, run_with_di
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
-from speech.turn_words import is_echo_of, is_interruption
+from speech.turn_words import stops_agent
 from swarm.session import Session
 from telephony.call import Call
 
@@ -230,12 +230,9 @@ class Conversation:
 
     def _stops_agent(self, confident: bool, text: str) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""
-        if not text or not confident:
-            return False  # a cough, a noise: Whisper heard no clear words
-        if self._answers_question():
+        if text and confident and self._answers_question():
             return True  # the agent asked and is only finishing the question: "yeah" is the answer
-        heard_now = " ".join(sentence for sentence, _ in self._spoken[-3:])
-        return is_interruption(text) and not is_echo_of(text, heard_now)
+        return stops_agent(text, confident, " ".join(sentence for sentence, _ in self._spoken[-3:]))
 
     def _answers_question(self) -> bool:
         if self._turn is None or not self._turn.done() or not self._spoken:

