@@ -1,0 +1,94 @@
+"""Three `serve` nodes behind Kamailio's dispatcher (docs/kamailio-dispatcher.cfg), sharing one PostgreSQL.
+
+Calls from sipp spread over the nodes; one node dies and the dispatcher's OPTIONS probes take it out, so new
+calls reach the others; one node drains (what SIGTERM does) with calls live on it: they finish, new calls go
+elsewhere, none is lost; the call records of every node are in the one database.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from callcenter.records import CallRecord
+from callcenter.voice import SpeechModels
+from callcenter.config import VoiceConfig
+from tests.cluster import dispatcher, node
+from tests.peers import LOCAL, Peers, peers  # noqa: F401  (fixture)
+from tests.postgres import Cluster
+
+pytestmark = pytest.mark.timeout(240)
+CALL_MS = "1500"  # how long each sipp call stays up
+
+
+@pytest.fixture(scope="module")
+def speech() -> SpeechModels:
+    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
+    yield models
+    models.close()
+
+
+async def records_settled(node_records, expected: int, timeout_s: float = 20.0) -> list[CallRecord]:  # noqa: ANN001
+    """The records of all nodes (read through one node), once `expected` calls are in."""
+    async with asyncio.timeout(timeout_s):
+        while True:
+            found = await asyncio.to_thread(node_records.recent, 200)
+            if len(found) >= expected:
+                return found
+            await asyncio.sleep(0.2)
+
+
+async def test_calls_spread_fail_over_and_drain_behind_the_dispatcher(
+        postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels) -> None:  # noqa: F811
+    if shutil.which("kamailio") is None or shutil.which("sipp") is None:
+        pytest.skip("apt-get install kamailio sip-tester")
+    url = postgres.new_schema()
+    stacks = [contextlib.AsyncExitStack() for _ in range(3)]
+    a, b, c = [await stack.enter_async_context(node(url, speech, deadline_s=10.0)) for stack in stacks]
+    names = {server.records.node: label for server, label in ((a, "a"), (b, "b"), (c, "c"))}
+    try:
+        async with dispatcher(tmp_path / "kamailio", [a.address, b.address, c.address]) as kamailio:
+            for server in (a, b, c):
+                await kamailio.until_state(server.address, True, 10)
+            target = (LOCAL, kamailio.port)
+
+            def calls(count: int) -> dict[str, object]:
+                return {"calls": count, "rate": 10, "limit": count, "timeout_s": 40, "extra": ("-d", CALL_MS)}
+
+            # 1. Round robin over the three.
+            run = await peers.sipp(target, "record_route.xml", **calls(9))
+            assert (run.successful, run.failed) == (9, 0), run.logs.get("errors.log", "") + kamailio.log[-3000:]
+            served = Counter(names[r.node] for r in await records_settled(a.records, 9))
+            assert served == {"a": 3, "b": 3, "c": 3}, served
+
+            # 2. Node c dies (no call live on it): the probes mark it down, new calls reach a and b.
+            await stacks[2].aclose()
+            down_s = await kamailio.until_state(c.address, False, 20)
+            run = await peers.sipp(target, "record_route.xml", **calls(4))
+            assert (run.successful, run.failed) == (4, 0), (await kamailio.states(), c.address, kamailio.log[-3000:])
+            served = Counter(names[r.node] for r in await records_settled(a.records, 13))
+            assert served["c"] == 3 and served["a"] + served["b"] == 10, served
+
+            # 3. Node b drains with calls live on it: they finish; new calls all go to a; none is lost.
+            process, workdir = await peers.start_sipp(target, "record_route.xml", **{**calls(4), "extra": ("-d", "4000")})
+            async with asyncio.timeout(10):
+                while not b.endpoint.calls:
+                    await asyncio.sleep(0.05)
+            await b.drain()
+            assert b.node.health()["state"] == "draining"
+            await kamailio.until_state(b.address, False, 10)
+            run = await peers.sipp(target, "record_route.xml", **calls(3))
+            assert (run.successful, run.failed) == (3, 0), run.logs.get("errors.log", "")
+            live = await peers.wait_sipp(process, workdir, 60)
+            assert (live.successful, live.failed) == (4, 0), live.logs.get("errors.log", "")
+            records = await records_settled(a.records, 20)
+            assert len(records) == 20 and {r.disposition for r in records} <= {"completed", "abandoned"}, records
+            assert Counter(names[r.node] for r in records[:3])["a"] == 3  # the newest, after the drain
+    finally:
+        for stack in stacks:
+            await stack.aclose()
+    print(f"dispatcher marked the dead node down after {down_s:.2f} s")
