@@ -227,9 +227,11 @@ class Session:
         """Complete with validation feedback, then a clean view, then a placeholder; yields sentences said."""
         scratch: list[Message] = []
         for _ in range(self.config.max_retries + 1):
-            result = await self._attempt_into(agent, self._view(agent) + scratch)
-            for sentence in result.said:
-                yield sentence
+            async for item in self._attempt(agent, self._view(agent) + scratch):
+                if isinstance(item, str):
+                    yield item
+                else:
+                    result = item
             if result.outcome is not None:
                 yield result.outcome
                 return
@@ -240,9 +242,11 @@ class Session:
             scratch += result.feedback
         self._record(Rescued(agent.name, "flush", "; ".join(result.errors)))
         clean = [m for m in self._view(agent) if m.role == "system"][:1] + self.get_user_history()[-1:]
-        result = await self._attempt_into(agent, clean)
-        for sentence in result.said:
-            yield sentence
+        async for item in self._attempt(agent, clean):
+            if isinstance(item, str):
+                yield item
+            else:
+                result = item
         if result.outcome is not None:
             yield result.outcome
         elif result.provider_failed:
@@ -250,10 +254,13 @@ class Session:
         else:
             yield self._placeholder(agent, "; ".join(result.errors))
 
-    async def _attempt_into(self, agent: Agent, messages: list[Message]) -> _Attempt:
+    async def _attempt(self, agent: Agent, messages: list[Message]) -> AsyncIterator[str | _Attempt]:
+        """One attempt's sentences as each is accepted (the first is spoken before the reply ends), then the attempt."""
         attempt = _Attempt(self, agent, messages)
-        await attempt.run()
-        return attempt
+        async with contextlib.aclosing(attempt.run()) as sentences:
+            async for sentence in sentences:
+                yield sentence
+        yield attempt
 
     def _view(self, agent: Agent) -> list[Message]:
         system = [Message("system", agent.prompt, agent=agent.name)]
@@ -308,13 +315,22 @@ class _Attempt:
         # Sentences not spoken because they (or one before them) may not reach the caller's ear.
         self.held: list[str] = []
         self.looping = False
+        self.completion: Completion | None = None
 
-    async def run(self) -> None:
+    async def run(self) -> AsyncIterator[str]:
+        """Yield each sentence once it may be spoken; then judge the whole output."""
         tools = self.session._tools(self.agent)
         request = CompletionRequest(
             self.agent.name, self.session.client_id, tuple(self.messages), tuple(t.spec() for t in tools.values())
         )
-        completion = await self._complete(request)
+        try:
+            async for sentence in self._complete(request):
+                yield sentence
+        finally:
+            # Also when the caller barged in: what was already spoken is part of the history.
+            if self.said:
+                self.session._record(AssistantText(self.agent.name, " ".join(self.said)))
+        completion = self.completion
         if completion is None:
             return
         if not completion.tool_calls and (self.errors or self.held):
@@ -323,8 +339,6 @@ class _Attempt:
             self.errors = tool_call_errors(completion, tools, self.session._context(self.agent))
         if not self.errors and not completion.tool_calls and not self.said:
             self.errors = spoken_text_errors("")
-        if self.said:
-            self.session._record(AssistantText(self.agent.name, " ".join(self.said)))
         if self.errors:
             self.feedback = _feedback(self.agent.name, completion, self.errors)
         else:
@@ -343,39 +357,41 @@ class _Attempt:
             self.session._record(ToolCallRepaired(self.agent.name, found.form, call.name))
         return Completion(" ".join(self.said), found.calls)
 
-    async def _complete(self, request: CompletionRequest) -> Completion | None:
+    async def _complete(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """Stream from the agent's completion, or its fallback if that fails before a word was said."""
         names = [n for n in (self.agent.completion, self.agent.fallback) if n]
         for index, name in enumerate(names):
             provider = self.session.registry.completions[name]
             try:
-                return await self._stream(provider, request)
+                async for sentence in self._stream(provider, request):
+                    yield sentence
+                return
             except ProviderError as error:
                 if self.said or index == len(names) - 1:
                     self.provider_failed, self.errors = True, [str(error)]
-                    return None
+                    return
                 log.warning("completion %s failed, using %s: %s", name, names[index + 1], error)
-        return None
 
-    async def _stream(self, provider: Provider, request: CompletionRequest) -> Completion:
+    async def _stream(self, provider: Provider, request: CompletionRequest) -> AsyncIterator[str]:
         splitter = SentenceSplitter()
         completion: Completion | None = None
-        async with contextlib.aclosing(provider.stream(request)) as items:
+        async with contextlib.aclosing(provider.stream(request)) as items:  # type: ignore[type-var]
             async for item in items:
                 if isinstance(item, Delta):
                     for sentence in splitter.feed(item.text):
-                        self._say(sentence)
+                        if self._say(sentence):
+                            yield sentence
                     if self.looping:
                         break
                 elif isinstance(item, Completion):
                     completion = item
-        if completion is None:
-            # Stopped early on a loop: judge what was produced so far.
-            return Completion(" ".join(self.said))
         if rest := splitter.flush():
-            self._say(rest)
-        return completion
+            if self._say(rest):
+                yield rest
+        # Stopped early on a loop: judge what was produced so far.
+        self.completion = completion or Completion(" ".join(self.said))
 
-    def _say(self, sentence: str) -> None:
+    def _say(self, sentence: str) -> bool:
         """Keep a sentence that may be spoken; from the first one that may not, hold back the rest.
 
         The stream goes on to the end (the provider bounds its length): what was held back may be a tool
@@ -383,17 +399,18 @@ class _Attempt:
         """
         if self.held or self.looping:
             self.held.append(sentence)
-            return
+            return False
         if sentence in self.said:
             # A small model that repeats itself would go on until the token limit: stop it here.
             self.looping = True
-            return
+            return False
         problems = spoken_text_errors(sentence)
         if problems:
             self.errors = problems
             self.held.append(sentence)
-            return
+            return False
         self.said.append(sentence)
+        return True
 
 
 def _feedback(agent: str, completion: Completion, errors: list[str]) -> list[Message]:

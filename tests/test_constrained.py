@@ -116,3 +116,38 @@ def test_auto_tool_mode_is_the_measured_default_per_provider_and_config_checks_i
         load_config(environ={"VOICESWARM_TOOL_MODE": "json"})
     with pytest.raises(ValueError):
         OllamaProvider("http://127.0.0.1:9", "m", tool_mode="json")
+
+
+async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply_is_still_coming(server: FakeServer) -> None:  # noqa: F811
+    import asyncio
+
+    from aiohttp import web
+
+    from swarm.registry import Agent, Registry, SwarmSpec
+
+    first_heard = asyncio.Event()
+
+    async def handle(http: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(http)
+        pieces = ['{"say": "We have', " it in stock.", " Shall I", ' order one?"}']
+        for piece in pieces[:3]:
+            await response.write(f"data: {json.dumps(chunk({'content': piece}))}\n\n".encode())
+        # The rest comes only once the first sentence reached the speaker: without streaming, a deadlock.
+        await asyncio.wait_for(first_heard.wait(), 5)
+        await response.write(f"data: {json.dumps(chunk({'content': pieces[3]}))}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    server.handler = handle
+    provider = OpenAIProvider("m", server.base_url, tool_mode="constrained", timeout=10)
+    registry = Registry()
+    registry.add_completion("m", provider)
+    registry.add_agent(Agent("sales", "You sell.", "m"))
+    registry.add_swarm(SwarmSpec("shop", ("sales",), "sales"))
+    said = []
+    async for sentence in registry.session("c1", "shop").stream("kettle?"):
+        said.append(sentence)
+        first_heard.set()
+    await provider.aclose()
+    assert said == ["We have it in stock.", "Shall I order one?"]
