@@ -282,8 +282,8 @@ def main() -> None:
         stopped = 0
         for turn in ends.turns:
             _, text, confident = transcribe(turn.audio)
-            stopped += stops_agent(text, confident, AGENT)
-            if stops_agent(text, confident, AGENT):
+            stopped += stops_agent(text, confident, AGENT, turn.duration_s)
+            if stops_agent(text, confident, AGENT, turn.duration_s):
                 print(f"stopped by {label}: Whisper heard {text!r}")
         count = stops.setdefault(kind, [0, 0, 0])
         count[0] += bool(ends.started_at_s)
@@ -297,7 +297,7 @@ def main() -> None:
             ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), with_echo(agent, words, at), sent=agent)
             if ends.started_at_s:
                 to_silence.append(ends.started_at_s[0] - at / RATE)  # paused on SpeechStarted: silent from the next frame
-            real_stopped += any(stops_agent(*transcribe(t.audio)[1:], AGENT) for t in ends.turns)
+            real_stopped += any(stops_agent(*transcribe(t.audio)[1:], AGENT, t.duration_s) for t in ends.turns)
 
     print(f"\nTurn-taking on 8 kHz mu-law (threshold {args.threshold}; voices: {', '.join(names)}; "
           f"Piper first audio {tts_first * 1000:.0f} ms, model {MODEL_REPLY_S * 1000:.0f} ms)\n")

@@ -212,7 +212,7 @@ class Conversation:
         if self._closing:
             return
         if self._playback.paused:
-            if not self._stops_agent(transcript.confident, text):
+            if not self._stops_agent(transcript.confident, text, turn.duration_s):
                 log.info("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
                 self._playback.resume()
                 return
@@ -228,11 +228,11 @@ class Conversation:
         else:
             self._start_turn(self._reply(text, ended, timing))
 
-    def _stops_agent(self, confident: bool, text: str) -> bool:
+    def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""
         if text and confident and self._answers_question():
             return True  # the agent asked and is only finishing the question: "yeah" is the answer
-        return stops_agent(text, confident, " ".join(sentence for sentence, _ in self._spoken[-3:]))
+        return stops_agent(text, confident, " ".join(sentence for sentence, _ in self._spoken[-3:]), duration_s)
 
     def _answers_question(self) -> bool:
         if self._turn is None or not self._turn.done() or not self._spoken:

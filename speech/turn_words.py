@@ -40,6 +40,15 @@ def is_echo_of(text: str, agent_said: str, share: float = 0.7) -> bool:
     return bool(said) and sum(word in theirs for word in said) >= share * len(said)
 
 
-def stops_agent(text: str, confident: bool, agent_said: str) -> bool:
-    """What the caller said over the (paused) agent stops it: clear words, not a backchannel, not its echo."""
+# People say at most ~4 words a second; more words than that in a short sound are Whisper's invention
+# (a Piper "Mm-hm." came back as "And then make a chance.": benchmarks/turn_taking.py).
+MAX_WORDS_PER_S = 6.0
+PADS_S = 0.5  # the endpointer's pre- and post-roll around the voice in an utterance
+
+
+def stops_agent(text: str, confident: bool, agent_said: str, duration_s: float | None = None) -> bool:
+    """What the caller said over the (paused) agent stops it: clear words, not a backchannel, not its echo,
+    and not more words than the sound (an utterance of `duration_s`, pads included) could hold."""
+    if duration_s is not None and len(words(text)) > 1 + MAX_WORDS_PER_S * max(0.0, duration_s - PADS_S):
+        return False
     return bool(text) and confident and is_interruption(text) and not is_echo_of(text, agent_said)

@@ -179,7 +179,7 @@ async def test_real_words_stop_the_agent_and_it_keeps_only_what_was_heard(app) -
         await until(lambda: len(line.call.sent) > 20, what="the greeting under way")
         await line.caller.start()
         heard = len(line.call.heard_tags())
-        await line.caller.end("I want to return my headphones.")
+        await line.caller.end("I want to return my headphones.", 2.0)
         await line.agent_done()
     tags = line.call.heard_tags()
     assert tags[:heard] == [1] * heard and 1 not in tags[heard:]  # the greeting never resumed
@@ -200,3 +200,10 @@ async def test_yeah_to_the_agents_last_question_is_an_answer(app) -> None:
         await line.caller.end("Yeah.")
         await line.agent_done()
     assert [m.content for m in line.session.get_user_history()][-1] == "Yeah."
+
+
+def test_more_words_than_a_short_sound_could_hold_are_whispers_invention() -> None:
+    from speech.turn_words import stops_agent
+    assert not stops_agent("And then make a chance.", True, "", duration_s=0.9)  # a 0.4 s "mm-hm"
+    assert stops_agent("Wait, stop, I need a different product.", True, "", duration_s=2.5)
+    assert stops_agent("Stop.", True, "", duration_s=0.7)
