@@ -1,0 +1,147 @@
+"""Several nodes: order write latency on SQLite and PostgreSQL, and what a dispatcher does when a node dies or drains.
+
+1. Order writes: 20 threads of one node place orders at once (each its own idempotency key), on a SQLite file
+   and on a throw-away PostgreSQL cluster with fsync on (tests/postgres.py); p50/p99 of `Shop.place_order`.
+2. Three in-process `serve` nodes (offline brain) on one PostgreSQL behind Kamailio running
+   docs/kamailio-dispatcher.cfg (ping interval 1 s here, 10 s in the docs), sipp callers (tests/cluster.py):
+   - kill: node c's SIP socket is closed with calls live on it (as a crash looks from the network); reported:
+     seconds until the dispatcher holds it inactive, calls lost among those live on it and among new ones;
+   - drain: node b drains (what SIGTERM does) with calls live on it; calls lost, live and new.
+
+Usage: .venv/bin/python benchmarks/several_nodes.py [--orders 25] [--calls 6]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from callcenter.config import VoiceConfig  # noqa: E402
+from callcenter.shop import Shop  # noqa: E402
+from callcenter.store import open_database  # noqa: E402
+from callcenter.voice import SpeechModels  # noqa: E402
+from tests.cluster import dispatcher, node  # noqa: E402
+from tests.peers import LOCAL, Peers  # noqa: E402
+from tests.postgres import cluster  # noqa: E402
+
+WRITERS = 20
+
+
+def order_latencies(url: str, orders_each: int) -> list[float]:
+    csv = Path(tempfile.mkdtemp()) / "stock.csv"
+    csv.write_text(f"sku,name,description,price_eur,stock,category\nBM-1,Bench item,,1.00,{WRITERS * orders_each},x\n")
+    shop = Shop(url, csv, database=open_database(url, pool_size=WRITERS))
+    latencies: list[float] = []
+    lock, barrier = threading.Lock(), threading.Barrier(WRITERS)
+
+    def writer(index: int) -> None:
+        barrier.wait()
+        for n in range(orders_each):
+            started = time.perf_counter()
+            shop.place_order(f"+1 555 {index:04}", [("BM-1", 1)], f"bench-{index}-{n}")
+            with lock:
+                latencies.append(time.perf_counter() - started)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert shop.get_product("BM-1").stock == 0  # type: ignore[union-attr]
+    shop.close()
+    return latencies
+
+
+def percentile(values: list[float], p: float) -> float:
+    return statistics.quantiles(values, n=100)[int(p) - 1] if len(values) > 1 else values[0]
+
+
+async def failures(peers: Peers, target: tuple[str, int], count: int, call_ms: int) -> tuple[asyncio.subprocess.Process, Path]:
+    return await peers.start_sipp(target, "record_route.xml", calls=count, rate=10, limit=count, timeout_s=60,
+                                  extra=("-d", str(call_ms)))
+
+
+async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, object]:
+    speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model="tiny.en"))
+    peers = Peers(workdir)
+    stacks = [contextlib.AsyncExitStack() for _ in range(3)]
+    result: dict[str, object] = {}
+    try:
+        a, b, c = [await stack.enter_async_context(node(url, speech, deadline_s=30.0)) for stack in stacks]
+        async with dispatcher(workdir / "kamailio", [a.address, b.address, c.address]) as kamailio:
+            for server in (a, b, c):
+                await kamailio.until_state(server.address, True, 10)
+            target = (LOCAL, kamailio.port)
+            # Kill: calls live on every node, then c's socket goes.
+            live = await failures(peers, target, 3 * calls, 6000)
+            async with asyncio.timeout(15):
+                while len(c.endpoint.calls) < 1:
+                    await asyncio.sleep(0.05)
+            on_c = len(c.endpoint.calls)
+            killed = time.monotonic()
+            await c.endpoint._transport.close()  # noqa: SLF001 - a crash, as the network sees it
+            await kamailio.until_state(c.address, False, 30)
+            result["dead_s"] = time.monotonic() - killed
+            new = await peers.sipp(target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60,
+                                   extra=("-d", "1000"))
+            old = await peers.wait_sipp(*live, 90)
+            result["kill"] = (old.failed, on_c, new.failed, calls)
+            # Drain: calls live on a and b, then b drains.
+            live = await failures(peers, target, 2 * calls, 5000)
+            async with asyncio.timeout(15):
+                while len(b.endpoint.calls) < 1:
+                    await asyncio.sleep(0.05)
+            on_b = len(b.endpoint.calls)
+            await b.drain()
+            new = await peers.sipp(target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60,
+                                   extra=("-d", "1000"))
+            old = await peers.wait_sipp(*live, 90)
+            result["drain"] = (old.failed, on_b, new.failed, calls)
+    finally:
+        for stack in stacks:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+        await peers.close()
+        speech.close()
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--orders", type=int, default=25, help="orders per writer")
+    parser.add_argument("--calls", type=int, default=6, help="calls per phase and node")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        sqlite = order_latencies(f"sqlite:///{folder}/shop.db", args.orders)
+        rows.append(("SQLite (WAL, one file)", sqlite))
+    with cluster(durable=True) as server:
+        rows.append(("PostgreSQL 15 (fsync on, pool of 20)", order_latencies(server.new_schema(), args.orders)))
+        with tempfile.TemporaryDirectory() as folder:
+            nodes = asyncio.run(nodes_benchmark(server.new_schema(), Path(folder), args.calls))
+    print(f"\norder writes, {WRITERS} concurrent writers x {args.orders} orders")
+    print("| database | p50 ms | p99 ms |\n| --- | ---: | ---: |")
+    for name, values in rows:
+        print(f"| {name} | {1000 * percentile(values, 50):.1f} | {1000 * percentile(values, 99):.1f} |")
+    kill_old, on_c, kill_new, total = nodes["kill"]  # type: ignore[misc]
+    drain_old, on_b, drain_new, _ = nodes["drain"]  # type: ignore[misc]
+    print("\nthree nodes behind Kamailio's dispatcher (ping interval 1 s, threshold 2, fr_timer 2 s)")
+    print("| what | value |\n| --- | ---: |")
+    print(f"| dispatcher stops sending to a killed node after | {nodes['dead_s']:.1f} s |")
+    print(f"| kill: calls lost of those live (killed node had {on_c} live) | {kill_old} |")
+    print(f"| kill: new calls lost right after the kill | {kill_new} of {total} |")
+    print(f"| drain: calls lost of those live (draining node had {on_b} live) | {drain_old} |")
+    print(f"| drain: new calls lost during the drain | {drain_new} of {total} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
