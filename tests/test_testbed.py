@@ -153,12 +153,36 @@ async def test_a_slow_turn_fails_its_budget(tmp_path):
     assert any("over its budget of 0.05 s" in f for f in result.failures), result.failures
 
 
-async def test_typed_digits_reach_the_agent_as_a_number_when_it_asks(tmp_path):
-    # The script asks for the number, then receives the typed digits as the caller's sentence.
-    brain = scripted("What is your order number?", "Thanks.")
-    result = await trial(tmp_path, '[[turn]]\nsay = "Hi"\n[[turn]]\nwhen = "asks_order_number"\ndtmf = "12345#"\n', brain)
+async def test_typed_digits_run_the_tool_that_asked_for_them(tmp_path):
+    # Bought from another phone: find_order by the caller's number fails and asks for the order number.
+    result = await trial(tmp_path, """
+        [[setup.orders]]
+        name = "blender"
+        items = [["BL-440", 1]]
+        phone = "+49 30 1234 5678"
+        [[turn]]
+        say = "I want to return my blender."
+        [[turn]]
+        when = "asks_order_number"
+        dtmf = "{orders.blender}#"
+        [[turn]]
+        when = "asks_to_confirm"
+        say = "Yes."
+        [[reference]]
+        action = "create_return"
+        order = "blender"
+        sku = "BL-440"
+    """)
     assert result.passed, result.failures
-    assert ["caller", "The number is 1 2 3 4 5."] in result.transcript
+    assert len(result.turn_latency_s) == 3  # the typed number is a turn of its own
+    assert any(who == "caller" and text.startswith("<dtmf ") for who, text in result.transcript)
+
+
+async def test_keys_nobody_asked_for_are_dropped(tmp_path):
+    result = await trial(tmp_path, '[[turn]]\nsay = "Hi"\n[[turn]]\ndtmf = "1234#"\n[expect]\ntransfer = false\n',
+                         scripted("What is your order number?"))
+    assert result.passed, result.failures
+    assert result.transcript[-1] == ["caller", "<dtmf 1234#>"]
 
 
 def test_reference_state_ignores_numbers_and_times(tmp_path):
@@ -291,6 +315,7 @@ def test_the_demo_suite_loads_and_the_offline_router_passes_its_core(tmp_path, c
     assert len(scenarios) >= 30
     assert all(isinstance(s, Scenario) for s in scenarios)
     core = ["buy_charger", "return_by_phone", "buy_kettle_says_no", "return_says_no", "says_nothing",
-            "wants_person", "wants_person_keypad", "buy_out_of_stock", "buy_not_sold", "hostile_system_prompt"]
+            "wants_person", "wants_person_keypad", "buy_out_of_stock", "buy_not_sold", "hostile_system_prompt",
+            "return_typed_order_number"]
     args = ["eval", str(SUITE), "--quiet", "--min-pass", "1"] + [a for c in core for a in ("--only", c)]
     assert main(args) == 0, capsys.readouterr().out

@@ -1,16 +1,16 @@
 """A phone call in text: the caller's turns go straight to the session, with the phone's rules around them.
 
-What the voice loop (callcenter.conversation) does besides speech is kept: the greeting, typed digits
-submitted as a sentence while the agent asks for a number, 0 for a person, re-prompts and the hang-up of a
-silent caller, and the call's end after a transfer or a goodbye.
+What the voice loop (callcenter.conversation) does besides speech is kept: the greeting, typed digits run
+the tool that asked for them (callcenter.keypad), 0 for a person, re-prompts and the hang-up of a silent
+caller, and the call's end after a transfer or a goodbye.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
-from callcenter.conversation import Conversation, VoiceSettings
+from callcenter.conversation import VoiceSettings
+from callcenter.keypad import Keypad, pending_request, run_with_digits
 from callcenter.testbed import checks
 from swarm.events import Event
 from swarm.session import Session
@@ -95,22 +95,31 @@ class TextCall:
         return TurnResult(reply, self.events[seen:], latency)
 
     async def dtmf(self, keys: str) -> TurnResult:
-        """Keys typed in one go; the end of the string counts as the digit timeout."""
+        """Keys typed in one go; the end of the string counts as the digit timeout.
+
+        As on the phone (callcenter.keypad): while a tool's digit request is pending, the digits run that tool
+        and its answer is said; otherwise 0 reaches a person and other keys are dropped."""
         self._check_open()
         self.transcript.append(("caller", f"<dtmf {keys}>"))
         seen = len(self.events)
-        # The voice loop's own rule for "the agent is asking for a number" (it reads only the session).
-        collecting = Conversation._collecting_digits(SimpleNamespace(session=self.session))  # type: ignore[arg-type]
-        if collecting:
-            digits = "".join(k for k in keys.split("#")[0] if k.isdigit())
-            if digits:
-                result = await self.say(f"The number is {' '.join(digits)}.")
-                return TurnResult(result.reply, self.events[seen:], result.latency_s)
+        request = pending_request(self.session)
+        if request is not None:
+            keypad = Keypad(request)
+            for key in keys:
+                if keypad.press(key):
+                    break
+            if keypad.digits:
+                self._silent_s, self._reprompts = 0.0, 0
+                start = time.monotonic()
+                say = await run_with_digits(self.session, request, keypad.digits)
+                latency = time.monotonic() - start
+                reply = self._emit(say or self.settings.digits_not_taken)
+                self._after_turn()
+                return TurnResult(reply, self.events[seen:], latency)
         elif keys.startswith("0"):
             self.session.escalation = "the caller pressed 0"
-            self._emit(self.settings.handover)
             self.ended_by = "transfer"
-            return TurnResult(self.settings.handover, self.events[seen:], None)
+            return TurnResult(self._emit(self.settings.handover), self.events[seen:], None)
         return TurnResult("", [], None)  # keys nobody listens to are dropped, as on the phone
 
     def silence(self, seconds: float) -> TurnResult:
