@@ -267,6 +267,7 @@ async def test_prefill_puts_the_prompt_in_the_cache_and_again_after_a_restart(lo
     os.kill(local_05b.pid, signal.SIGKILL)
     local_05b.exited(5)
     await collect(provider, request("Hello.", system="Something else."))  # restarts the server and prefills again
+    await provider.warmed()
     cache, computed = cached_tokens(local_05b, first_turn)
     await provider.aclose()
     assert cache > 300 and computed < 30

@@ -4,8 +4,8 @@
 the model is loaded, and starts it again when it has died. `LocalProvider` streams through
 `OpenAIProvider` against it; when the server dies mid-reply the turn fails with ProviderUnavailable (the
 session apologises and transfers, as for any LLM failure) and the server is started again at once, so the
-next turn finds it. Prompts given to `prefill` are sent again after every start, so that the server's
-prompt cache holds each agent's system prompt and tools before any caller needs them.
+next turn finds it. Prompts given to `prefill` are sent again after every restart, so that the server's
+prompt cache holds each agent's system prompt and tools before callers need them.
 """
 from __future__ import annotations
 
@@ -190,7 +190,9 @@ class LocalProvider:
         self.name = name
         self._delegate: OpenAIProvider | None = None
         self._starting: asyncio.Future[str] | None = None
-        self._restarting: asyncio.Future[None] | None = None  # held so the task is not collected mid-way
+        # Held so that these tasks are not collected mid-way.
+        self._restarting: asyncio.Future[None] | None = None
+        self._rewarming: asyncio.Future[None] | None = None
         self._prefills: list[CompletionRequest] = []
 
     async def start(self) -> None:
@@ -228,13 +230,16 @@ class LocalProvider:
         """Put the request's prompt into the server's cache now and after every restart."""
         self._prefills.append(request)
         await self._ready()
-        warming = self._warming_client()
-        try:
-            await self._prefill(warming, request)
-        finally:
-            await warming.aclose()
+        await self._prefill(request)
+
+    async def warmed(self) -> None:
+        """Wait until the prompt cache is filled again after a restart (for tests and benchmarks)."""
+        if self._rewarming is not None:
+            await asyncio.shield(self._rewarming)
 
     async def aclose(self) -> None:
+        if self._rewarming is not None:
+            self._rewarming.cancel()
         if self._delegate is not None:
             await self._delegate.aclose()
             self._delegate = None
@@ -270,27 +275,29 @@ class LocalProvider:
         if old is not None:
             await old.aclose()
         url = await asyncio.to_thread(self.server.start)
-        if self._prefills:
-            warming = self._warming_client()
-            for request in self._prefills:
-                await self._prefill(warming, request)
-            await warming.aclose()
         self._delegate = OpenAIProvider(self.model, self.server.base_url, timeout=self.timeout, name=self.name)
+        if self._prefills:
+            # After a restart the cache is filled again in the background: a turn meanwhile waits in the
+            # server's queue for the prompt ahead of it, not for all of them.
+            self._rewarming = asyncio.ensure_future(self._prefill_all(list(self._prefills)))
         return url
 
-    def _warming_client(self) -> OpenAIProvider:
-        # Filling the cache is start-up work, not a caller waiting: a cold prompt takes ~12 s on 2 cores.
-        return OpenAIProvider(self.model, self.server.base_url, timeout=max(self.timeout, PREFILL_TIMEOUT_S), name=self.name)
+    async def _prefill_all(self, requests: list[CompletionRequest]) -> None:
+        for request in requests:
+            await self._prefill(request)
 
-    async def _prefill(self, delegate: OpenAIProvider, request: CompletionRequest) -> None:
-        # The first streamed item comes once the whole prompt has been processed and cached; closing the
-        # stream there stops the generation, so warming costs about one token beyond the prompt.
+    async def _prefill(self, request: CompletionRequest) -> None:
+        # Filling the cache is start-up work, not a caller waiting (a cold prompt takes ~12 s on 2 cores), and
+        # a client of its own opens a fresh connection. The first streamed item comes once the whole prompt
+        # has been processed and cached; closing the stream there stops the generation.
         started = time.monotonic()
-        stream = delegate.stream(request)
+        warming = OpenAIProvider(self.model, self.server.base_url, timeout=max(self.timeout, PREFILL_TIMEOUT_S), name=self.name)
+        stream = warming.stream(request)
         try:
             await anext(stream, None)
         except ProviderError as error:
             log.warning("event=local_llm_prefill_failed agent=%s error=%s", request.agent, error)
         finally:
             await stream.aclose()
+            await warming.aclose()
         log.info("event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, time.monotonic() - started)
