@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -294,3 +295,15 @@ def test_the_1_5b_model_is_shown_tool_calls_with_single_braces(local_15b: LocalS
     assert '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' in prompt
     assert "{{" not in prompt and '"navigate_to_sales"' in prompt
 
+
+
+@pytest.mark.llm
+def test_a_reply_that_never_stops_is_cut_by_the_server(local_05b: LocalServer) -> None:
+    server = LocalServer(replace(local_05b.spec, max_tokens=8))
+    server.start()
+    try:
+        reply = httpx.post(server.base_url + "/chat/completions", timeout=120, json={
+            "messages": [{"role": "user", "content": "Count from one to one hundred in words."}]}).json()
+    finally:
+        server.stop()
+    assert reply["choices"][0]["finish_reason"] == "length" and reply["timings"]["predicted_n"] <= 8

@@ -1,6 +1,6 @@
 """llama.cpp's server (the `xllamacpp` wheel) in a process of its own; `LocalServer` runs it, not people.
 
-    python -m swarm.providers.llama_server --model M.gguf [--chat-template T.jinja] --threads 2 --ctx 4096 --nice 10
+    python -m swarm.providers.llama_server --model M.gguf [--chat-template T.jinja] --threads 2 --ctx 4096 --nice 10 --max-tokens 512
 
 A child process, so that the server's threads never hold the GIL of the process that paces RTP, can run
 at a lower priority than the calls' media and Whisper, and can be restarted when it dies. It prints one
@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--nice", type=int, default=0)
+    parser.add_argument("--max-tokens", type=int, default=-1, help="per reply, unless a request asks for fewer; -1: no limit")
     args = parser.parse_args(argv)
     # Ctrl-C in a terminal reaches the whole process group; the parent decides when the server stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     params.use_jinja = True
     params.n_ctx = args.ctx
     params.n_parallel = args.parallel
+    params.n_predict = args.max_tokens
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
     params.hostnames = ["127.0.0.1"]
     params.port = 0

@@ -47,12 +47,15 @@ class ServerSpec:
     # Chosen by benchmarks/local_llm_load.py: the server yields the cores to the RTP clock and Whisper.
     nice: int = 10
     parallel: int = 1
+    # A reply is one to three spoken sentences or one tool call (<200 tokens): a model that loops or never
+    # stops is cut here instead of generating until the context is full (seen: 120 s on the 0.5B).
+    max_tokens: int = 512
     name: str = "local"  # for logs and the provider's name
 
     def argv(self) -> list[str]:
         argv = [sys.executable, "-m", "swarm.providers.llama_server", "--model", str(self.model),
                 "--threads", str(self.threads), "--ctx", str(self.ctx), "--nice", str(self.nice),
-                "--parallel", str(self.parallel)]
+                "--parallel", str(self.parallel), "--max-tokens", str(self.max_tokens)]
         return argv + (["--chat-template", str(self.chat_template)] if self.chat_template else [])
 
 
