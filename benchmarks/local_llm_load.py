@@ -9,10 +9,10 @@ generation and prompt speed (llama.cpp's timings), so the price of each choice t
 
 Table 2, the first caller: the first turn of a new call ("I'd like to buy a new phone charger.") through the
 shop's swarm on the local model: on a server that has seen no prompt (cold), then on a new server after
-start-up's prefill (warm), then the tenth caller's; first sentence and whole turn (session.stream).
+start-up's prefill (warm), then the --callers'th caller's (10); first sentence and whole turn (session.stream).
 
 Usage: .venv/bin/python benchmarks/local_llm_load.py [--model qwen2.5-coder-1.5b] [--seconds 12] [--calls 10]
-       [--configs 1x0,1x10,2x0,2x10] [--skip-load] [--skip-first-turn]
+       [--configs 1x0,1x10,2x0,2x10] [--callers 10] [--skip-load] [--skip-first-turn]
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ async def timed_turn(registry, caller: int) -> tuple[float, float]:  # noqa: ANN
     return first or total, total
 
 
-async def first_turn_table(model: str, threads: int) -> None:
+async def first_turn_table(model: str, threads: int, callers: int) -> None:
     file = local_model_file(model)
     llm = LLMConfig(provider="local", local_model=model, local_threads=threads, timeout=120.0)
     rows = []
@@ -152,9 +152,9 @@ async def first_turn_table(model: str, threads: int) -> None:
             await prefill(registry, SWARM, brains)
             print(f"prefill of the 3 agents at start-up: {time.perf_counter() - started:.1f} s", flush=True)
             rows.append(("first caller, after prefill (warm)", *await timed_turn(registry, 1)))
-            for caller in range(2, 10):
+            for caller in range(2, callers):
                 await timed_turn(registry, caller)
-            rows.append(("tenth caller", *await timed_turn(registry, 10)))
+            rows.append((f"caller {callers}", *await timed_turn(registry, callers)))
         else:
             rows.append(("first caller, no prefill (cold)", *await timed_turn(registry, 1)))
         await provider.aclose()
@@ -172,6 +172,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--configs", default="1x0,1x10,2x0,2x10", help="THREADSxNICE,...")
+    parser.add_argument("--callers", type=int, default=10, help="the warm caller whose first turn is reported")
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--skip-first-turn", action="store_true")
     args = parser.parse_args()
@@ -181,7 +182,7 @@ def main() -> None:
         configs = [tuple(int(n) for n in c.split("x")) for c in args.configs.split(",")]
         load_table(args.model, configs, args.calls, args.seconds)  # type: ignore[arg-type]
     if not args.skip_first_turn:
-        asyncio.run(first_turn_table(args.model, Config().llm.local_threads))
+        asyncio.run(first_turn_table(args.model, Config().llm.local_threads, args.callers))
 
 
 if __name__ == "__main__":
