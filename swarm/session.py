@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -204,6 +205,7 @@ class Session:
 
     async def _run_turn(self) -> AsyncIterator[str]:
         calls_left = self.config.max_tool_calls
+        results: dict[str, str] = {}  # this turn's calls (agent, name, arguments) and what they returned
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
@@ -219,7 +221,13 @@ class Session:
                 return
             calls_left -= len(outcome.tool_calls)
             for call in outcome.tool_calls:
-                await self._run_tool(agent, call)
+                key = json.dumps([agent.name, call.name, call.arguments], sort_keys=True, default=str)
+                if key in results:
+                    # A small model shown a result often calls the same tool again instead of speaking
+                    # it: running it again would only loop, so its "say" line is what the caller hears.
+                    yield self._say_result(agent, results[key])
+                    return
+                results[key] = await self._run_tool(agent, call)
                 if self._agent != agent.name:
                     break  # the new agent answers; calls meant for the old one are dropped
 
@@ -273,7 +281,17 @@ class Session:
     def _context(self, agent: Agent) -> ToolContext:
         return ToolContext(self.client_id, agent.name, self, self.metadata, self.session_id)
 
-    async def _run_tool(self, agent: Agent, call: ToolCall) -> None:
+    def _say_result(self, agent: Agent, result: str) -> str:
+        try:
+            say = json.loads(result).get("say")
+        except (ValueError, AttributeError):
+            say = None
+        if isinstance(say, str) and say and not spoken_text_errors(say):
+            self._record(Rescued(agent.name, "repeated_call", "the result's say line was spoken"))
+            return self.emit(say)
+        return self._placeholder(agent, "the same tool call twice in one turn")
+
+    async def _run_tool(self, agent: Agent, call: ToolCall) -> str:
         tool = self.registry.tools[call.name]
         # Shielded: a tool that writes an order finishes (or fails) as a whole even if the caller barges in,
         # and its result is recorded, so the history never holds a call without its result.
@@ -287,7 +305,9 @@ class Session:
         except Exception as error:  # a tool's failure is news for the model, not a crash of the call
             log.warning("tool failed client=%s tool=%s error=%r", self.client_id, call.name, error)
             result = {"error": f"the tool failed: {error}"}
-        self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result_text(result)))
+        text = result_text(result)
+        self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, text))
+        return text
 
     def _placeholder(self, agent: Agent, detail: str) -> str:
         text = self.config.placeholders[self._rescues % len(self.config.placeholders)]

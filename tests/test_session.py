@@ -132,7 +132,8 @@ async def test_provider_down_uses_fallback_completion():
 
 
 async def test_tool_calls_per_turn_are_bounded():
-    loop = [reply("", ("lookup", {"sku": "A"}))] * 20
+    # Different arguments each time: the same call twice is stopped sooner (test_tool_repair).
+    loop = [reply("", ("lookup", {"sku": f"A{n}"})) for n in range(20)]
     registry, _, _ = build([], loop)
     session = registry.session("c1", "shop", config=SessionConfig(max_tool_calls=3))
     session.change_agent("sales")

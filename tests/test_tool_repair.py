@@ -167,3 +167,12 @@ async def test_yes_to_other_arguments_is_not_a_yes_to_these() -> None:
     await session.complete("the kettle please")
     await session.complete("yes")
     assert WRITES == []
+
+
+async def test_the_same_call_again_in_one_turn_speaks_the_first_results_say_line() -> None:
+    registry, model = build([reply("", ("search", {"query": "kettle"})), reply("", ("search", {"query": "kettle"}))] * 3)
+    session = registry.session("c1", "shop")
+    said = await session.complete("a kettle")
+    assert said == "We have a kettle for ten euros."
+    assert [e.kind for e in session.events].count("tool_call") == 1 and len(model.requests) == 2
+
