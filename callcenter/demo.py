@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from callcenter.caller import TestCaller
+from callcenter.caller import CallerTiming, TestCaller
 from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, load_config
 from callcenter.local_model import missing_local_model
@@ -78,7 +78,9 @@ async def main() -> int:
             server.app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
             for title, lines in CALLS.items():
                 print(f"\n=== {title}: the built-in caller dials sip:shop@{host}:{port}", flush=True)
-                caller = TestCaller(speech, caller_id=CALLER, on_line=show_line(time.monotonic()))
+                # The caller waits for a reply as long as the model may take (a turn can be two replies).
+                caller = TestCaller(speech, caller_id=CALLER, on_line=show_line(time.monotonic()),
+                                    timing=CallerTiming(turn_timeout_s=2 * server.config.llm.timeout + 10))
                 await caller.call(f"sip:shop@{host}:{port}", lines)
             await asyncio.sleep(0.5)  # the server writes its call records as the calls end
             show_rows(server.app.shop, server.records)
