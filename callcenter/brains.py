@@ -14,6 +14,7 @@ from swarm.providers.base import Provider, ProviderError
 from swarm.providers.local import LocalProvider
 from swarm.providers.ollama import OllamaProvider, check_ollama
 from swarm.registry import Registry
+from swarm.tool_modes import resolve_tool_mode
 
 log = logging.getLogger(__name__)
 
@@ -35,20 +36,22 @@ class Brains:
 def _ollama(llm: LLMConfig, model: str) -> OllamaProvider:
     return OllamaProvider(
         llm.host, model, options=dict(llm.options), timeout=llm.timeout, native_tools=llm.native_tools,
-        name=f"ollama:{model}",
+        name=f"ollama:{model}", tool_mode=resolve_tool_mode(llm.tool_mode, "ollama", llm.native_tools),
     )
 
 
 def _openai(llm: LLMConfig, model: str) -> Provider:
     from swarm.providers.openai_compat import OpenAIProvider
 
-    return OpenAIProvider(model, llm.base_url, api_key=os.environ.get(llm.api_key_env, "unused"), timeout=llm.timeout, name=f"openai:{model}")
+    return OpenAIProvider(model, llm.base_url, api_key=os.environ.get(llm.api_key_env, "unused"), timeout=llm.timeout,
+                          name=f"openai:{model}", tool_mode=resolve_tool_mode(llm.tool_mode, "openai"))
 
 
 async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> Brains:
     """Start the local model's server (joining its file on first use); raises ProviderError or ModelError."""
     server = await asyncio.to_thread(local_server, llm.local_model, threads=llm.local_threads, ctx=llm.local_ctx)
-    provider = LocalProvider(server, model=server.spec.name, timeout=llm.timeout, name=f"local:{server.spec.name}")
+    provider = LocalProvider(server, model=server.spec.name, timeout=llm.timeout, name=f"local:{server.spec.name}",
+                             tool_mode=resolve_tool_mode(llm.tool_mode, "local"))
     await provider.start()
     description = f"local model {server.spec.name} (llama.cpp on {server.url}, {llm.local_threads} threads){why}"
     return Brains(dict.fromkeys(agents, provider), description, (provider,))

@@ -176,6 +176,13 @@ async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router
                                          "the local LLM server")
 
 
+@pytest.mark.parametrize("kind,mode,expected", [("openai", "auto", "native"), ("openai", "text", "text"),
+                                               ("ollama", "auto", "native"), ("ollama", "constrained", "constrained")])
+async def test_the_configured_tool_mode_reaches_the_provider(kind: str, mode: str, expected: str) -> None:
+    brains = await choose_brains(Config(llm=LLMConfig(provider=kind, tool_mode=mode)), ("triage",))
+    assert brains.per_agent["triage"].tool_mode == expected
+
+
 @pytest.mark.llm
 @needs_runtime
 async def test_auto_without_ollama_starts_the_local_model() -> None:
@@ -183,7 +190,7 @@ async def test_auto_without_ollama_starts_the_local_model() -> None:
     try:
         provider = brains.per_agent["triage"]
         assert isinstance(provider, LocalProvider) and brains.per_agent["sales"] is provider and brains.local == (provider,)
-        assert provider.server.alive()
+        assert provider.server.alive() and provider.tool_mode == "constrained"  # the measured best (tool_modes.py)
         assert brains.description.startswith("local model qwen2.5-coder-0.5b (llama.cpp on http://127.0.0.1:")
         assert brains.description.endswith(f"because no Ollama server answers at {NO_OLLAMA}")
     finally:

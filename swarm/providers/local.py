@@ -184,8 +184,10 @@ class LocalProvider:
 
     def __init__(
         self, server: LocalServer, *, model: str = "local", timeout: float = 30.0, name: str = "local", owns_server: bool = True,
+        tool_mode: str = "constrained",
     ) -> None:
         self.server = server
+        self.tool_mode = tool_mode  # constrained: the measured best on the packaged models (swarm/tool_modes.py)
         # False when several providers (tests) share one server: aclose then leaves it running.
         self.owns_server = owns_server
         self.model = model
@@ -278,7 +280,8 @@ class LocalProvider:
         if old is not None:
             await old.aclose()
         url = await asyncio.to_thread(self.server.start)
-        self._delegate = OpenAIProvider(self.model, self.server.base_url, timeout=self.timeout, name=self.name)
+        self._delegate = OpenAIProvider(self.model, self.server.base_url, timeout=self.timeout, name=self.name,
+                                        tool_mode=self.tool_mode)
         if self._prefills:
             # After a restart the cache is filled again in the background: a turn meanwhile waits in the
             # server's queue for the prompt ahead of it, not for all of them.
@@ -294,7 +297,8 @@ class LocalProvider:
         # a client of its own opens a fresh connection. The first streamed item comes once the whole prompt
         # has been processed and cached; closing the stream there stops the generation.
         started = time.monotonic()
-        warming = OpenAIProvider(self.model, self.server.base_url, timeout=max(self.timeout, PREFILL_TIMEOUT_S), name=self.name)
+        warming = OpenAIProvider(self.model, self.server.base_url, timeout=max(self.timeout, PREFILL_TIMEOUT_S), name=self.name,
+                                 tool_mode=self.tool_mode)  # the same prompt as the turns', or the cache misses
         stream = warming.stream(request)
         try:
             await anext(stream, None)
