@@ -230,6 +230,24 @@ async def test_closed_port_is_unavailable() -> None:
     await provider.aclose()
 
 
+async def test_a_connection_closed_before_any_answer_is_asked_once_more(server: FakeServer) -> None:
+    # What llama.cpp's server does to about 1 kept-alive request in 4: it closes the connection unanswered.
+    reply = answering([chunk({"content": "Hello."}), chunk({}, finish="stop")])
+
+    async def drop_the_first(request: web.Request) -> web.StreamResponse:
+        if len(server.requests) == 1:
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response()
+        return await reply(request)
+
+    server.handler = drop_the_first
+    provider = OpenAIProvider(MODEL, server.base_url, timeout=5)
+    assert (await collect(provider, request(Message("user", "Hi")))).text == "Hello."
+    assert len(server.requests) == 2
+    await provider.aclose()
+
+
 async def test_server_that_never_answers_times_out(server: FakeServer) -> None:
     async def hang(request: web.Request) -> web.Response:
         await asyncio.sleep(10)

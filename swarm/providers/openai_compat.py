@@ -144,7 +144,12 @@ class OpenAIProvider:
             finally:
                 left -= loop.time() - started
 
-        chunks = await wait(self._client.chat.completions.create(**body))
+        try:
+            chunks = await wait(self._client.chat.completions.create(**body))
+        except ProviderUnavailable:
+            # llama.cpp's server closes a kept-alive connection as the client reuses it (measured: ~1 request
+            # in 4 back to back). Nothing was answered yet, so asking once more, on a new connection, is safe.
+            chunks = await wait(self._client.chat.completions.create(**body))
         try:
             while True:
                 try:
