@@ -281,11 +281,6 @@ class Conversation:
         else:
             self._keypad_pause = asyncio.get_running_loop().call_later(self.settings.digit_timeout_s, self._submit_digits)
 
-    def _collecting_digits(self) -> bool:
-        """Whether a tool is waiting for typed digits. Kept for callcenter/testbed/textcall.py, which calls it
-        with only a session: the rule is the keypad state's (callcenter.keypad), never the agent's words."""
-        return pending_request(self.session) is not None
-
     def _submit_digits(self) -> None:
         keypad = self._close_keypad("typed")
         if keypad is not None and keypad.digits and not self._closing:
