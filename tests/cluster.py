@@ -19,7 +19,7 @@ from pathlib import Path
 from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.voice import SpeechModels
-from tests.kamailio import MODULES, START_TIMEOUT_S, _ready
+from tests.kamailio import MODULES, START_TIMEOUT_S, _ready, kamcmd
 from tests.peers import LOCAL, free_udp_port
 
 DOCS_CONFIG = Path(__file__).parent.parent / "docs" / "kamailio-dispatcher.cfg"
@@ -54,16 +54,7 @@ class Dispatcher:
     async def states(self) -> dict[str, str]:
         """Each node's URI and its dispatcher flags: "AP" active, "TP" trying (a probe failed), "IP" inactive,
         "DX" disabled."""
-        process = await asyncio.create_subprocess_exec(
-            "kamcmd", "-s", f"unix:{self.ctl_socket}", "dispatcher.list",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
-        try:
-            output, _ = await asyncio.wait_for(process.communicate(), 5)
-        except TimeoutError:
-            os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
-            raise
-        text = output.decode(errors="replace")
+        text = await kamcmd(self.ctl_socket, "dispatcher.list")
         return dict(re.findall(r"URI:\s*(\S+)\s+FLAGS:\s*(\S+)", text))
 
     async def until_state(self, node: tuple[str, int], active: bool, timeout_s: float) -> float:

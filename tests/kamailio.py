@@ -123,20 +123,25 @@ class Kamailio:
 
     async def contacts(self, user: str) -> list[str]:
         """The Contacts bound to `user` in Kamailio's location table (kamcmd ul.lookup)."""
-        process = await asyncio.create_subprocess_exec(
-            "kamcmd", "-s", f"unix:{self.ctl_socket}", "ul.lookup", "location", f"s:{user}",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
-        try:
-            output, _ = await asyncio.wait_for(process.communicate(), 5)
-        except TimeoutError:
-            os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
-            raise
-        text = output.decode(errors="replace")
+        text = await kamcmd(self.ctl_socket, "ul.lookup", "location", f"s:{user}")
         contacts = re.findall(r"Address:\s*(\S+)", text)
         if not contacts and "AOR not found" not in text:
             raise AssertionError(f"kamcmd ul.lookup {user} answered neither contacts nor 'not found': {text!r}")
         return contacts
+
+
+async def kamcmd(ctl_socket: Path, *command: str) -> str:
+    """What `kamcmd` prints for one RPC command on Kamailio's ctl socket (bounded to 5 s)."""
+    process = await asyncio.create_subprocess_exec(
+        "kamcmd", "-s", f"unix:{ctl_socket}", *command,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), 5)
+    except TimeoutError:
+        os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+        raise
+    return output.decode(errors="replace")
 
 
 async def _ready(port: int, process: asyncio.subprocess.Process, timeout_s: float) -> bool:
