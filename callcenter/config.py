@@ -123,6 +123,16 @@ class VoiceConfig:
     max_cpu_percent: float = 0.0
     max_stt_delay_s: float = 0.0
     retry_after_s: float = 30.0
+    # Call recordings (README "Recordings"): "off", "on", or "announce" (the notice is spoken before the greeting).
+    # One stereo WAV per call (caller left, agent right) under recording_dir/YYYY-MM-DD/; files older than
+    # recording_days are deleted at start-up and daily (0: kept forever).
+    recording: str = "off"
+    recording_dir: str = "var/recordings"
+    recording_days: int = 90
+    recording_notice: str = "This call is recorded for quality and training."
+
+
+RECORDING_MODES = ("off", "on", "announce")
 
 
 @dataclass(frozen=True)
@@ -244,11 +254,23 @@ def _validated(config: Config) -> Config:
                           f"{voice.turn_max_silence_ms}; use 100 <= turn_silence_ms < turn_max_silence_ms <= 5000")
     if not 0.0 < voice.turn_threshold < 1.0:
         raise ConfigError(f"voice.turn_threshold is {voice.turn_threshold}; use a probability between 0 and 1")
+    _validate_recording(voice)
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
     endpoint_config(config.sip)  # the endpoint's own checks, now rather than after the models have loaded
     return config
+
+
+def _validate_recording(voice: VoiceConfig) -> None:
+    if voice.recording not in RECORDING_MODES:
+        raise ConfigError(f"voice.recording is {voice.recording!r}; use one of {', '.join(RECORDING_MODES)}")
+    if voice.recording_days < 0:
+        raise ConfigError(f"voice.recording_days is {voice.recording_days}; use 0 (keep forever) or a number of days")
+    if voice.recording != "off" and not voice.recording_dir.strip():
+        raise ConfigError("voice.recording_dir is empty: name the directory the recordings go to")
+    if voice.recording == "announce" and not voice.recording_notice.strip():
+        raise ConfigError("voice.recording is \"announce\" but voice.recording_notice is empty: write the sentence to play")
 
 
 def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig:

@@ -58,9 +58,15 @@ CREATE TABLE session_events (
     PRIMARY KEY (call_id, seq)
 );
 """
+# The recording's length, and why there is none (or no longer one: "deleted by retention ...").
+_CALLS_3 = """
+ALTER TABLE calls ADD COLUMN recording_seconds {real};
+ALTER TABLE calls ADD COLUMN recording_error TEXT;
+"""
 MIGRATIONS = (
     Migration(1, _CALLS_1.format(real="REAL"), _CALLS_1.format(real="DOUBLE PRECISION")),
     Migration(2, _CALLS_2, _CALLS_2),
+    Migration(3, _CALLS_3.format(real="REAL"), _CALLS_3.format(real="DOUBLE PRECISION")),
 )
 COMPONENT = "calls"
 
@@ -81,7 +87,9 @@ class CallRecord:
     returns: list[str] = field(default_factory=list)
     turns: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
-    recording: str | None = None
+    recording: str | None = None  # the WAV's absolute path (callcenter/recording.py)
+    recording_seconds: float | None = None
+    recording_error: str | None = None  # why there is no recording, or why it stops short
     node: str | None = None  # which VoiceSwarm node served the call
     # The session's events (Event.to_dict()), kept in session_events rather than in the calls row.
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -183,6 +191,21 @@ class CallRecords:
         rows = self._db.read(lambda conn: conn.all(
             "SELECT event FROM session_events WHERE call_id = ? ORDER BY seq", (call_id,)))
         return [event_from_dict(json.loads(row["event"])) for row in rows]
+
+    def recordings_deleted(self, paths: list[str], reason: str) -> int:
+        """Say in the records of these recordings why they are gone (retention); returns how many records."""
+        self.flush()
+
+        def update(conn: Connection) -> int:
+            changed = 0
+            for start in range(0, len(paths), 500):  # well under SQLite's limit of bound parameters
+                batch = paths[start:start + 500]
+                marks = ", ".join("?" * len(batch))
+                cursor = conn.execute(f"UPDATE calls SET recording_error = ? WHERE recording IN ({marks})", [reason, *batch])
+                changed += max(cursor.rowcount, 0)
+            return changed
+
+        return self._db.write(update)
 
     def close(self) -> None:
         self._queue.put(None)

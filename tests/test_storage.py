@@ -211,6 +211,25 @@ def test_records_and_session_events_round_trip(database_url: str) -> None:
         records.close()
 
 
+def test_recording_columns_round_trip_and_retention_marks_them(database_url: str) -> None:
+    records = CallRecords(database_url)
+    try:
+        kept, expired, none = _record("c1", "+1 555 0101"), _record("c2", "+1 555 0102"), _record("c3", "+1 555 0103")
+        kept.recording, kept.recording_seconds = "/rec/2026-12-01/a.wav", 31.5
+        expired.recording, expired.recording_seconds = "/rec/2026-09-01/b.wav", 12.25
+        none.recording_error = "cannot write /rec/x: [Errno 28] No space left on device"
+        for record in (kept, expired, none):
+            records.save(record)
+        assert records.recordings_deleted(["/rec/2026-09-01/b.wav", "/rec/gone.wav"], "deleted by retention") == 1
+        found = {call_id: records.get(call_id) for call_id in ("c1", "c2", "c3")}
+        assert (found["c1"].recording, found["c1"].recording_seconds, found["c1"].recording_error) == (
+            "/rec/2026-12-01/a.wav", 31.5, None)
+        assert (found["c2"].recording, found["c2"].recording_error) == ("/rec/2026-09-01/b.wav", "deleted by retention")
+        assert found["c3"].recording is None and "No space left" in found["c3"].recording_error
+    finally:
+        records.close()
+
+
 def test_a_caller_who_calls_back_is_recognised_on_another_node(database_url: str) -> None:
     node_a, node_b = CallRecords(database_url, node="a"), CallRecords(database_url, node="b")
     try:
