@@ -1,0 +1,198 @@
+"""Masking what identifies a caller in text: card numbers, IBANs, phone numbers, e-mail addresses.
+
+Used on transcripts (stored and shown to supervisors) and on caller numbers in logs. The text comes from
+Whisper and from SIP headers, so numbers come written ("4111 1111 1111 1111", "sip:+4930123456@pbx"),
+spoken digit by digit ("four one one one ..."), or mixed. Every candidate is checked before it is masked
+(Luhn for cards, mod 97 for IBANs, the numbering plan for phones, via python-stdnum and phonenumbers), so
+prices, dates, product names and the shop's order numbers stay readable. A masked item keeps its shape and
+its last digits, enough for a supervisor to tell two callers apart and no more:
+
+    card  4111 1111 1111 1111    -> **** **** **** 1111   (last 4, as on receipts)
+    IBAN  DE89 3704 0044 0532 0130 00 -> DE** **** **** **** **30 00   (country and last 4)
+    phone sip:+4930123456@pbx   -> sip:+********56@pbx   (last 2)
+    email jane.doe@example.com  -> ***@***.com
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import phonenumbers
+from stdnum import iban, luhn
+
+DIGIT_WORDS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
+               "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+MASK = "*"
+CARD_KEEP, PHONE_KEEP, IBAN_KEEP = 4, 2, 4
+# Shortest phone number masked: a Berlin number with its area code has 10 digits, a German mobile 11; six
+# digits would hit the shop's order numbers (5 to 8 digits, see callcenter/store/shop_store.py) too often.
+PHONE_MIN_DIGITS = 7
+# Words just before a number that say it is a card: Whisper mishears a digit now and then, and a card number that
+# fails Luhn by one digit still gives the other fifteen away.
+CARD_WORDS = re.compile(r"\b(card|credit|debit|visa|mastercard|amex|american express|maestro)\b", re.IGNORECASE)
+CARD_WORDS_BEFORE = 40  # characters
+
+_TOKEN = r"(?:\d+|(?:" + "|".join(DIGIT_WORDS) + r")\b)"
+# Digits separated by spaces, dashes, slashes, parentheses or commas ("4, 1, 1, 1" is how Whisper writes
+# digits read out slowly). Dots are not separators: "24.90" is a price and "01.12.2026" a date.
+_SEP = r"(?:[ \t]*[-/,][ \t]*|[ \t]+|[ \t]*\)[ \t]*|[ \t]*\([ \t]*)"
+_RUN = re.compile(r"(?<![\w*])(?P<plus>\+[ \t]?|plus[ \t]+)?\(?(?P<body>" + _TOKEN + r"(?:" + _SEP + _TOKEN + r")*)(?![\w*])",
+                  re.IGNORECASE)
+_PIECE = re.compile(_TOKEN, re.IGNORECASE)
+_DATE = re.compile(r"^(\d{1,2}[-/]\d{1,2}[-/](\d{2}|\d{4})|\d{4}[-/]\d{1,2}[-/]\d{1,2})$")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b")
+_IN_SIP_USER = re.compile(r"sips?:[^\s<>\"@]*$", re.IGNORECASE)
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?P<tld>[A-Za-z]{2,})\b")
+# "jane dot doe at example dot com": only with a known top-level domain, as "at" is a common word.
+_SPOKEN_EMAIL = re.compile(r"\b[a-z0-9]+(?: (?:dot|underscore|dash) [a-z0-9]+)* at [a-z0-9]+(?: dot [a-z0-9]+)*"
+                           r" dot (?P<tld>com|org|net|de|uk|eu|fr|nl|at|ch|it|es|info|io)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Piece:
+    start: int  # in the text
+    end: int
+    digits: str  # "4111", or "4" for the word "four"
+
+
+def redact(text: str, region: str = "DE") -> str:
+    """The text with card numbers, IBANs, phone numbers and e-mail addresses masked.
+
+    `region` is the country whose national phone numbers ("030 1234567") are recognised; numbers written
+    with + or 00 are recognised whatever it is.
+    """
+    if not text:
+        return text
+    text = _EMAIL.sub(_mask_email, text)
+    text = _SPOKEN_EMAIL.sub(lambda m: f"{MASK * 3} at {MASK * 3} dot {m['tld']}", text)
+    text = _IBAN.sub(_mask_iban, text)
+    return _RUN.sub(lambda m: _mask_run(m, region), text)
+
+
+def _mask_email(match: re.Match[str]) -> str:
+    if _IN_SIP_USER.search(match.string, 0, match.start()):
+        return match[0]  # a SIP URI's user part: a phone number in it is masked as one, an extension is kept
+    return f"{MASK * 3}@{MASK * 3}.{match['tld']}"
+
+
+def _mask_iban(match: re.Match[str]) -> str:
+    # The pattern may have run on into a following word ("... 0130 00 THANKS"): try shorter ends too.
+    written = match[0]
+    for end in range(len(written), 14, -1):
+        candidate = written[:end]
+        if (end == len(written) or written[end] == " ") and iban.is_valid(candidate):
+            return _keep_last(candidate, IBAN_KEEP, keep_first=2) + written[end:]
+    return written
+
+
+def _keep_last(written: str, keep: int, keep_first: int = 0) -> str:
+    """`written` with every letter and digit masked except the first `keep_first` and the last `keep` digits."""
+    out = []
+    seen = 0
+    total = sum(c.isalnum() for c in written)
+    for char in written:
+        if char.isalnum():
+            seen += 1
+            out.append(char if seen <= keep_first or seen > total - keep else MASK)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _pieces(match: re.Match[str]) -> list[_Piece]:
+    offset = match.start("body")
+    found = []
+    for piece in _PIECE.finditer(match["body"]):
+        word = piece[0].lower()
+        found.append(_Piece(offset + piece.start(), offset + piece.end(), DIGIT_WORDS.get(word, word)))
+    return found
+
+
+def _mask_run(match: re.Match[str], region: str) -> str:
+    pieces = _pieces(match)
+    if _DATE.match(match["body"]):
+        return match[0]
+    international = match["plus"] is not None
+    card_context = CARD_WORDS.search(match.string, max(0, match.start() - CARD_WORDS_BEFORE), match.start()) is not None
+    masks: list[tuple[int, int, int]] = []  # (first piece, last piece, digits kept)
+    start = 0
+    # Greedy from the left, longest first: "call 0151 23456789 about order 4711" masks the phone only; a
+    # whole run that is not one number may still hold one ("129 0151 23456789").
+    while start < len(pieces):
+        for stop in range(len(pieces), start, -1):
+            keep = _classify(pieces[start:stop], region, international and start == 0, card_context,
+                             whole=start == 0 and stop == len(pieces))
+            if keep is not None:
+                masks.append((start, stop, keep))
+                start = stop
+                break
+        else:
+            start += 1
+    if not masks:
+        return match[0]
+    return _apply(match, pieces, masks)
+
+
+def _classify(pieces: list[_Piece], region: str, international: bool, card_context: bool, whole: bool) -> int | None:
+    """How many digits to keep if these pieces are a card or phone number, else None."""
+    digits = "".join(p.digits for p in pieces)
+    if international:  # "+" is a phone number's alone
+        return PHONE_KEEP if len(digits) >= PHONE_MIN_DIGITS and _is_phone(digits, region, True) else None
+    if 13 <= len(digits) <= 19 and _card_shaped(pieces) and (luhn.is_valid(digits) or card_context):
+        return CARD_KEEP
+    if len(digits) >= (PHONE_MIN_DIGITS if whole else PHONE_MIN_DIGITS + 2) and _is_phone(digits, region, international):
+        return PHONE_KEEP
+    return None
+
+
+def _card_shaped(pieces: list[_Piece]) -> bool:
+    """Cards are written as one block, in fours (Amex 4-6-5), or read out digit by digit."""
+    sizes = [len(p.digits) for p in pieces]
+    return (len(sizes) == 1 or all(s == 1 for s in sizes) or sizes == [4, 6, 5]
+            or (all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4))
+
+
+def _is_phone(digits: str, region: str, international: bool) -> bool:
+    if international:
+        candidate = "+" + digits
+    elif digits.startswith("00"):
+        candidate = digits  # phonenumbers reads the region's international prefix
+    else:
+        # Where national numbers start with a trunk prefix ("0" in most of Europe), a number without it is
+        # not a national phone number: "30123456" is an order number, "030 123456" a Berlin line.
+        metadata = phonenumbers.PhoneMetadata.metadata_for_region(region)
+        prefix = metadata.national_prefix if metadata is not None else None
+        if prefix == "0" and not digits.startswith("0"):
+            return False
+        candidate = digits
+    try:
+        number = phonenumbers.parse(candidate, region)
+    except phonenumbers.NumberParseException:
+        return False
+    return phonenumbers.is_valid_number(number)
+
+
+def _apply(match: re.Match[str], pieces: list[_Piece], masks: list[tuple[int, int, int]]) -> str:
+    text = match.string
+    out = [text[match.start():pieces[0].start]]
+    cursor = pieces[0].start
+    for first, stop, keep in masks:
+        span = pieces[first:stop]
+        out.append(text[cursor:span[0].start])
+        total = sum(len(p.digits) for p in span)
+        seen = 0
+        for index, piece in enumerate(span):
+            if index:
+                out.append(text[span[index - 1].end:piece.start])
+            seen += len(piece.digits)
+            visible = min(len(piece.digits), max(0, keep - (total - seen)))  # this piece's digits in the kept tail
+            out.append(_mask_piece(text[piece.start:piece.end], visible))
+        cursor = span[-1].end
+    out.append(text[cursor:match.end()])
+    return "".join(out)
+
+
+def _mask_piece(written: str, visible: int) -> str:
+    if not written.isdigit():
+        return written if visible else MASK  # a digit word: kept whole or masked whole
+    return MASK * (len(written) - visible) + written[len(written) - visible:]

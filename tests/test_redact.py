@@ -1,0 +1,104 @@
+"""Redaction: what identifies a caller is masked, what the shop needs to read (prices, order numbers, dates,
+product names) is not."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from stdnum import luhn
+
+from callcenter.redact import redact
+from callcenter.shop_tools import _digits, euros
+from callcenter.store.shop_store import NUMBER_WIDTHS
+
+MASKED = [
+    # cards: written in fours, compact, with dashes, read out as words, Amex
+    ("My card is 4111 1111 1111 1111, expiry 12/27.", "My card is **** **** **** 1111, expiry 12/27."),
+    ("4111111111111111", "************1111"),
+    ("use 5500-0000-0000-0004 please", "use ****-****-****-0004 please"),
+    ("four one one one one one one one one one one one one one one one",
+     "* * * * * * * * * * * * one one one one"),
+    ("amex 3782 822463 10005", "amex **** ****** *0005"),
+    # a misheard digit fails Luhn, but "card" says what it is
+    ("my credit card is 4111 1111 1111 1112", "my credit card is **** **** **** 1112"),
+    # IBANs, grouped and compact, with words after them
+    ("IBAN DE89 3704 0044 0532 0130 00 thanks", "IBAN DE** **** **** **** **30 00 thanks"),
+    ("GB82WEST12345698765432", "GB****************5432"),
+    # phones: E.164, in SIP URIs, national with the trunk prefix, 00, spoken, in parentheses
+    ("sip:+4930123456@127.0.0.1", "sip:+********56@127.0.0.1"),
+    ('"Jane" <sip:+4915100000000@pbx.example.com>;tag=1', '"Jane" <sip:+***********00@pbx.example.com>;tag=1'),
+    ("call me on 030 1234567 please", "call me on *** *****67 please"),
+    ("my number is 0151 23456789", "my number is **** ******89"),
+    ("(030) 12345678", "(***) ******78"),
+    ("0049 151 23456789", "**** *** ******89"),
+    ("+1 415 555 2671", "+* *** *** **71"),
+    ("plus four nine three zero one two three four five six seven", "plus * * * * * * * * * six seven"),
+    ("zero one five one two three four five six seven eight nine", "* * * * * * * * * * eight nine"),
+    # a run that is more than one number: the phone inside it is found
+    ("that is 129 0151 23456789", "that is 129 **** ******89"),
+    # e-mail, written and spoken
+    ("mail jane.doe@example.com ok", "mail ***@***.com ok"),
+    ("it's jane dot doe at example dot com", "it's *** at *** dot com"),
+]
+
+KEPT = [
+    "The order number is 5 3 0 3 0 1 2 3, and the total is 129 euros.",
+    "order 30123456",  # a valid Berlin number without its 0: the shop's numbers never start with 0
+    "It costs 24.90 euros, 129.00 in total",
+    "on 01/12/2026 or 2026-12-01 at 10:30",
+    "the 27 inch monitor MN-230, a USB-C cable CB-140 and 2 HP-100",
+    "a 4111-1111-1111-1112 number",  # fails Luhn and nothing says card: a reference, not a card
+    "orders 12, 24, 36, 48, 59, 90, 15",
+    "sip:alice@example.com",  # an extension's name, not a number
+    "someone gave one two three",
+    "oh, I see",
+    "GB82WEST12345698765431",  # mod 97 fails (and its digits fail Luhn): not an IBAN, not a card
+    "call 12345",
+    "",
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MASKED)
+def test_masked(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_national_numbers_follow_the_region() -> None:
+    # "415 555 2671" is a US number; in Germany it is no number at all.
+    assert redact("call 415 555 2671") == "call 415 555 2671"
+    assert redact("call 415 555 2671", region="US") == "call *** *** **71"
+
+
+def test_card_words_count_only_near_the_number() -> None:
+    # "card" said a sentence earlier does not turn a reference number into a card.
+    far = "I paid by card last week, and I also have a voucher, its reference is 4111 1111 1111 1112"
+    assert redact(far) == far
+    # nor an E.164 number of card length into a card
+    assert redact("card? call +4915100000000") == "card? call +***********00"
+
+
+def test_masking_twice_changes_nothing() -> None:
+    once = redact(" ".join(text for text, _ in MASKED))
+    assert redact(once) == once
+
+
+@given(st.sampled_from(NUMBER_WIDTHS).flatmap(lambda w: st.integers(10 ** (w - 1), 10 ** w - 1)),
+       st.integers(1, 99_999))
+def test_what_the_shop_says_is_never_masked(number: int, cents: int) -> None:
+    # The shop's own sentences (shop_tools), with the numbers it draws (shop_store), written and spoken.
+    said = f"Your order is placed. The order number is {_digits(str(number))}, and the total is {euros(cents)}."
+    assert redact(said) == said
+    assert redact(f"my order is {number}") == f"my order is {number}"
+
+
+@given(st.integers(10 ** 14, 10 ** 15 - 1))
+def test_every_valid_card_number_is_masked(body: int) -> None:
+    card = str(body) + luhn.calc_check_digit(str(body))
+    grouped = " ".join(card[i:i + 4] for i in range(0, 16, 4))
+    assert redact(grouped) == "**** **** **** " + card[-4:]
