@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench eval clean
+.PHONY: demo test test-fast lint bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -18,6 +18,16 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The fakes and pure functions, without real SIP peers, speech models, LLMs or slow runs: under a minute.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not peers and not models and not slow"
+
+# The checks pinned in the dev extra, configured in pyproject.toml.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
