@@ -32,12 +32,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from rtp_pacing import one_run  # noqa: E402
+
 from callcenter.agents import SWARM, build_registry  # noqa: E402
 from callcenter.brains import Brains, prefill  # noqa: E402
 from callcenter.config import Config, LLMConfig  # noqa: E402
 from callcenter.local_model import local_model_file  # noqa: E402
 from callcenter.shop import Shop  # noqa: E402
-from rtp_pacing import one_run  # noqa: E402
 from speech.transcriber import Transcriber  # noqa: E402
 from swarm.providers.local import LocalProvider, LocalServer, ServerSpec  # noqa: E402
 

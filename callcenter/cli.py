@@ -13,7 +13,6 @@ from callcenter.app import App, open_app
 from callcenter.config import PROVIDERS, ConfigError, load_config
 from swarm.events import AgentChanged, AssistantText, Event, ToolCalled
 
-
 # Commands that live in their own module: each has register(subparsers), which adds a parser whose
 # defaults hold run(args, config) -> exit status.
 COMMAND_MODULES: tuple[str, ...] = (

@@ -35,9 +35,20 @@ from types import MappingProxyType
 
 import numpy as np
 
-from telephony.audiosocket_wire import (ERROR_CALLER_HUNG_UP, ERROR_CODES, HANGUP_MESSAGE, KIND_AUDIO,
-                                        KIND_DTMF, KIND_ERROR, KIND_HANGUP, KIND_UUID, AudioSocketFramingError,
-                                        Message, MessageReader, encode)
+from telephony.audiosocket_wire import (
+    ERROR_CALLER_HUNG_UP,
+    ERROR_CODES,
+    HANGUP_MESSAGE,
+    KIND_AUDIO,
+    KIND_DTMF,
+    KIND_ERROR,
+    KIND_HANGUP,
+    KIND_UUID,
+    AudioSocketFramingError,
+    Message,
+    MessageReader,
+    encode,
+)
 from telephony.call import FRAME_SAMPLES, EndReason
 from telephony.queues import DropOldestQueue
 from telephony.sip.limits import LogLimiter

@@ -23,13 +23,15 @@ from telephony import sdp
 from telephony.media_clock import MediaClock
 from telephony.ports import PortRangeExhausted
 from telephony.rtp import RtpError, RtpSession
+from telephony.sip import screening
 from telephony.sip.dialog import Dialog, DialogError
 from telephony.sip.headers import Headers
 from telephony.sip.limits import RateLimiter
-from telephony.sip import screening
 from telephony.sip.message import Request, Response, SipParseError, SipUri, make_response, new_call_id, new_tag
 from telephony.sip.metrics import SipMetrics
 from telephony.sip.registration import Registration, RegistrationConfig
+from telephony.sip.stream_transport import StreamLimits, StreamTransport
+from telephony.sip.tls import TlsConfig
 from telephony.sip.transaction import (
     ClientTransaction,
     InviteServerTransaction,
@@ -37,9 +39,7 @@ from telephony.sip.transaction import (
     Timers,
     TransactionLayer,
 )
-from telephony.sip.stream_transport import StreamLimits, StreamTransport
-from telephony.sip.tls import TlsConfig
-from telephony.sip.transport import Peer, Transports, TransportName, UdpTransport, resolve, uri_transport
+from telephony.sip.transport import Peer, TransportName, Transports, UdpTransport, resolve, uri_transport
 from telephony.sip.useragent import ALLOW, UserAgent, warning
 from telephony.sip_call import CallContext, SipCall
 from telephony.srtp import SrtpPolicy

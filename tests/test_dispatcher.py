@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from callcenter.config import VoiceConfig
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
-from callcenter.config import VoiceConfig
 from tests.cluster import dispatcher, node
 from tests.peers import LOCAL, Peers, peers  # noqa: F401  (fixture)
 from tests.postgres import Cluster

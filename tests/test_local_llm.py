@@ -19,7 +19,14 @@ import pytest
 from callcenter import local_model
 from callcenter.brains import choose_brains
 from callcenter.config import Config, ConfigError, LLMConfig, load_config
-from callcenter.local_model import CHAT_TEMPLATE, PACKAGED, PackagedModel, gguf_metadata, local_model_file, missing_local_model
+from callcenter.local_model import (
+    CHAT_TEMPLATE,
+    PACKAGED,
+    PackagedModel,
+    gguf_metadata,
+    local_model_file,
+    missing_local_model,
+)
 from speech.models import ModelError
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.base import Completion, Delta, ProviderUnavailable, collect

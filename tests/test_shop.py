@@ -13,8 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from callcenter.store import parse_url
-from tests.postgres import count_rows
 from callcenter.shop import (
     CatalogueError,
     InvalidRequest,
@@ -26,6 +24,8 @@ from callcenter.shop import (
     UnknownProduct,
     spoken_digits,
 )
+from callcenter.store import parse_url
+from tests.postgres import count_rows
 
 DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
 PHONE = "+49 170 1234567"
