@@ -127,7 +127,7 @@ def load_table(model: str, configs: list[tuple[int, int]], calls: int, seconds: 
     print()
 
 
-async def timed_turn(registry, caller: int) -> tuple[float, float]:  # noqa: ANN001 - a Registry
+async def timed_turn(registry, caller: int) -> tuple[float, float]:  # a Registry
     session = registry.session(f"caller-{caller}", SWARM, metadata={"caller": "+442079460321"})
     started = time.perf_counter()
     first = None

@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from telephony.codec import PCMU  # noqa: E402
-from telephony.rtp import PTIME, IntervalHistogram, RtpSession  # noqa: E402
+from telephony.codec import PCMU
+from telephony.rtp import PTIME, IntervalHistogram, RtpSession
 
 SETTLE = 0.3  # seconds after sending stops for the last packets to land
 

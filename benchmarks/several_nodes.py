@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from callcenter.config import VoiceConfig  # noqa: E402
-from callcenter.shop import Shop  # noqa: E402
-from callcenter.store import open_database  # noqa: E402
-from callcenter.voice import SpeechModels  # noqa: E402
-from tests.cluster import dispatcher, node  # noqa: E402
-from tests.peers import LOCAL, Peers  # noqa: E402
-from tests.postgres import cluster  # noqa: E402
+from callcenter.config import VoiceConfig
+from callcenter.shop import Shop
+from callcenter.store import open_database
+from callcenter.voice import SpeechModels
+from tests.cluster import dispatcher, node
+from tests.peers import LOCAL, Peers
+from tests.postgres import cluster
 
 WRITERS = 20
 
@@ -87,7 +87,7 @@ async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, obje
                     await asyncio.sleep(0.05)
             on_c = len(c.endpoint.calls)
             killed = time.monotonic()
-            await c.endpoint._transport.close()  # noqa: SLF001 - a crash, as the network sees it
+            await c.endpoint._transport.close()  # a crash, as the network sees it
             await kamailio.until_state(c.address, False, 30)
             result["dead_s"] = time.monotonic() - killed
             new = await peers.sipp(target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from telephony.endpoint import EndpointConfig, SipEndpoint  # noqa: E402
+from telephony.endpoint import EndpointConfig, SipEndpoint
 
 LOCAL = "127.0.0.1"
 SDP = (f"v=0\r\no=peer 1 1 IN IP4 {LOCAL}\r\ns=-\r\nc=IN IP4 {LOCAL}\r\nt=0 0\r\n"

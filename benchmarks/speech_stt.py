@@ -90,13 +90,13 @@ def timed(function, runs: int = RUNS) -> list[float]:
     return times
 
 
-def plain_model(model: str):  # noqa: ANN201 - faster_whisper.WhisperModel
+def plain_model(model: str):  # faster_whisper.WhisperModel
     from faster_whisper import WhisperModel
 
     return WhisperModel(str(whisper_model_dir(model)))
 
 
-def plain_transcribe(plain, path: Path) -> str:  # noqa: ANN001
+def plain_transcribe(plain, path: Path) -> str:
     segments, _ = plain.transcribe(str(path))
     return "".join(segment.text for segment in segments).strip()
 

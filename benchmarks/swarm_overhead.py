@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from callcenter.agents import AGENTS, SWARM, build_registry  # noqa: E402
-from callcenter.shop import Shop  # noqa: E402
-from swarm.messages import CompletionRequest  # noqa: E402
-from swarm.providers.scripted import ScriptedProvider, reply  # noqa: E402
+from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.shop import Shop
+from swarm.messages import CompletionRequest
+from swarm.providers.scripted import ScriptedProvider, reply
 
 TURNS = 200
 RUNS = 5

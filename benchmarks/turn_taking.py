@@ -32,13 +32,13 @@ import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from speech.echo import EchoCanceller  # noqa: E402
-from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStarted  # noqa: E402
-from speech.transcriber import Transcriber  # noqa: E402
-from speech.turn import InlineJudge, TurnModel  # noqa: E402
-from speech.turn_words import stops_agent  # noqa: E402
-from speech.vad import VadModel  # noqa: E402
-from telephony.g711 import ulaw_decode, ulaw_encode  # noqa: E402
+from speech.echo import EchoCanceller
+from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStarted
+from speech.transcriber import Transcriber
+from speech.turn import InlineJudge, TurnModel
+from speech.turn_words import stops_agent
+from speech.vad import VadModel
+from telephony.g711 import ulaw_decode, ulaw_encode
 
 RATE = 8000
 FRAME = 160
@@ -154,7 +154,7 @@ class TimedJudge(InlineJudge):
         super().__init__(model)
         object.__setattr__(self, "runs", [])
 
-    def submit(self, pcm16_8k: np.ndarray):  # noqa: ANN201
+    def submit(self, pcm16_8k: np.ndarray):
         started, cpu = time.perf_counter(), time.process_time()
         verdict = super().submit(pcm16_8k)
         self.runs.append((time.perf_counter() - started, time.process_time() - cpu))  # type: ignore[attr-defined]

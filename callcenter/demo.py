@@ -88,7 +88,7 @@ async def main() -> int:
     return 0
 
 
-def show_rows(shop, records: CallRecords) -> None:  # noqa: ANN001 - the demo's Shop
+def show_rows(shop, records: CallRecords) -> None:  # the demo's Shop
     print("\n=== what the shop's database holds now")
     for order in shop.find_orders(customer_phone=CALLER):
         items = ", ".join(f"{line.quantity} x {line.name}" for line in order.lines)

@@ -93,7 +93,7 @@ def piper_voice_paths(path: str | Path | None = None) -> tuple[Path, Path]:
     return model, config
 
 
-def import_package(module: str, distribution: str):  # noqa: ANN201 - a module
+def import_package(module: str, distribution: str):  # a module
     """Import a model package, or say which pip command installs it (shared with the LLM model locator)."""
     try:
         return importlib.import_module(module)

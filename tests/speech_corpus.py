@@ -60,7 +60,7 @@ def espeak(text: str) -> tuple[np.ndarray, int]:
 
 
 @cache
-def _piper_voice():  # noqa: ANN202 - piper.PiperVoice
+def _piper_voice():  # piper.PiperVoice
     from piper import PiperVoice
 
     model, config = piper_voice_paths()

@@ -32,7 +32,7 @@ def speech() -> SpeechModels:
     models.close()
 
 
-async def records_settled(node_records, expected: int, timeout_s: float = 20.0) -> list[CallRecord]:  # noqa: ANN001
+async def records_settled(node_records, expected: int, timeout_s: float = 20.0) -> list[CallRecord]:
     """The records of all nodes (read through one node), once `expected` calls are in."""
     async with asyncio.timeout(timeout_s):
         while True:

@@ -54,7 +54,7 @@ def test_draining_wins_over_everything() -> None:
     assert node(AdmissionLimits(), draining=True).health()["state"] == "draining"
 
 
-async def options(peer, endpoint_port: int, branch: str):  # noqa: ANN001 - the SipPeer fixture's object
+async def options(peer, endpoint_port: int, branch: str):  # the SipPeer fixture's object
     peer.send(sip_request("OPTIONS", peer.port, endpoint_port, call_id=f"probe-{branch}", branch=branch), endpoint_port)
     return await peer.expect(lambda message: getattr(message, "status", None) is not None)
 

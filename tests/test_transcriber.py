@@ -277,7 +277,7 @@ def test_loading_and_running_the_models_opens_no_connection(tmp_path: Path, pipe
 # ---- voiceswarm transcribe --------------------------------------------------------------------------------
 
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 - the CLI's main
+def cli(monkeypatch: pytest.MonkeyPatch):  # the CLI's main
     from callcenter import cli as module
 
     monkeypatch.delenv("VOICESWARM_DB", raising=False)

@@ -74,7 +74,7 @@ class WatchedOllama(FakeOllama):
 
     abandoned = 0
 
-    async def _chat(self, request):  # noqa: ANN001, ANN202 - aiohttp's handler
+    async def _chat(self, request):  # aiohttp's handler
         try:
             return await super()._chat(request)
         except asyncio.CancelledError:
@@ -418,7 +418,7 @@ PRESS_0_AND_ACCEPT_TRANSFER = _SIPP_CALL.format(name="press 0, accept the transf
 SEND_NO_MEDIA = _SIPP_CALL.format(name="no media", body="")
 
 
-async def run_sipp(peers: Peers, tmp_path: Path, server: VoiceServer, scenario: str, name: str):  # noqa: ANN201
+async def run_sipp(peers: Peers, tmp_path: Path, server: VoiceServer, scenario: str, name: str):
     path = tmp_path / name
     path.write_text(scenario)
     run = await peers.sipp(server.address, str(path), timeout_s=45)

@@ -85,7 +85,7 @@ async def _play(scenario: Scenario, call: TextCall, values: dict[str, str], fail
                 return
     except CallOver as over:
         failures.append(f"{where} was never taken: {over}")
-    except Exception as error:  # noqa: BLE001 - a crash in a turn is a failed trial, reported, not an aborted eval
+    except Exception as error:  # a crash in a turn is a failed trial, reported, not an aborted eval
         log.exception("turn failed scenario=%s", scenario.id)
         failures.append(f"{where} raised {error!r}")
 

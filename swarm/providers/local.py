@@ -228,7 +228,7 @@ class LocalProvider:
                 if replacement is error:
                     raise
                 raise replacement from error
-            except Exception as error:  # noqa: BLE001 - a connection torn mid-stream may surface as the HTTP client's own error
+            except Exception as error:  # a connection torn mid-stream may surface as the HTTP client's own error
                 raise await self._failed(ProviderUnavailable(f"{self.name} failed mid-reply: {error!r}")) from error
 
     async def prefill(self, request: CompletionRequest) -> None:
