@@ -383,7 +383,7 @@ class AudioSocketServer:
         await asyncio.gather(*self._handlers, return_exceptions=True)
         try:  # from Python 3.12 this also waits for every connection to flush and close
             await asyncio.wait_for(self._server.wait_closed(), HANDLER_GRACE_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("event=audiosocket_stop_unflushed detail=a peer did not read our last messages")
         self._server = None
         log.info("event=audiosocket_stopped calls=%d bad_framing=%d", self.metrics.calls_started,

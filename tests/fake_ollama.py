@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timezone, UTC
 from typing import Any
 
 from aiohttp import web
@@ -138,7 +138,7 @@ class FakeOllama:
 
 
 def _head(model: str) -> dict[str, Any]:
-    return {"model": model, "created_at": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")}
+    return {"model": model, "created_at": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
 
 
 def _tool_calls(reply: Reply) -> dict[str, Any]:

@@ -92,7 +92,7 @@ class AsteriskClient:
         self.writer.close()
         try:
             await asyncio.wait_for(self.writer.wait_closed(), IO_TIMEOUT)
-        except (ConnectionError, asyncio.TimeoutError):
+        except (TimeoutError, ConnectionError):
             pass
 
 

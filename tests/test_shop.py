@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import sqlite3
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, UTC
 from importlib import resources
 from pathlib import Path
 
@@ -271,7 +271,7 @@ def test_place_order_takes_stock_and_totals_in_cents(shop: Shop) -> None:
     assert len(order.order_number) == 5 and order.order_number.isdigit()
     assert order.status == "placed"
     assert order.customer_phone == PHONE
-    assert abs(order.created_at - datetime.now(timezone.utc)) < timedelta(minutes=1)
+    assert abs(order.created_at - datetime.now(UTC)) < timedelta(minutes=1)
     assert stock(shop, "CH-110") == 78
     assert stock(shop, "CB-140") == 119
 
@@ -449,7 +449,7 @@ def test_find_orders_limit(shop: Shop, history: dict[str, str]) -> None:
 def test_seed_demo_order_is_dated_keeps_stock_and_is_not_repeated(shop: Shop) -> None:
     order = shop.seed_demo_order(PHONE, [("SW-330", 1)], days_ago=3)
     assert order.status == "delivered"
-    age = datetime.now(timezone.utc) - order.created_at
+    age = datetime.now(UTC) - order.created_at
     assert timedelta(days=3) <= age < timedelta(days=3, minutes=1)
     assert stock(shop, "SW-330") == 18
     assert shop.seed_demo_order(PHONE, [("SW-330", 1)], days_ago=3) == order
