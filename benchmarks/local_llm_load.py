@@ -23,7 +23,6 @@ import statistics
 import sys
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import httpx

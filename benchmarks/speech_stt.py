@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -117,11 +118,11 @@ def latency_table() -> None:
                 pcm = utterance(seconds)
                 wav = Path(scratch) / f"{seconds}s-16k.wav"
                 write_wav(wav, resample(pcm, corpus.PHONE_RATE, 16000), 16000)
-                cells = [timed(lambda: plain_transcribe(plain, wav)),
-                         timed(lambda: greedy.transcribe_sync(pcm)),
-                         timed(lambda: transcriber.transcribe_sync(pcm, prompt=prompt)),
-                         timed(lambda: retrying.transcribe_sync(pcm, prompt=prompt)),
-                         timed(lambda: beam5.transcribe_sync(pcm, prompt=prompt))]
+                cells = [timed(partial(plain_transcribe, plain, wav)),
+                         timed(partial(greedy.transcribe_sync, pcm)),
+                         timed(partial(transcriber.transcribe_sync, pcm, prompt=prompt)),
+                         timed(partial(retrying.transcribe_sync, pcm, prompt=prompt)),
+                         timed(partial(beam5.transcribe_sync, pcm, prompt=prompt))]
                 print(f"| {model} | {seconds} s | " + " | ".join(f"{statistics.median(t):.3f} s ({min(t):.3f})" for t in cells) + " |")
             for each in (greedy, transcriber, retrying, beam5):
                 each.close()
@@ -137,10 +138,10 @@ def threads_table() -> None:
     for model in MODELS:
         for workers, threads in ((1, 2), (2, 1), (2, 2)):
             transcriber = Transcriber(model, workers=workers, cpu_threads=threads)
-            single = statistics.median(timed(lambda: transcriber.transcribe_sync(pcm)))
+            single = statistics.median(timed(partial(transcriber.transcribe_sync, pcm)))
             with ThreadPoolExecutor(2) as callers:
                 started = time.perf_counter()
-                list(callers.map(lambda _: transcriber.transcribe_sync(pcm), range(4 * RUNS)))
+                list(callers.map(transcriber.transcribe_sync, [pcm] * (4 * RUNS)))
                 rate = 4 * RUNS / (time.perf_counter() - started)
             transcriber.close()
             print(f"| {model} | {workers} x {threads} | {single:.3f} s | {rate:.2f} |")

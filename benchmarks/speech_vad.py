@@ -203,7 +203,7 @@ def front_end_table(model: VadModel, sentences: list[np.ndarray]) -> None:
     fronts = {"soxr stream QQ (ours)": "QQ", "soxr stream LQ": "LQ", "soxr stream HQ": "HQ",
               "none: 8 kHz fed as 16 kHz": None}
     for name, quality in fronts.items():
-        def scores(pcm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        def scores(pcm: np.ndarray, quality: str | None = quality) -> tuple[np.ndarray, np.ndarray]:
             if quality is None:
                 return unresampled_probs(model, pcm)
             stream = model.stream()

@@ -56,7 +56,7 @@ from telephony.rtp import IntervalHistogram  # noqa: E402
 from telephony.rtp_packet import RtpPacket  # noqa: E402
 from telephony.srtp import SrtpKeys, SrtpStreams  # noqa: E402
 from tests.certs import CertFiles, make_certs  # noqa: E402
-from tests.peers import free_sip_port, free_udp_port, pcap_rtp  # noqa: E402
+from tests.peers import free_sip_port, pcap_rtp  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 OUR_RTP_PORTS = (30000, 39999)
@@ -367,7 +367,7 @@ async def main() -> None:
                 print(f"warning: {max(run.plain_calls for run in runs)} calls of a run ran on plain RTP", flush=True)
 
             def median(name: str) -> float:
-                return statistics.median(getattr(run, name) for run in runs)
+                return statistics.median(getattr(run, name) for run in runs)  # noqa: B023 (only called in this iteration)
 
             cpu = median("cpu")
             print(" | ".join([f"{calls:5d}", f"{transport:3s}", f"{'on' if srtp else 'off':4}", f"{cpu:10.1f}", f"{cpu / calls:10.2f}", f"{median('sipp_cpu'):10.1f}",

@@ -9,7 +9,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 
-from callcenter.app import App, open_app
+from callcenter.app import open_app
 from callcenter.config import PROVIDERS, ConfigError, load_config
 from swarm.events import AgentChanged, AssistantText, Event, ToolCalled
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import sqlite3
 import threading
-from datetime import datetime, timedelta, timezone, UTC
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 

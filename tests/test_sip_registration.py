@@ -43,7 +43,7 @@ async def test_an_outage_is_retried_until_the_registrar_answers(start_endpoint, 
     retry = await registrar.request("REGISTER", timeout=3)  # after the backoff, in the same Call-ID
     assert retry.call_id == first.call_id and retry.cseq[0] > first.cseq[0]
     contact = f"<sip:agent@{LOCAL}:{endpoint.local_address[1]}>"
-    registrar.send(answer(retry, 200, "OK", f"Contact: <sip:other@192.0.2.9>;expires=5",
+    registrar.send(answer(retry, 200, "OK", "Contact: <sip:other@192.0.2.9>;expires=5",
                           f"Contact: {contact};expires=77", "Expires: 3600"), retry.vias[0].port)
     status = await endpoint.registration.wait_for("registered", timeout_s=3)
     assert status.expires_s == 77  # our binding's expiry, not another one's nor the Expires header

@@ -134,11 +134,12 @@ def two_nodes(database_url: str, tmp_path: Path) -> tuple[Shop, Shop]:
 
 def test_two_nodes_selling_the_last_item_one_wins_one_hears_out_of_stock(two_nodes: tuple[Shop, Shop]) -> None:
     first, second = two_nodes
+    sold = None
     for attempt in range(5):
-        if attempt:  # restock the last one and race again: a race lost by luck once is no proof
+        if sold is not None:  # restock the last one and race again: a race lost by luck once is no proof
             first.create_return(sold.order_number, "LE-1", 1, "race again", f"back-{attempt}")
-        results = _at_once([lambda node=node, i=i: node.place_order(f"+49 170 00000{i}", [("LE-1", 1)],
-                                                                    f"race-{attempt}-{i}")
+        results = _at_once([lambda node=node, i=i, attempt=attempt: node.place_order(f"+49 170 00000{i}", [("LE-1", 1)],
+                                                                                     f"race-{attempt}-{i}")
                             for i, node in enumerate(two_nodes)])
         won = [r for r in results if not isinstance(r, BaseException)]
         lost = [r for r in results if isinstance(r, BaseException)]
