@@ -83,7 +83,7 @@ async def main() -> None:
     args = parser.parse_args()
     results = await asyncio.gather(*(measure(options, build, args.wait) for _, options, build in CASES))
     print(f"{'refusal':<26} {'request B':>9} {'datagrams':>9} {'bytes back':>10} {'amplification':>13}")
-    for (name, _, _), (sent, datagrams, received) in zip(CASES, results):
+    for (name, _, _), (sent, datagrams, received) in zip(CASES, results, strict=True):
         print(f"{name:<26} {sent:>9} {datagrams:>9} {received:>10} {received / sent:>13.2f}")
 
 

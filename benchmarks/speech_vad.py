@@ -7,6 +7,7 @@ and by Piper joe, resampled to 8 kHz, through mu-law and back, trimmed to the vo
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import statistics
 import subprocess
@@ -140,7 +141,7 @@ def streams_table(model: VadModel, pcm: np.ndarray, counts: tuple[int, ...] = (5
         offsets = [(i * 3217) % (audio.size - FRAME) // FRAME * FRAME for i in range(count)]
         t, cpu = time.perf_counter(), time.thread_time()
         for start in range(0, audio.size, FRAME):
-            for endpointer, offset in zip(endpointers, offsets):
+            for endpointer, offset in zip(endpointers, offsets, strict=True):
                 at = (offset + start) % (audio.size - FRAME)
                 endpointer.feed(audio[at:at + FRAME])
         wall, cpu = time.perf_counter() - t, time.thread_time() - cpu
@@ -194,7 +195,7 @@ def front_end_table(model: VadModel, sentences: list[np.ndarray]) -> None:
     """Why upsample, and why soxr's quick quality: scores, how soon speech is seen, what noise does."""
     clean, spans = corpus(sentences)
     noisy = with_noise(clean, spans, 5)
-    gaps = [(end + RATE // 5, first - RATE // 10) for (_, end), (first, _) in zip(spans, spans[1:])]
+    gaps = [(end + RATE // 5, first - RATE // 10) for (_, end), (first, _) in itertools.pairwise(spans)]
     print("\nFront end (espeak-ng, phone path): Silero's scores; the model only takes 16 kHz windows")
     print("| 8 kHz -> model | speech median | speech >= 0.5 | first >= 0.5 after onset, ms median "
           "| 5 dB SNR: speech >= 0.5 | 5 dB SNR: gaps >= 0.35 |")

@@ -290,7 +290,7 @@ async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp:
     for path in workdir.glob("load*_rtt.csv"):
         path.unlink()
     stats_rows = list(csv.reader((workdir / "stats.csv").read_text().splitlines(), delimiter=";"))
-    sipp_stats = dict(zip(stats_rows[0], stats_rows[-1]))
+    sipp_stats = dict(zip(stats_rows[0], stats_rows[-1], strict=False))
     (workdir / "stats.csv").unlink()
     n = max(1, len(report))
     return Run(cpu, sipp_cpu, sum(c["sent"] for c in report) / n, sum(c["received"] for c in report) / n,

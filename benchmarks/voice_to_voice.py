@@ -157,7 +157,7 @@ async def callers_main(uri: str, calls: int, seed: int) -> int:
             await asyncio.sleep(offset)
             await caller.call(uri, list(LINES))
 
-        await asyncio.gather(*(talk(c, o) for c, o in zip(callers, offsets)))
+        await asyncio.gather(*(talk(c, o) for c, o in zip(callers, offsets, strict=True)))
     finally:
         speech.close()
     heard = []

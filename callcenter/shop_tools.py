@@ -135,13 +135,13 @@ def _product(p: Product) -> dict[str, Any]:
 
 
 def _order(o: Order) -> dict[str, Any]:
-    lines = [{"sku": l.sku, "name": l.name, "quantity": l.quantity} for l in o.lines]
+    lines = [{"sku": line.sku, "name": line.name, "quantity": line.quantity} for line in o.lines]
     return {"order_number": o.order_number, "date": o.created_at.date().isoformat(), "status": o.status, "lines": lines}
 
 
 def _matching_line(order: Order, product: str | None) -> Any:
     words = set((product or "").lower().split())
-    return max(order.lines, key=lambda l: len(words & set(l.name.lower().split())))
+    return max(order.lines, key=lambda line: len(words & set(line.name.lower().split())))
 
 
 def _digits(code: str) -> str:

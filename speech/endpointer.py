@@ -188,7 +188,7 @@ class Endpointer:
             return None
         try:
             probability = self._verdict.result()
-        except Exception as error:  # a broken judge leaves the turn to silence, as if there were none
+        except Exception as error:  # noqa: BLE001 - a broken judge leaves the turn to silence, as if there were none
             log.warning("event=turn_judge_failed call=%s error=%r", self.call_id, error)
             probability = 0.0
         self._last_probability = probability

@@ -17,7 +17,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class Transcriber:
     again with `retry_beam_size` (1 turns the retry off).
     """
 
-    _models: dict[tuple[str, int, int], Any] = {}  # (model dir, cpu_threads, workers) -> WhisperModel
+    _models: ClassVar[dict[tuple[str, int, int], Any]] = {}  # (model dir, cpu_threads, workers) -> WhisperModel
     _models_lock = threading.Lock()
 
     def __init__(

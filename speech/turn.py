@@ -116,7 +116,7 @@ class InlineJudge:
         verdict: Future[float] = Future()
         try:
             verdict.set_result(self.model.probability(pcm16_8k))
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - handed to whoever waits on the verdict, as a thread pool would
             verdict.set_exception(error)
         return verdict
 

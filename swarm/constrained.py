@@ -7,6 +7,7 @@ the first sentence reaches the synthesizer before the reply is complete.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Sequence
@@ -136,10 +137,8 @@ def _partial_say(text: str) -> str | None:
         if code == "u":
             if i + 6 > len(compact):
                 break
-            try:
+            with contextlib.suppress(ValueError):
                 out.append(chr(int(compact[i + 2 : i + 6], 16)))
-            except ValueError:
-                pass
             i += 6
             continue
         out.append(_ESCAPES.get(code, code))

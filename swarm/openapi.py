@@ -217,9 +217,9 @@ def _request_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
             schema["enum"] = [*schema["enum"], None]
     for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
-        if isinstance(schema.get(exclusive), bool):  # 3.0 writes these as flags on minimum/maximum
-            if schema.pop(exclusive) and bound in schema:
-                schema[exclusive] = schema.pop(bound)
+        # 3.0 writes these as flags on minimum/maximum
+        if isinstance(schema.get(exclusive), bool) and schema.pop(exclusive) and bound in schema:
+            schema[exclusive] = schema.pop(bound)
     properties = schema.get("properties")
     if isinstance(properties, dict):
         read_only = {k for k, v in properties.items() if isinstance(v, dict) and v.get("readOnly") is True}

@@ -34,4 +34,4 @@ def split_sentences(text: str) -> list[str]:
     splitter = SentenceSplitter()
     found = splitter.feed(text)
     rest = splitter.flush()
-    return found + [rest] if rest else found
+    return [*found, rest] if rest else found

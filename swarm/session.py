@@ -302,7 +302,7 @@ class Session:
             result = await _settle(task)
             self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result))
             raise
-        except Exception as error:  # a tool's failure is news for the model, not a crash of the call
+        except Exception as error:  # noqa: BLE001 - a tool's failure is news for the model, not a crash of the call
             log.warning("tool failed client=%s tool=%s error=%r", self.client_id, call.name, error)
             result = {"error": f"the tool failed: {error}"}
         text = result_text(result)
@@ -405,9 +405,8 @@ class _Attempt:
                         break
                 elif isinstance(item, Completion):
                     completion = item
-        if rest := splitter.flush():
-            if self._say(rest):
-                yield rest
+        if (rest := splitter.flush()) and self._say(rest):
+            yield rest
         # Stopped early on a loop: judge what was produced so far.
         self.completion = completion or Completion(" ".join(self.said))
 

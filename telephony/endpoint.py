@@ -12,6 +12,7 @@ Each answered call runs `on_call(call)` as a task; when it returns with the call
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import time
@@ -159,7 +160,7 @@ class SipEndpoint:
 
     async def start(self) -> None:
         config = self.config
-        host, port = await self._udp.open(config.listen_host, config.listen_port)
+        _host, port = await self._udp.open(config.listen_host, config.listen_port)
         await self._open_streams()
         self._clock = MediaClock()
         self._layer = TransactionLayer(self._transport, self.metrics, config.media_host, timers=config.timers)
@@ -228,10 +229,8 @@ class SipEndpoint:
             task.cancel()  # still ringing: answered 503
         if self._calls:
             self._idle.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._idle.wait(), deadline_s)
-            except TimeoutError:
-                pass
         leaving = [self._spawn(call._leave("shutdown")) for call in list(self._calls.values())]
         if leaving:
             await asyncio.wait(leaving, timeout=4 * self.config.timers.t1)
@@ -253,7 +252,7 @@ class SipEndpoint:
 
     async def dial(self, uri: str, *, from_user: str = "voiceswarm", timeout_s: float = 10.0) -> SipCall:
         """Call `uri` (sip:user@host[:port]); returns the answered call or raises CallFailed."""
-        ua, context, config = self._require_started()
+        ua, _context, config = self._require_started()
         target = SipUri.parse(uri)
         destination = await resolve(target)
         if not self._transport.supports(destination.transport):

@@ -8,6 +8,7 @@ the ctl module with `kamcmd`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import secrets
@@ -204,7 +205,5 @@ async def start_kamailio(tmp_path: Path):
                 os.killpg(process.pid, sig)
             except ProcessLookupError:
                 break
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(process.wait(), 5)
-            except TimeoutError:
-                pass

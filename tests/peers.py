@@ -6,6 +6,7 @@ still alive at teardown and keep each peer's logs so that a failing assertion ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import os
 import random
@@ -177,7 +178,7 @@ class Peers:
         if stats.exists():
             rows = list(csv.reader(stats.read_text().splitlines(), delimiter=";"))
             if len(rows) >= 2:
-                run.stats = dict(zip(rows[0], rows[-1]))
+                run.stats = dict(zip(rows[0], rows[-1], strict=False))
         return run
 
     async def sipp(self, target: tuple[str, int] | None, scenario: str, **options) -> SippRun:
@@ -247,18 +248,14 @@ class Peers:
 
     def _kill(self, process: asyncio.subprocess.Process) -> None:
         if process.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     async def close(self) -> None:
         for process in self._processes:
             self._kill(process)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(process.wait(), 5)
-            except TimeoutError:
-                pass
 
 
 @pytest.fixture
@@ -319,7 +316,7 @@ def pcap_rtp(packets: list[bytes], interval: float = 0.02, port: int = 6000) -> 
                          socket.inet_aton(LOCAL), socket.inet_aton(LOCAL))
         frame = b"\x00" * 12 + b"\x08\x00" + ip + udp
         stamp = index * interval
-        out.append(struct.pack("<IIII", int(stamp), int(round((stamp % 1) * 1e6)), len(frame), len(frame)) + frame)
+        out.append(struct.pack("<IIII", int(stamp), round((stamp % 1) * 1e6), len(frame), len(frame)) + frame)
     return b"".join(out)
 
 

@@ -115,4 +115,4 @@ def corpus(voice: str, texts: list[str], cache_dir: Path) -> list[tuple[str, np.
     temp = file.with_suffix(".tmp.npz")
     np.savez(temp, **{f"a{i}": pcm for i, pcm in enumerate(audio)})
     temp.replace(file)
-    return list(zip(texts, audio))
+    return list(zip(texts, audio, strict=True))

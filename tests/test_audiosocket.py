@@ -4,6 +4,7 @@ length, the payload; 0x00 hangup, 0x01 UUID, 0x03 DTMF, 0x10 slin 8 kHz, 0xff er
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -90,10 +91,8 @@ class AsteriskClient:
 
     async def close(self) -> None:
         self.writer.close()
-        try:
+        with contextlib.suppress(TimeoutError, ConnectionError):
             await asyncio.wait_for(self.writer.wait_closed(), IO_TIMEOUT)
-        except (TimeoutError, ConnectionError):
-            pass
 
 
 def samples_of(messages: list[tuple[bytes, float]]) -> np.ndarray:
@@ -482,8 +481,8 @@ async def test_two_concurrent_calls_never_mix_audio(serve) -> None:
         await client.send(0x00)
         return np.concatenate(echoed)
 
-    echoed = await asyncio.gather(*(talk(c, p) for c, p in zip(clients, sent)))
-    for got, pcm in zip(echoed, sent):
+    echoed = await asyncio.gather(*(talk(c, p) for c, p in zip(clients, sent, strict=True)))
+    for got, pcm in zip(echoed, sent, strict=True):
         assert np.array_equal(got, pcm)
     for client in clients:
         await client.close()

@@ -111,9 +111,9 @@ def test_invalid_values_name_the_key(tmp_path: Path, text: str, environ: dict[st
 
 def test_unreadable_file_names_the_file(tmp_path: Path) -> None:
     broken = write(tmp_path, "[llm\nhost = 1\n")
-    with pytest.raises(ConfigError, match="voiceswarm.toml"):
+    with pytest.raises(ConfigError, match=r"voiceswarm\.toml"):
         load_config(broken, {})
-    with pytest.raises(ConfigError, match="missing.toml"):
+    with pytest.raises(ConfigError, match=r"missing\.toml"):
         load_config(tmp_path / "missing.toml", {})
 
 

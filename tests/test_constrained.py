@@ -112,7 +112,7 @@ def test_auto_tool_mode_is_the_measured_default_per_provider_and_config_checks_i
     assert resolve_tool_mode("auto", "ollama", native_tools=False) == "text"
     assert resolve_tool_mode("text", "local") == "text"
     assert load_config(environ={"VOICESWARM_TOOL_MODE": "constrained"}).llm.tool_mode == "constrained"
-    with pytest.raises(ConfigError, match="llm.tool_mode"):
+    with pytest.raises(ConfigError, match=r"llm\.tool_mode"):
         load_config(environ={"VOICESWARM_TOOL_MODE": "json"})
     with pytest.raises(ValueError):
         OllamaProvider("http://127.0.0.1:9", "m", tool_mode="json")

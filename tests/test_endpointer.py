@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import subprocess
 import wave
 from concurrent.futures import ThreadPoolExecutor
@@ -88,7 +89,7 @@ def test_two_sentences_give_two_turns_that_hold_the_speech(model, piper, voice, 
     turns = ended(run(Endpointer(model), pcm, frame))
 
     assert len(turns) == 2
-    for turn, (onset, offset) in zip(turns, truths):
+    for turn, (onset, offset) in zip(turns, truths, strict=True):
         assert turn.reason == "silence"
         start = round(turn.start_s * RATE)
         assert np.array_equal(turn.audio, pcm[start:start + turn.audio.size])
@@ -173,7 +174,7 @@ def test_max_utterance_cuts_a_long_turn_into_pieces_without_overlap(model):
     assert [turn.reason for turn in turns[:-1]] == ["max_length"] * (len(turns) - 1) and len(turns) >= 4
     assert turns[-1].reason == "silence"
     assert all(turn.duration_s <= 4.0 for turn in turns)
-    for piece, after in zip(turns, turns[1:]):
+    for piece, after in itertools.pairwise(turns):
         assert after.start_s >= piece.start_s + piece.duration_s - 1e-9
 
 
@@ -194,9 +195,9 @@ def test_two_calls_sharing_one_model_hear_what_they_would_alone(model):
         threaded = list(pool.map(lambda pcm: run(Endpointer(model), pcm), (one, two)))
 
     assert len(ended(alone[0])) == 2 and len(ended(alone[1])) == 1
-    for mine, reference in [*zip(together, alone), *zip(threaded, alone)]:
+    for mine, reference in [*zip(together, alone, strict=True), *zip(threaded, alone, strict=True)]:
         assert [(t, type(e)) for t, e in mine] == [(t, type(e)) for t, e in reference]
-        for (_, a), (_, b) in zip(mine, reference):
+        for (_, a), (_, b) in zip(mine, reference, strict=True):
             if isinstance(a, SpeechEnded):
                 assert (a.start_s, a.reason) == (b.start_s, b.reason) and np.array_equal(a.audio, b.audio)
             else:

@@ -194,7 +194,7 @@ async def test_our_bye_reaches_the_caller_through_the_record_routing_proxy(start
         await call.hangup()
         ended.append(call)
 
-    kamailio, endpoint = await _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, hang_up_soon)
+    kamailio, _endpoint = await _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, hang_up_soon)
     run = await peers.sipp(("127.0.0.1", kamailio.port), "record_route_bye_from_us.xml", timeout_s=15,
                            extra=("-s", "agent"))
     assert_sipp_ok(run)

@@ -105,7 +105,7 @@ def test_a_gguf_path_is_served_with_its_own_template(tmp_path: Path) -> None:
     (tmp_path / "not.gguf").write_bytes(b"PK\x03\x04")
     with pytest.raises(ModelError, match="is not a GGUF file"):
         local_model_file(str(tmp_path / "not.gguf"))
-    with pytest.raises(ModelError, match="neither qwen2.5-coder-1.5b nor qwen2.5-coder-0.5b"):
+    with pytest.raises(ModelError, match=r"neither qwen2\.5-coder-1\.5b nor qwen2\.5-coder-0\.5b"):
         local_model_file("qwen2.5-coder-7b")
 
 

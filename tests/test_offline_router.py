@@ -61,7 +61,7 @@ def test_yes_runs_the_proposal_with_confirmation_and_no_drops_it():
     assert confirmed.tool_calls[0].arguments == {"sku": "K-1", "confirmed": True}
     assert router.route(_request(*history, Message("user", "no"))).tool_calls == ()
     # A proposal from an earlier turn is not confirmed by a later, unrelated yes.
-    later = history + (Message("user", "hmm"), Message("assistant", "What are you looking for?", agent="sales"))
+    later = (*history, Message("user", "hmm"), Message("assistant", "What are you looking for?", agent="sales"))
     assert router.route(_request(*later, Message("user", "yes"))).tool_calls == ()
 
 

@@ -1,6 +1,7 @@
 """OllamaProvider with the real `ollama` client against FakeOllama, and the `<tool_call>` text protocol."""
 from __future__ import annotations
 
+import itertools
 import socket
 import time
 
@@ -139,7 +140,7 @@ async def test_server_down_is_unavailable_quickly() -> None:
 async def test_slow_server_times_out_in_bounded_time() -> None:
     async with FakeOllama([Reply("too late", delay=5)]) as server:
         started = time.monotonic()
-        with pytest.raises(ProviderTimeout, match="within 0.3 s"):
+        with pytest.raises(ProviderTimeout, match=r"within 0\.3 s"):
             await collect(OllamaProvider(server.url, MODEL, timeout=0.3), HELLO)
         assert time.monotonic() - started < 2
 
@@ -231,7 +232,7 @@ def test_visible_text_holds_back_a_possible_tag() -> None:
 def test_visible_text_only_grows_and_never_shows_a_block_at_any_split() -> None:
     reply = 'Sure <b>. <tool_call>{"name": "a", "arguments": {}}</tool_call> Done <tool_call>{"name": "b"}'
     shown = [visible_text(reply[:end]) for end in range(len(reply) + 1)]
-    for before, after in zip(shown, shown[1:]):
+    for before, after in itertools.pairwise(shown):
         assert after.startswith(before)
     assert all("tool_call" not in s and "<t" not in s for s in shown)
     assert shown[-1] == "Sure <b>.  Done "

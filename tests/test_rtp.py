@@ -7,6 +7,7 @@ cannot (reordering, duplicates, loss, garbage).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import socket
 import struct
@@ -350,7 +351,7 @@ async def test_a_tone_arrives_intact_in_20ms_frames(open_session, codec: Codec) 
 
 
 async def test_silence_is_delivered_as_frames_not_dropped(open_session) -> None:
-    a, b = await pair(open_session)
+    _a, b = await pair(open_session)
     frames = await take(b.audio_in, 25)  # nobody plays: comfort silence, still a frame every 20 ms
     assert len(frames) == 25 and all(not frame.any() for frame in frames)
 
@@ -380,8 +381,8 @@ async def test_sent_packets_have_continuous_headers_and_marker_after_silence(ope
     session.play(tone(440, 0.1))
     packets = silence + await peer.packets(8)
     assert len({p.ssrc for p in packets}) == 1 and {p.payload_type for p in packets} == {8}
-    assert [(b.seq - a.seq) & 0xFFFF for a, b in zip(packets, packets[1:])] == [1] * 10
-    assert [(b.timestamp - a.timestamp) & 0xFFFFFFFF for a, b in zip(packets, packets[1:])] == [160] * 10
+    assert [(b.seq - a.seq) & 0xFFFF for a, b in itertools.pairwise(packets)] == [1] * 10
+    assert [(b.timestamp - a.timestamp) & 0xFFFFFFFF for a, b in itertools.pairwise(packets)] == [160] * 10
     assert silence[0].payload == bytes([PCMA.silence]) * 160
     first_audio = next(i for i, p in enumerate(packets) if p.payload != silence[0].payload)
     assert [p.marker for p in packets[first_audio:first_audio + 5]] == [True, False, False, False, False]
@@ -822,7 +823,7 @@ async def test_srtp_tone_round_trip_and_the_wire_is_not_plain(open_session, open
     assert {len(data) for data in wire} == {12 + 160 + tag_bytes}
     far_end = SrtpStreams(theirs)
     plain = [parse(far_end.unprotect(data)) for data in wire]
-    assert all(parse(data).payload != packet.payload for data, packet in zip(wire, plain))  # encrypted
+    assert all(parse(data).payload != packet.payload for data, packet in zip(wire, plain, strict=True))  # encrypted
     heard = np.concatenate([ulaw_decode(packet.payload) for packet in plain])
     assert best_correlation(heard, sent[:1600]) > 0.99
     # and back: what the far end protects, the session hears

@@ -89,7 +89,7 @@ async def test_malformed_json_arguments_go_down_the_validation_path():
     session = registry.session("c1", "shop")
     session.change_agent("sales")
     assert await session.complete("price?") == "Which product?"
-    feedback = [m for m in sales.requests[1].messages if m.role == "tool"][0].content
+    feedback = next(m for m in sales.requests[1].messages if m.role == "tool").content
     assert "not a JSON object" in feedback and '{"sku": "HP-1' in feedback
 
 
@@ -97,7 +97,7 @@ async def test_unknown_tool_is_refused_even_if_another_agent_has_it():
     registry, _, _ = build([reply("", ("lookup", {"sku": "A"})), "How can I help?"])
     session = registry.session("c1", "shop")
     assert await session.complete("give me lookup") == "How can I help?"
-    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    errors = next(e for e in session.events if e.kind == "validation_error").errors
     assert "tool 'lookup' does not exist" in errors[0]
     assert not any(e.kind == "tool_call" for e in session.events)
 
@@ -206,7 +206,7 @@ def test_registration_errors_at_start_up():
     with pytest.raises(RegistryError, match="registered twice"):
         registry.add_agent(Agent("triage", "x", "triage-model"))
     registry.add_agent(Agent("ghost", "x", "no-such-model", ("no-such-tool",)))
-    with pytest.raises(RegistryError, match="unknown completion 'no-such-model'.*unknown tool 'no-such-tool'"):
+    with pytest.raises(RegistryError, match=r"unknown completion 'no-such-model'.*unknown tool 'no-such-tool'"):
         registry.check()
 
 

@@ -381,7 +381,7 @@ def test_make_response_keeps_an_existing_to_tag_and_copies_timestamp_on_100() ->
     assert trying.reason == "Trying"
     assert make_response(request, 299).reason == "Success"  # unknown codes get their class name
     assert make_response(request, 486, "Agent busy").reason == "Agent busy"
-    with pytest.raises(ValueError, match="not in 100..699"):
+    with pytest.raises(ValueError, match=r"not in 100\.\.699"):
         make_response(request, 700)
 
 

@@ -31,7 +31,7 @@ def invite(peer: SipPeer, port: int, *, extra: str = "", uri: str | None = None)
     text = sip_request("INVITE", peer.port, port, call_id=new_id(), branch=new_id(), body=sdp_offer(4000),
                        extra=extra)
     if uri is not None:
-        first, rest = text.split("\r\n", 1)
+        _first, rest = text.split("\r\n", 1)
         text = f"INVITE {uri} SIP/2.0\r\n{rest}"
     return text
 

@@ -79,5 +79,5 @@ def test_bad_wav_files_raise_a_clear_error(tmp_path: Path) -> None:
         wav.setsampwidth(1)
         wav.setframerate(8000)
         wav.writeframes(bytes(800))
-    with pytest.raises(WavError, match="8-bit.*16-bit"):
+    with pytest.raises(WavError, match=r"8-bit.*16-bit"):
         read_wav(tmp_path / "u8.wav")

@@ -39,7 +39,7 @@ def test_database_urls(url: str, dialect: str, target: str) -> None:
 
 
 def test_unknown_scheme_and_password_free_names() -> None:
-    with pytest.raises(DatabaseError, match="mysql://x.*sqlite:///PATH"):
+    with pytest.raises(DatabaseError, match=r"mysql://x.*sqlite:///PATH"):
         parse_url("mysql://x")
     assert "secret" not in str(parse_url("postgresql://shop:secret@db.example:5433/shop"))
 
@@ -58,7 +58,7 @@ def test_a_database_newer_than_the_code_is_refused(database_url: str) -> None:
     database = open_database(database_url)
     database.write(lambda conn: conn.execute("UPDATE schema_versions SET version = 99 WHERE component = 'shop'"))
     database.close()
-    with pytest.raises(SchemaTooNew, match="shop database .* version 99.*upgrade VoiceSwarm"):
+    with pytest.raises(SchemaTooNew, match=r"shop database .* version 99.*upgrade VoiceSwarm"):
         Shop(database_url)
     CallRecords(database_url).close()  # the other component is not affected
 

@@ -120,7 +120,7 @@ def test_only_unclear_speech_is_decoded_again(base: Transcriber, espeak_corpus) 
     unclear = [t.no_speech_prob <= limits.max_no_speech_prob
                and (t.avg_logprob < limits.retry_below_logprob or compression_ratio(t.text) > limits.max_compression_ratio) for t in first]
     assert [t.retried for t in final] == unclear and 0 < sum(unclear) < len(unclear)
-    assert all(f == g for f, g, u in zip(final, first, unclear) if not u)  # a clear turn is decoded once
+    assert all(f == g for f, g, u in zip(final, first, unclear, strict=True) if not u)  # a clear turn is decoded once
 
 
 def test_the_corpus_prompt_is_the_one_the_app_builds() -> None:
@@ -149,7 +149,7 @@ def test_a_transcriber_wide_domain_prompt_is_used_unless_a_call_brings_its_own(b
 
 
 def test_any_sample_rate(base: Transcriber, piper_corpus) -> None:
-    text, pcm = piper_corpus[0]
+    _text, pcm = piper_corpus[0]
     wide = resample(pcm, RATE, 22050)
     assert _normal(base.transcribe_sync(wide, rate=22050).text) == _normal(base.transcribe_sync(pcm).text)
 
@@ -210,7 +210,7 @@ def test_quiet_audio_skips_the_model(base: Transcriber) -> None:
 
 
 def test_thresholds_decide_confidence(base: Transcriber, piper_corpus) -> None:
-    text, pcm = piper_corpus[0]
+    _text, pcm = piper_corpus[0]
     strict = Transcriber("base", cache_dir=base.directory.parent, thresholds=Thresholds(min_avg_logprob=-0.0001))
     try:
         assert base.transcribe_sync(pcm).confident and not strict.transcribe_sync(pcm).confident

@@ -88,7 +88,7 @@ def test_a_late_verdict_ends_the_turn_on_the_frame_it_arrives(model) -> None:
     for name, judge in (("now", now), ("late", late)):
         endpointer = Endpointer(model, end_silence_ms=2000, judge=judge)
         events = run_judged(endpointer, judge, np.concatenate([silence(0.5), voice, silence(3.0)]))
-        at[name] = [t for t, e in events if type(e).__name__ == "SpeechEnded"][0]
+        at[name] = next(t for t, e in events if type(e).__name__ == "SpeechEnded")
     assert at["late"] - at["now"] == pytest.approx(0.1, abs=0.001)  # 5 frames of 20 ms
 
 
@@ -142,7 +142,7 @@ def test_smart_turn_ends_a_real_turn_early_through_the_endpointer(smart_turn, mo
 
 
 def test_a_missing_or_foreign_turn_model_is_named(tmp_path: Path) -> None:
-    with pytest.raises(TurnModelError, match="speech.turn install"):
+    with pytest.raises(TurnModelError, match=r"speech\.turn install"):
         TurnModel(tmp_path / "missing.onnx")
     foreign = tmp_path / "other.onnx"
     foreign.write_bytes(b"not smart turn")

@@ -1,6 +1,7 @@
 """What a caller's words ask the catalogue for: search terms, independent of the database's search engine."""
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -71,7 +72,7 @@ def _joined_pairs(tokens: Sequence[str]) -> Iterator[str]:
     def useful(token: str) -> bool:
         return len(token) == 1 or token not in STOP_WORDS
 
-    for first, second in zip(tokens, tokens[1:]):
+    for first, second in itertools.pairwise(tokens):
         if useful(first) and useful(second):
             yield first + second
 

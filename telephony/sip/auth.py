@@ -104,7 +104,7 @@ def _response(algorithm: str, username: str, realm: str, password: str, method: 
 
 def _parse_digest(value: str) -> dict[str, str]:
     """`Digest` followed by comma-separated auth-params; names lower-cased, quoted values unquoted."""
-    scheme, rest = (re.split(r"[ \t]+", value.strip(" \t"), maxsplit=1) + [""])[:2]
+    scheme, rest = ([*re.split(r"[ \t]+", value.strip(" \t"), maxsplit=1), ""])[:2]
     if scheme.lower() != "digest":
         raise SipParseError(f"authentication scheme {scheme!r} is not Digest")
     params: dict[str, str] = {}
