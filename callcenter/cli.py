@@ -8,10 +8,12 @@ import json
 import sys
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 from callcenter.app import open_app
-from callcenter.config import PROVIDERS, ConfigError, load_config
-from swarm.events import AgentChanged, AssistantText, Event, ToolCalled
+from callcenter.config import PROVIDERS, Config, ConfigError, load_config
+from callcenter.turn_events import turn_events
+from callcenter.web import serve
 
 # Commands that live in their own module: each has register(subparsers), which adds a parser whose
 # defaults hold run(args, config) -> exit status.
@@ -53,13 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_chat(config, args.llm, args.json, args.caller))
     if args.command == "config":
         return asyncio.run(_config(config, args.check))
-    from callcenter.web import serve
-
     host, _, port = args.listen.rpartition(":")
     return asyncio.run(serve(config, args.llm, host or "127.0.0.1", int(port)))
 
 
-async def _chat(config, provider: str | None, as_json: bool, caller: str) -> int:
+async def _chat(config: Config, provider: str | None, as_json: bool, caller: str) -> int:
     app = await open_app(config, provider)
     try:
         _print_event({"event": "brain", "brain": app.brain} if as_json else f"(brain: {app.brain})", as_json)
@@ -92,18 +92,7 @@ def _caller_lines() -> Iterator[str]:
             yield line.strip()
 
 
-def turn_events(events: list[Event]) -> Iterator[dict]:
-    """The events of one turn as plain dicts: what `chat --json` and the WebSocket endpoint send."""
-    for event in events:
-        if isinstance(event, AgentChanged):
-            yield {"event": "agent_change", "from": event.previous, "to": event.agent}
-        elif isinstance(event, ToolCalled):
-            yield {"event": "tool_call", "agent": event.agent, "name": event.name, "arguments": event.arguments, "result": event.result}
-        elif isinstance(event, AssistantText):
-            yield {"event": "reply", "agent": event.agent, "text": event.text}
-
-
-def _human(item: dict) -> str | None:
+def _human(item: dict[str, Any]) -> str | None:
     if item["event"] == "agent_change":
         return f"  (handed over: {item['from']} -> {item['to']})"
     if item["event"] == "tool_call":
@@ -111,13 +100,13 @@ def _human(item: dict) -> str | None:
     return None
 
 
-def _print_event(item: dict | str | None, as_json: bool) -> None:
+def _print_event(item: dict[str, Any] | str | None, as_json: bool) -> None:
     if item is None:
         return
     print(json.dumps(item, ensure_ascii=False) if as_json else item, flush=True)
 
 
-async def _config(config, check: bool) -> int:
+async def _config(config: Config, check: bool) -> int:
     print(json.dumps(config.as_dict(), indent=2))
     if not check:
         return 0

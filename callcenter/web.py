@@ -12,8 +12,8 @@ import logging
 from aiohttp import WSMsgType, web
 
 from callcenter.app import App, open_app
-from callcenter.cli import turn_events
 from callcenter.config import Config
+from callcenter.turn_events import turn_events
 
 log = logging.getLogger(__name__)
 APP_KEY = web.AppKey("voiceswarm", App)

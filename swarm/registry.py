@@ -5,46 +5,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from swarm.events import Event
 from swarm.providers.base import Provider
+from swarm.session import Session
+from swarm.specs import Agent, RegistryError, SessionConfig, SwarmSpec
 from swarm.tools import Tool, ToolContext
 
-
-class RegistryError(Exception):
-    """A duplicate or dangling name in the swarm's configuration; raised at start-up, not mid-call."""
-
-
-@dataclass(frozen=True)
-class Agent:
-    name: str
-    prompt: str
-    completion: str
-    tools: tuple[str, ...] = ()
-    # Extra system messages after the prompt (house rules, today's date, the caller's number...).
-    system: tuple[str, ...] = ()
-    # A completion to use when the main one fails (the offline router when the LLM server is down).
-    fallback: str | None = None
-
-
-@dataclass(frozen=True)
-class SwarmSpec:
-    name: str
-    agents: tuple[str, ...]
-    default_agent: str
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    history_size: int = 25
-    # Tries after the first one when the model's output fails validation.
-    max_retries: int = 2
-    max_tool_calls: int = 6
-    tool_timeout: float = 10.0
-    placeholders: tuple[str, ...] = (
-        "Sorry, I didn't catch that. Could you say it again?",
-        "I'm sorry, could you repeat that, please?",
-        "Sorry, could you say that once more in other words?",
-    )
-    apology: str = "I'm sorry, I'm having a technical problem. Let me put you through to a colleague."
+# The specs are defined in swarm.specs (below the session); most users import them from here with the Registry.
+__all__ = [
+    "Agent",
+    "Registry",
+    "RegistryError",
+    "SessionConfig",
+    "SwarmSpec",
+    "navigate_back_tool",
+    "navigate_tool",
+]
 
 
 @dataclass
@@ -88,11 +64,9 @@ class Registry:
         *,
         metadata: Mapping[str, Any] | None = None,
         config: SessionConfig | None = None,
-        events: list[Any] | None = None,
-    ) -> Any:
+        events: list[Event] | None = None,
+    ) -> Session:
         """A new session for one caller (or one resumed from its stored events)."""
-        from swarm.session import Session
-
         if swarm not in self.swarms:
             raise RegistryError(f"unknown swarm {swarm!r}")
         self.check()

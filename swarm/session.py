@@ -26,8 +26,8 @@ from swarm.events import (
 from swarm.history import History
 from swarm.messages import CompletionRequest, Message, ToolCall
 from swarm.providers.base import Completion, Delta, Provider, ProviderError
-from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec
 from swarm.sentences import SentenceSplitter
+from swarm.specs import Agent, Catalog, RegistryError, SessionConfig, SwarmSpec
 from swarm.toolcall_parse import extract_tool_calls
 from swarm.tools import Tool, ToolContext, result_text
 
@@ -44,7 +44,7 @@ class _Outcome:
 class Session:
     def __init__(
         self,
-        registry: Registry,
+        registry: Catalog,
         swarm: SwarmSpec,
         client_id: str,
         metadata: Mapping[str, Any],

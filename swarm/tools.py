@@ -7,12 +7,26 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 
 import jsonschema
 import pydantic
 
-from swarm.messages import ToolSpec
+from swarm.messages import Message, ToolSpec
+
+
+class CallSession(Protocol):
+    """What a tool may read and change of the session it serves (a `swarm.session.Session`)."""
+
+    # Set for the voice layer: a transfer to a person, or a hang-up once the goodbye is spoken.
+    escalation: str | None
+    ending: str | None
+
+    def change_agent(self, name: str) -> None: ...
+
+    def navigate_back(self) -> str: ...
+
+    def get_agent_history(self, agent: str | None = None) -> list[Message]: ...
 
 
 @dataclass
@@ -21,8 +35,8 @@ class ToolContext:
 
     client_id: str
     agent: str
-    # The Session: navigation tools use it to change agent. Typed loosely to keep tools.py free of a cycle.
-    session: Any
+    # The session: navigation tools change its agent, others flag a transfer or a hang-up.
+    session: CallSession
     metadata: Mapping[str, Any] = field(default_factory=dict)
     # Unique per session, unlike client_id which a WebSocket client chooses and may reuse.
     session_id: str = ""

@@ -1,0 +1,64 @@
+"""What a swarm is made of: its agents, its session settings, and the names a session looks up.
+
+Below both the registry (which checks and holds them) and the session (which runs them), so neither imports
+the other's module to know what an agent is.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from swarm.providers.base import Provider
+from swarm.tools import Tool
+
+
+class RegistryError(Exception):
+    """A duplicate or dangling name in the swarm's configuration; raised at start-up, not mid-call."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    prompt: str
+    completion: str
+    tools: tuple[str, ...] = ()
+    # Extra system messages after the prompt (house rules, today's date, the caller's number...).
+    system: tuple[str, ...] = ()
+    # A completion to use when the main one fails (the offline router when the LLM server is down).
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class SwarmSpec:
+    name: str
+    agents: tuple[str, ...]
+    default_agent: str
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    history_size: int = 25
+    # Tries after the first one when the model's output fails validation.
+    max_retries: int = 2
+    max_tool_calls: int = 6
+    tool_timeout: float = 10.0
+    placeholders: tuple[str, ...] = (
+        "Sorry, I didn't catch that. Could you say it again?",
+        "I'm sorry, could you repeat that, please?",
+        "Sorry, could you say that once more in other words?",
+    )
+    apology: str = "I'm sorry, I'm having a technical problem. Let me put you through to a colleague."
+
+
+class Catalog(Protocol):
+    """The registered names a session looks up: a `swarm.registry.Registry`, checked before the session starts."""
+
+    @property
+    def completions(self) -> Mapping[str, Provider]: ...
+
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+
+    @property
+    def agents(self) -> Mapping[str, Agent]: ...
