@@ -1,6 +1,7 @@
 """Configuration: a TOML file, then environment variables on top (what a systemd unit or container sets)."""
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping
@@ -136,12 +137,23 @@ RECORDING_MODES = ("off", "on", "announce")
 
 
 @dataclass(frozen=True)
+class SupervisorConfig:
+    # The supervisor's page (live and past calls) on its own HOST:PORT, apart from /metrics; empty: off.
+    listen: str = ""
+    # Needed unless listen is a loopback address: sent as a bearer token, ?token=, or basic auth's password.
+    token: str = ""  # better set with VOICESWARM_SUPERVISOR_TOKEN than in the file
+    # Mask card numbers, IBANs, phone numbers and e-mail addresses (and the caller's number) on the page.
+    redact: bool = True
+
+
+@dataclass(frozen=True)
 class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     database: str = "var/shop.db"  # a path (SQLite) or a URL: sqlite:///var/shop.db, postgresql://...
     session: SessionConfig = field(default_factory=SessionConfig)
     sip: SipConfig = field(default_factory=SipConfig)
     voice: VoiceConfig = field(default_factory=VoiceConfig)
+    supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,6 +177,7 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "VOICESWARM_SIP_PASSWORD": ("sip", "password", str),
     "VOICESWARM_OPERATOR": ("voice", "operator", str),
     "VOICESWARM_WHISPER_MODEL": ("voice", "whisper_model", str),
+    "VOICESWARM_SUPERVISOR_TOKEN": ("supervisor", "token", str),
 }
 
 
@@ -193,6 +206,7 @@ def _build(data: dict[str, Any]) -> Config:
     shop = _table(data, "shop")
     sip = _section(SipConfig, _table(data, "sip"), "sip")
     voice = _section(VoiceConfig, _table(data, "voice"), "voice")
+    supervisor = _section(SupervisorConfig, _table(data, "supervisor"), "supervisor")
     if set(shop) - {"database"}:
         raise ConfigError(f"unknown keys in [shop]: {', '.join(sorted(set(shop) - {'database'}))}; allowed: database")
     if data:
@@ -200,7 +214,8 @@ def _build(data: dict[str, Any]) -> Config:
     database = shop.get("database", Config.database)
     if not isinstance(database, str):
         raise ConfigError(f"shop.database must be a path or a URL (sqlite:///..., postgresql://...), not {database!r}")
-    return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"), sip, voice)
+    return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"), sip, voice,
+                  supervisor=supervisor)
 
 
 def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -259,6 +274,7 @@ def _validated(config: Config) -> Config:
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
     endpoint_config(config.sip)  # the endpoint's own checks, now rather than after the models have loaded
+    _validate_supervisor(config.supervisor)
     return config
 
 
@@ -271,6 +287,33 @@ def _validate_recording(voice: VoiceConfig) -> None:
         raise ConfigError("voice.recording_dir is empty: name the directory the recordings go to")
     if voice.recording == "announce" and not voice.recording_notice.strip():
         raise ConfigError("voice.recording is \"announce\" but voice.recording_notice is empty: write the sentence to play")
+
+
+MIN_TOKEN_CHARS = 16
+
+
+def _validate_supervisor(supervisor: SupervisorConfig) -> None:
+    """The page shows what callers say: never served without a token beyond this machine."""
+    if not supervisor.listen:
+        return
+    host, _ = _host_port(supervisor.listen, "supervisor.listen")
+    if supervisor.token and len(supervisor.token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"supervisor.token is too short: use at least {MIN_TOKEN_CHARS} characters "
+                          "(python -c 'import secrets; print(secrets.token_urlsafe())')")
+    if not supervisor.token and not is_loopback(host):
+        raise ConfigError(f"supervisor.listen is {supervisor.listen!r}, not a loopback address: set supervisor.token "
+                          "(or VOICESWARM_SUPERVISOR_TOKEN), or listen on 127.0.0.1")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach HOST (a name other than localhost may resolve anywhere)."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig:

@@ -268,8 +268,29 @@ class Conversation:
                 self._press(self._keypad, key)
             elif key == "0":
                 log.info("event=dtmf_operator call=%s", self.call.call_id)
-                self.session.escalation = "the caller pressed 0"
-                self._start_turn(self._handover())
+                self.hand_to_person("the caller pressed 0")
+
+    def hand_to_person(self, reason: str) -> bool:
+        """Transfer the caller to the operator now (keypad 0, the supervisor's button); False when the call is
+        already ending. A reason with "pressed" in it has the handover phrase said first."""
+        if self._closing:
+            return False
+        self.session.escalation = reason
+        self._start_turn(self._handover())
+        return True
+
+    @property
+    def state(self) -> str:
+        """What the call is doing now, as the supervisor's page shows it."""
+        if self._closing:
+            return "handing over" if self.session.escalation else "ending"
+        if self._keypad is not None:
+            return "keypad"
+        if self._playback.talking:
+            return "agent speaking"
+        if self._hearing or (self._turn is not None and not self._turn.done()):
+            return "thinking"
+        return "listening"
 
     def _press(self, keypad: Keypad, key: str) -> None:
         if not keypad.digits and self._playback.talking:

@@ -185,6 +185,28 @@ class CallRecords:
             "SELECT * FROM calls WHERE caller_key = ? ORDER BY started_at DESC LIMIT ?", (key, limit)))
         return [_record(row) for row in rows]
 
+    def search(self, number: str = "", since: float | None = None, until: float | None = None,
+               disposition: str = "", limit: int = 50) -> list[CallRecord]:
+        """Calls newest first: by the caller's number (any spelling, or only its last digits), started in
+        [since, until), with a disposition. Raises ValueError for an unknown disposition."""
+        if disposition and disposition not in DISPOSITIONS:
+            raise ValueError(f"disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
+        where: list[str] = []
+        params: list[object] = []
+        key = phone_key(number)
+        if key:
+            where.append("caller_key LIKE ?")  # digits only: no LIKE wildcard comes from the number
+            params.append(f"%{key}")
+        for clause, value in (("started_at >= ?", since), ("started_at < ?", until), ("disposition = ?", disposition or None)):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        params.append(max(1, min(int(limit), 200)))
+        matching = f"WHERE {' AND '.join(where)}" if where else ""
+        self.flush()
+        rows = self._db.read(lambda conn: conn.all(f"SELECT * FROM calls {matching} ORDER BY started_at DESC LIMIT ?", params))
+        return [_record(row) for row in rows]
+
     def session_events(self, call_id: str) -> list[Event]:
         """What happened in the call's session, in order: enough to replay it."""
         self.flush()

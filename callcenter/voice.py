@@ -14,6 +14,7 @@ from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
 from callcenter.metrics import VoiceMetrics
 from callcenter.records import CallRecord, CallRecords
+from callcenter.supervisor.live import LiveCalls
 from speech.endpointer import Endpointer
 from speech.synthesizer import Synthesizer, SynthesizerConfig
 from speech.transcriber import Transcriber
@@ -99,6 +100,7 @@ class VoiceService:
             reprompts_before_hangup=voice.reprompts_before_hangup, max_call_s=voice.max_call_s,
         )
         self.prompt = domain_prompt(app)
+        self.live = LiveCalls()  # what the supervisor's page watches
 
     async def handle_call(self, call: Call) -> None:
         """Serve one answered call to its end; every failure still ends in a record."""
@@ -109,6 +111,7 @@ class VoiceService:
         conversation = Conversation(call, session, endpointer, self.speech.transcriber, self.speech.synthesizer,
                                     self.settings, domain_prompt=self.prompt, on_turn=self._observe)
         self.metrics.active_calls.inc()
+        self.live.add(call, conversation)
         log.info("event=call_answered call=%s caller=%s called=%s", call.call_id, call.caller, call.called)
         disposition = "failed"
         try:
@@ -117,6 +120,7 @@ class VoiceService:
             log.exception("event=call_failed call=%s", call.call_id)
             await call.hangup()
         finally:
+            self.live.end(call.call_id, disposition)
             self.metrics.active_calls.dec()
             self.metrics.calls.labels(disposition).inc()
             record = CallRecord(call.call_id, call.caller, call.called, started, time.time(), disposition,

@@ -114,3 +114,40 @@ async def test_ollama_call_connects_only_to_the_llm_host(tmp_path: Path, provide
     assert len(server.requests) >= 2
     assert seen and set(seen) == {("127.0.0.1", port)}
     assert set(_lookups) <= {"127.0.0.1"}
+
+
+async def test_the_supervisor_page_connects_nowhere(tmp_path: Path) -> None:
+    """Serving the page, its files, past calls, health and the live feed: only its own listener is reached, and
+    the page loads nothing from another host (its files name no URL but SVG's namespace)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from callcenter.config import SupervisorConfig
+    from callcenter.records import CallRecord, CallRecords
+    from callcenter.supervisor import LiveCalls, Sources, supervisor_app
+    from callcenter.supervisor.routes import STATIC
+
+    app = await open_app(Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db")))
+    records = CallRecords(tmp_path / "calls.db")
+    records.save(CallRecord("net-past", CALLER, "shop", 1.0, 61.0, "completed",
+                            transcript=[{"at": 2.0, "who": "caller", "text": "my card is 4111 1111 1111 1111"}]))
+    live = LiveCalls()
+    page = supervisor_app(SupervisorConfig(token="no-network-token-123"), Sources(live, records, app.shop, lambda: {"state": "serving"}))
+    headers = {"Authorization": "Bearer no-network-token-123"}
+    try:
+        async with TestClient(TestServer(page, host="127.0.0.1")) as client:
+            with recording() as seen:
+                for path in ("/", "/static/app.js", "/static/style.css", "/api/calls", "/api/call?id=net-past", "/api/health"):
+                    assert (await client.get(path, headers=headers)).status == 200, path
+                ws = await client.ws_connect("/api/live", headers=headers)
+                assert (await ws.receive_json(timeout=5))["event"] == "snapshot"
+                await ws.close()
+            port = client.port
+    finally:
+        await live.close()
+        records.close()
+        app.close()
+    assert seen and set(seen) == {("127.0.0.1", port)}
+    assert set(_lookups) <= {"127.0.0.1"}
+    for name in ("index.html", "app.js", "style.css"):
+        text = (STATIC / name).read_text().replace('"http://www.w3.org/2000/svg"', "")
+        assert "http://" not in text and "https://" not in text, name

@@ -10,10 +10,11 @@ import socket
 from aiohttp import web
 
 from callcenter.app import open_app
-from callcenter.config import Config, endpoint_config, host_port
+from callcenter.config import Config, SupervisorConfig, endpoint_config, host_port
 from callcenter.metrics import VoiceMetrics
 from callcenter.node import STATES, AdmissionLimits, NodeState
 from callcenter.records import CallRecords
+from callcenter.supervisor import Sources, supervisor_app
 from callcenter.voice import SpeechModels, VoiceService
 from telephony.audiosocket import AudioSocketServer
 from telephony.endpoint import SipEndpoint
@@ -68,6 +69,7 @@ class VoiceServer:
         self.endpoint.admission = self.node.admission
         self.audiosocket = await self._serve_audiosocket(self.config.sip.audiosocket_listen)
         self._web = await self._serve_metrics(voice.metrics_listen)
+        self._supervisor = await self._serve_supervisor(self.config.supervisor)
         return self
 
     async def _serve_audiosocket(self, listen: str) -> AudioSocketServer | None:
@@ -94,6 +96,24 @@ class VoiceServer:
         host, port = host_port(listen)
         await web.TCPSite(runner, host, port).start()
         return runner
+
+    async def _serve_supervisor(self, supervisor: SupervisorConfig) -> web.AppRunner | None:
+        """The supervisor's page on a listener of its own: it may face the supervisors' network behind its token
+        while /metrics and /health stay open to Prometheus and the load balancer on theirs."""
+        if not supervisor.listen:
+            return None
+        sources = Sources(self.service.live, self.records, self.app.shop,
+                          lambda: {"node": self.records.node, **self.node.health()}, masked=supervisor.redact)
+        runner = web.AppRunner(supervisor_app(supervisor, sources), access_log=None)
+        await runner.setup()
+        host, port = host_port(supervisor.listen)
+        await web.TCPSite(runner, host.strip("[]"), port).start()
+        log.info("event=supervisor_listening address=%s auth=%s", runner.addresses[0][:2], "token" if supervisor.token else "none")
+        return runner
+
+    @property
+    def supervisor_address(self) -> tuple[str, int] | None:
+        return self._supervisor.addresses[0][:2] if self._supervisor is not None else None
 
     async def _metrics_page(self, _: web.Request) -> web.Response:
         state = self.node.state
@@ -123,6 +143,8 @@ class VoiceServer:
             await self.endpoint.stop(deadline)
         if self._web is not None:
             await self._web.cleanup()
+        if self._supervisor is not None:
+            await self._supervisor.cleanup()
         await asyncio.to_thread(self.records.close)  # writes what is queued: not on the event loop
         self.app.close()
         if self._speech is None:

@@ -235,6 +235,13 @@ class Shop:
 
         return self._db.write(take_back)
 
+    def find_return(self, return_number: str) -> Return | None:
+        def find(conn: Connection) -> Return | None:
+            row = conn.one("SELECT id FROM returns WHERE return_number = ?", (return_number,))
+            return _load_return(conn, row["id"]) if row else None
+
+        return self._db.read(find)
+
 
 # --- helpers (all run inside one read or write transaction) ---------------------------
 

@@ -1,0 +1,96 @@
+"""What the supervisor's page is shown of a call: masked by default, as JSON-ready dicts."""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from callcenter.records import CallRecord
+from callcenter.redact import redact
+from callcenter.shop import Shop
+from callcenter.store.domain import Order, Return
+from swarm.events import Event, ToolCalled, UserText
+
+# Keys whose values are names and identifiers, never what a caller said: shown as they are.
+PLAIN_KEYS = frozenset({"event", "kind", "who", "via", "state", "agent", "agents", "name", "disposition", "end_reason",
+                        "node", "call_id", "sku", "status", "order_number", "return_number"})
+CALLER_KEYS = frozenset({"caller", "called"})
+SHOWN_DIGITS = 4
+
+
+def masked_number(number: str) -> str:
+    """A phone number with only its last digits shown ("•••0321"); names such as "anonymous" stay."""
+    digits = re.sub(r"\D", "", number)
+    if not digits:
+        return number
+    shown = digits[-SHOWN_DIGITS:] if len(digits) > SHOWN_DIGITS + 2 else ""
+    return "•" * 3 + shown
+
+
+def shown(value: Any, *, masked: bool, key: str = "") -> Any:
+    """The value with everything a caller may have said redacted (when masked), however deep."""
+    if not masked or key in PLAIN_KEYS:
+        return value
+    if key in CALLER_KEYS and isinstance(value, str):
+        return masked_number(value)
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: shown(v, masked=masked, key=k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown(v, masked=masked) for v in value]
+    return value
+
+
+def summary(record: CallRecord) -> dict[str, Any]:
+    return {"call_id": record.call_id, "caller": record.caller, "called": record.called, "started_at": record.started_at,
+            "ended_at": record.ended_at, "disposition": record.disposition, "agents": record.agents,
+            "turns": len(record.turns), "orders": record.orders, "returns": record.returns}
+
+
+def past_call(record: CallRecord, events: list[Event], shop: Shop) -> dict[str, Any]:
+    """A finished call: its transcript with the tool calls in place, the shop rows it made, its latencies."""
+    details = asdict(record)
+    details.pop("events")
+    recording = details.pop("recording")
+    return {**summary(record), **{k: v for k, v in details.items() if k.startswith("recording_")},
+            "end_reason": record.end_reason, "node": record.node, "items": interleaved(record.transcript, events),
+            "turns": record.turns, "recording": bool(recording) and Path(recording).is_file(),
+            "order_rows": [order_row(o) for n in record.orders for o in shop.find_orders(order_number=n, limit=1)],
+            "return_rows": [return_row(r) for n in record.returns if (r := shop.find_return(n)) is not None]}
+
+
+def interleaved(transcript: list[dict[str, Any]], events: list[Event]) -> list[dict[str, Any]]:
+    """Transcript lines and tool calls in one list: each tool call after the caller's line that led to it.
+
+    The record keeps no time for a tool call; the session's events say how many caller turns came before it."""
+    tools: dict[int, list[dict[str, Any]]] = {}
+    user_turns = 0
+    for event in events:
+        if isinstance(event, UserText):
+            user_turns += 1
+        elif isinstance(event, ToolCalled):
+            tools.setdefault(user_turns, []).append({"kind": "tool", "agent": event.agent, "name": event.name,
+                                                     "arguments": event.arguments, "result": event.result})
+    items: list[dict[str, Any]] = list(tools.pop(0, []))
+    caller_lines = 0
+    for line in transcript:
+        items.append({"kind": "line", **line})
+        if line.get("who") == "caller":
+            caller_lines += 1
+            items += tools.pop(caller_lines, [])
+    return items + [tool for turn in sorted(tools) for tool in tools[turn]]
+
+
+def order_row(order: Order) -> dict[str, Any]:
+    return {"order_number": order.order_number, "status": order.status, "created_at": order.created_at.isoformat(),
+            "total_cents": order.total_cents,
+            "lines": [{"sku": line.sku, "name": line.name, "quantity": line.quantity} for line in order.lines]}
+
+
+def return_row(row: Return) -> dict[str, Any]:
+    return {"return_number": row.return_number, "order_number": row.order_number, "sku": row.sku,
+            "name": row.product_name, "quantity": row.quantity, "reason": row.reason,
+            "created_at": row.created_at.isoformat(), "refund_cents": row.refund_cents}
+

@@ -1,0 +1,181 @@
+"""The supervisor's page in a real browser (headless Chromium driven by selenium) while a real SIP caller (the
+built-in TestCaller, Piper audio over RTP) talks to a real VoiceServer (Whisper tiny.en, the offline router):
+the call appears, its transcript shows both sides and the tool calls, the page's "End call" button ends it with
+a BYE, and it moves to past calls. A transcript full of HTML stays text.
+
+Selenium blocks: every browser step runs in a thread, so the event loop keeps serving the call meanwhile.
+With VOICESWARM_SCREENSHOTS=docs the README's screenshots are written there.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from callcenter.caller import TestCaller
+from callcenter.commands.serve import VoiceServer
+from callcenter.config import (
+    Config,
+    LLMConfig,
+    SipConfig,
+    SupervisorConfig,
+    VoiceConfig,
+)
+from callcenter.records import CallRecord
+from callcenter.voice import SpeechModels
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+pytestmark = [pytest.mark.timeout(150),
+              pytest.mark.skipif(not Path(CHROMEDRIVER).exists(), reason="needs Debian's chromium and chromium-driver")]
+
+TOKEN = "browser-test-token-0123456789"
+CALLER = "+442079460321"
+HOSTILE = ['<script>window.pwned = "script"</script>', '<img src=x onerror="window.pwned = \'img\'">']
+# Chromium's own calls home (updates, sync, metrics) are off: the page is all it talks to.
+CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-default-apps", "--disable-extensions", "--metrics-recording-only", "--window-size=1280,1000")
+
+
+@pytest.fixture(scope="module")
+def speech() -> Iterator[SpeechModels]:
+    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
+    yield models
+    models.close()
+
+
+@pytest.fixture
+async def server(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[VoiceServer]:
+    config = Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db"),
+                    sip=SipConfig(listen="127.0.0.1:0"),
+                    voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"), metrics_listen="",
+                                      shutdown_deadline_s=2.0),
+                    supervisor=SupervisorConfig(listen="127.0.0.1:0", token=TOKEN))
+    async with VoiceServer(config, speech=speech) as started:
+        yield started
+
+
+class Browser:
+    """A headless Chromium; each step in a thread of its own, waits bounded."""
+
+    def __init__(self) -> None:
+        options = webdriver.ChromeOptions()
+        for flag in CHROMIUM_FLAGS:
+            options.add_argument(flag)
+        # The Debian driver, named: selenium would otherwise look for (and try to download) one of its own.
+        self.driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+
+    async def run(self, step: Callable[[Any], Any]) -> Any:
+        return await asyncio.to_thread(step, self.driver)
+
+    async def until(self, condition: Callable[[Any], Any], what: str, timeout_s: float = 30.0) -> Any:
+        def wait(driver: Any) -> Any:
+            return WebDriverWait(driver, timeout_s, poll_frequency=0.2).until(condition, f"{what}: not within {timeout_s} s")
+
+        return await self.run(wait)
+
+    async def texts(self, css: str) -> list[str]:
+        return await self.run(lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, css)])
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    opened = await asyncio.to_thread(Browser)
+    try:
+        yield opened
+    finally:
+        await asyncio.to_thread(opened.driver.quit)
+
+
+def shot_dir(tmp_path: Path) -> Path:
+    return Path(os.environ.get("VOICESWARM_SCREENSHOTS") or tmp_path)
+
+
+def live_lines(driver: Any, who: str) -> list[str]:
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, f"#live .call .transcript li.{who} .text")]
+
+
+async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, speech, browser, tmp_path) -> None:
+    host, port = server.supervisor_address
+    page = f"http://{host}:{port}"
+    await browser.run(lambda d: d.get(f"{page}/?token={TOKEN}"))
+    assert await browser.run(lambda d: d.current_url) == f"{page}/"  # the token left the address bar
+    await browser.until(lambda d: d.find_element(By.ID, "feed").text == "live", "the live feed")
+    assert "serving" in await browser.texts("#health .chip")
+
+    caller = TestCaller(speech, caller_id=CALLER, transcribe=False)
+    caller.prepare("I'd like to buy a new phone charger.")
+    sip_host, sip_port = server.address
+    async with caller.connected(f"sip:shop@{sip_host}:{sip_port}"):
+        card = await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .call"), "the call on the page")
+        assert card[0].find_element(By.CSS_SELECTOR, ".caller-id").text == "•••0321"
+        await browser.until(lambda d: any("How can I help" in t for t in live_lines(d, "agent")), "the greeting")
+        await caller.agent_turn()
+        await caller.say("I'd like to buy a new phone charger.")
+        await browser.until(lambda d: any("charger" in t.lower() for t in live_lines(d, "caller")), "the caller's words")
+        await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .transcript li.tool"), "a tool call")
+        await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .chart rect.bar"), "the turn's latency")
+        await browser.until(lambda d: d.find_element(By.CSS_SELECTOR, "#live .agent").text == "sales", "the sales agent")
+        await caller.agent_turn()
+        await phone_screenshot(browser, shot_dir(tmp_path) / "supervisor-phone.png")
+        await browser.run(lambda d: d.find_element(By.CSS_SELECTOR, "#live .call button.hang-up").click())
+        assert await caller.hung_up(15.0), "the page's End call did not end the call"
+    assert caller.exchange.end_reason == "remote_hangup"  # our BYE
+    await browser.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#live .call"), "the call gone from live calls")
+    record = server.records.recent(1)[0]
+    row = await browser.until(lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, "#past li")
+                                         if r.get_attribute("data-call-id") == record.call_id], "the call in past calls")
+    await browser.run(lambda _: row[0].click())
+    await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li.tool"), "the call's detail")
+    assert await browser.texts("#detail .no-recording") == ["No recording."]
+    assert len(await browser.texts("#detail .chart rect.bar")) >= 2
+    said = " ".join(await browser.texts("#detail .transcript li.caller .text")).lower()
+    assert "charger" in said
+    await browser.run(lambda d: d.execute_script("window.scrollTo(0, 0)") or d.save_screenshot(str(shot_dir(tmp_path) / "supervisor.png")))
+
+
+async def phone_screenshot(browser: Browser, path: Path) -> None:
+    def shoot(driver: Any) -> None:
+        driver.set_window_size(400, 860)
+        try:
+            driver.save_screenshot(str(path))
+        finally:
+            driver.set_window_size(1280, 1000)
+
+    await browser.run(shoot)
+
+
+async def test_html_in_a_transcript_stays_text(server, browser) -> None:
+    started = time.time() - 120
+    record = CallRecord("hostile-1", CALLER, "shop", started, started + 60, "completed", agents=["triage"],
+                        transcript=[{"at": started + i, "who": who, "text": text}
+                                    for i, (who, text) in enumerate(zip(("caller", "agent"), HOSTILE))],
+                        tool_calls=[], turns=[{"stt_s": 0.3, "llm_s": 0.4, "tts_s": 0.2, "voice_to_voice_s": 0.9}])
+    server.records.save(record)
+    host, port = server.supervisor_address
+    await browser.run(lambda d: d.get(f"http://{host}:{port}/?token={TOKEN}"))
+    row = await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#past li"), "the call in past calls")
+    await browser.run(lambda _: row[0].click())
+    await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li"), "the transcript")
+    assert await browser.texts("#detail .transcript li .text") == HOSTILE
+    assert await browser.run(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail img, #detail script")) == []
+    assert await browser.run(lambda d: d.execute_script("return window.pwned === undefined"))
+    # And none could have run anyway: the page allows no inline script (an injected one is refused, and logged).
+    try:
+        await browser.run(lambda d: d.execute_script(
+            "const s = document.createElement('script'); s.textContent = 'window.inline = 1'; document.body.append(s);"))
+    except WebDriverException:
+        pass
+    assert await browser.run(lambda d: d.execute_script("return window.inline === undefined"))
