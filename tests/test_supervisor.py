@@ -54,7 +54,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("listen", ["0.0.0.0:9461", "[::]:9461", "192.168.1.20:9461", "supervisor.example.com:9461"])
 def test_no_open_page_beyond_loopback(tmp_path: Path, listen: str) -> None:
-    with pytest.raises(ConfigError, match="supervisor.token"):
+    with pytest.raises(ConfigError, match=r"supervisor\.token"):
         load_config(write(tmp_path, f'[supervisor]\nlisten = "{listen}"\n'), {})
     config = load_config(write(tmp_path, f'[supervisor]\nlisten = "{listen}"\n'), {"VOICESWARM_SUPERVISOR_TOKEN": TOKEN})
     assert config.supervisor.token == TOKEN
@@ -67,9 +67,9 @@ def test_loopback_page_may_go_without_a_token(tmp_path: Path, listen: str) -> No
 
 def test_page_is_off_by_default_and_a_short_token_is_refused(tmp_path: Path) -> None:
     assert Config().supervisor.listen == ""
-    with pytest.raises(ConfigError, match="supervisor.token is too short"):
+    with pytest.raises(ConfigError, match=r"supervisor\.token is too short"):
         load_config(write(tmp_path, '[supervisor]\nlisten = "0.0.0.0:9461"\ntoken = "1234"\n'), {})
-    with pytest.raises(ConfigError, match="supervisor.listen"):
+    with pytest.raises(ConfigError, match=r"supervisor\.listen"):
         load_config(write(tmp_path, '[supervisor]\nlisten = "9461"\n'), {})
 
 

@@ -77,7 +77,7 @@ function latencyChart(turns) {
     : parts.reduce((sum, key) => sum + (t[key] || 0), 0));
   const top = Math.max(1, Math.ceil(Math.max(...turns.map(total))));
   const width = 320, height = 140, left = 28, bottom = 18, plot = height - bottom - 6;
-  const step = (width - left) / turns.length;
+  const step = Math.min(48, (width - left) / turns.length); // one turn is a bar, not a wall
   const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img" });
   const title = svg("title");
   title.textContent = "Voice-to-voice latency per turn";
@@ -178,7 +178,10 @@ function onEvent(event) {
     for (const call of event.calls) addLive(call);
     return;
   }
-  if (event.event === "call") return addLive(event.call);
+  if (event.event === "call") {
+    health();
+    return addLive(event.call);
+  }
   const entry = live.get(event.call_id);
   if (!entry) return;
   switch (event.event) {
@@ -203,6 +206,7 @@ function onEvent(event) {
     case "ended":
       removeLive(event.call_id);
       search(); // the call is a past call now
+      health();
       break;
   }
 }
@@ -275,7 +279,8 @@ function callDetail(call) {
   head.append(el("span", "caller-id", call.caller), el("span", "disposition " + call.disposition, call.disposition),
     el("span", "chip", when(call.started_at)), el("span", "chip", clock(call.started_at, call.ended_at)),
     el("span", "chip", call.end_reason || ""), el("span", "chip", call.agents.join(" → ")));
-  const nodes = [head, el("h3", "", "Recording")];
+  const length = typeof call.recording_seconds === "number" ? " (" + clock(0, call.recording_seconds) + ")" : "";
+  const nodes = [head, el("h3", "", "Recording" + length)];
   if (call.recording) {
     const audio = el("audio");
     audio.controls = true;
