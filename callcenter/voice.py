@@ -5,7 +5,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from callcenter.app import App
 from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
 from callcenter.metrics import VoiceMetrics
+from callcenter.recording import OFF, CallRecorder, RecordingOutcome, Recordings
 from callcenter.records import CallRecord, CallRecords
 from callcenter.supervisor.live import LiveCalls
 from speech.endpointer import Endpointer
@@ -92,13 +93,17 @@ def domain_prompt(app: App) -> str:
 
 
 class VoiceService:
-    def __init__(self, app: App, speech: SpeechModels, records: CallRecords, metrics: VoiceMetrics) -> None:
+    def __init__(self, app: App, speech: SpeechModels, records: CallRecords, metrics: VoiceMetrics,
+                 recordings: Recordings | None = None) -> None:
         self.app, self.speech, self.records, self.metrics = app, speech, records, metrics
+        self.recordings = recordings  # None: recording is off
         voice = app.config.voice
         self.settings = VoiceSettings(
             greeting=voice.greeting, operator=voice.operator or None, reprompt_after_s=voice.reprompt_after_s,
             reprompts_before_hangup=voice.reprompts_before_hangup, max_call_s=voice.max_call_s,
         )
+        # "announce": the notice comes first, on calls whose recording has started.
+        self.announcing = replace(self.settings, greeting=f"{voice.recording_notice} {voice.greeting}")
         self.prompt = domain_prompt(app)
         self.live = LiveCalls()  # what the supervisor's page watches
 
@@ -108,8 +113,11 @@ class VoiceService:
         session = self.app.session(call.call_id, call.caller)
         voice = self.app.config.voice
         endpointer = endpointer_for(self.speech, voice, call.call_id)
+        recorder = await self._record(call, started)
+        announce = recorder is not None and recorder.recording and self.recordings is not None and self.recordings.announce
         conversation = Conversation(call, session, endpointer, self.speech.transcriber, self.speech.synthesizer,
-                                    self.settings, domain_prompt=self.prompt, on_turn=self._observe)
+                                    self.announcing if announce else self.settings, domain_prompt=self.prompt,
+                                    on_turn=self._observe)
         self.metrics.active_calls.inc()
         self.live.add(call, conversation)
         log.info("event=call_answered call=%s caller=%s called=%s", call.call_id, call.caller, call.called)
@@ -123,12 +131,29 @@ class VoiceService:
             self.live.end(call.call_id, disposition)
             self.metrics.active_calls.dec()
             self.metrics.calls.labels(disposition).inc()
+            call.tap = None
             record = CallRecord(call.call_id, call.caller, call.called, started, time.time(), disposition,
                                 answered_at=started, end_reason=call.end_reason, transcript=conversation.transcript.lines,
                                 turns=[t.breakdown() for t in conversation.transcript.turns])
             record.add_session_events(session.swarm.default_agent, session.events)
-            self.records.save(record)
+            if recorder is None:
+                self._save(record, OFF)
+            else:  # saved by the recordings' writer thread once the file is closed: nothing here to await
+                recorder.finish(lambda outcome: self._save(record, outcome))
             log.info("event=call_ended call=%s disposition=%s reason=%s", call.call_id, disposition, call.end_reason)
+
+    def _save(self, record: CallRecord, recording: RecordingOutcome) -> None:
+        record.recording, record.recording_seconds, record.recording_error = recording.path, recording.seconds, recording.error
+        self.records.save(record)
+
+    async def _record(self, call: Call, started: float) -> CallRecorder | None:
+        """The call's recorder, tapping its media once its file is open; None when recording is off."""
+        if self.recordings is None:
+            return None
+        recorder = await self.recordings.start(call.call_id, started)
+        if recorder.recording:
+            call.tap = recorder
+        return recorder
 
     async def warm_up(self) -> None:
         """Render the fixed phrases into the synthesizer's cache and run Whisper once, so the first caller
@@ -136,7 +161,8 @@ class VoiceService:
         started = time.monotonic()
         settings = self.settings
         audio = []
-        for text in (settings.greeting, settings.repeat, settings.reprompt, settings.handover):
+        greetings = (settings.greeting, self.announcing.greeting) if self.recordings and self.recordings.announce else (settings.greeting,)
+        for text in (*greetings, settings.repeat, settings.reprompt, settings.handover):
             audio += [chunk async for chunk in self.speech.synthesizer.synthesize_stream(text, "warm-up")]
         await self.speech.transcriber.transcribe(np.concatenate(audio[:2]), prompt=self.prompt, call_id="warm-up")
         log.info("event=speech_warmed seconds=%.2f", time.monotonic() - started)

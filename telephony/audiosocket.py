@@ -49,7 +49,7 @@ from telephony.audiosocket_wire import (
     MessageReader,
     encode,
 )
-from telephony.call import FRAME_SAMPLES, EndReason
+from telephony.call import FRAME_SAMPLES, EndReason, MediaTap
 from telephony.queues import DropOldestQueue
 from telephony.sip.limits import LogLimiter
 
@@ -97,6 +97,7 @@ class AudioSocketCall:
         self.peer = peer  # host:port of the Asterisk side
         self.frames_received = 0  # 20 ms frames delivered to audio_in
         self.frames_sent = 0
+        self.tap: MediaTap | None = None  # sees each slot's audio out and each frame in (a call recorder)
         self._transport = transport
         self._metrics = metrics
         self._loop = asyncio.get_running_loop()
@@ -206,6 +207,8 @@ class AudioSocketCall:
         del pending[:whole]
         for frame in frames:
             self._audio_in.put(frame)
+            if self.tap is not None:
+                self._tap("received", frame)
         self.frames_received += len(frames)
 
     def _receive_dtmf(self, payload: bytes) -> None:
@@ -231,21 +234,25 @@ class AudioSocketCall:
         next_slot = self._loop.time()
         while not self.closed.is_set():
             behind = int((self._loop.time() - next_slot) / PTIME)
-            if behind > MAX_CATCH_UP:  # keep the clock rather than flood Asterisk, which plays what it gets
-                next_slot += (behind - MAX_CATCH_UP) * PTIME
-                self._metrics.send_skipped += behind - MAX_CATCH_UP
-            self._tick()
+            skipped = max(0, behind - MAX_CATCH_UP)
+            if skipped:  # keep the clock rather than flood Asterisk, which plays what it gets
+                next_slot += skipped * PTIME
+                self._metrics.send_skipped += skipped
+            self._tick(skipped)
             next_slot += PTIME
             await asyncio.sleep(max(0.0, next_slot - self._loop.time()))
 
-    def _tick(self) -> None:
+    def _tick(self, skipped: int = 0) -> None:
         if self._no_media_timeout and self._loop.time() - self._last_rx > self._no_media_timeout:
             log.warning("event=audiosocket_media_timeout call=%s seconds=%.1f", self.call_id, self._no_media_timeout)
             self.end("media_timeout", notify_peer=True)
             return
         if self._transport.get_write_buffer_size() > MAX_WRITE_BACKLOG:
             self._metrics.send_skipped += 1
+            if self.tap is not None:
+                self._tap("slot", None, skipped)
             return
+        chunk: bytes | None = None
         if self._out:
             chunk = bytes(self._out[:FRAME_BYTES])
             del self._out[:FRAME_BYTES]
@@ -257,6 +264,16 @@ class AudioSocketCall:
             message = SILENCE_MESSAGE
         self._transport.write(message)
         self.frames_sent += 1
+        if self.tap is not None:
+            self._tap("slot", chunk, skipped)
+
+    def _tap(self, method: str, *args: object) -> None:
+        """A failing tap is dropped (one log line), never the call's media."""
+        try:
+            getattr(self.tap, method)(*args)
+        except Exception:
+            log.exception("event=audiosocket_tap_failed call=%s detail=the tap is dropped, the call goes on", self.call_id)
+            self.tap = None
 
 
 class _Connection(asyncio.Protocol):

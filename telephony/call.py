@@ -21,6 +21,18 @@ EndReason = Literal[
 ]
 
 
+class MediaTap(Protocol):
+    """Sees a call's audio on its media clock (a recorder). Called on the event loop that paces every call's
+    media: it must only copy what it is given, never wait."""
+
+    def slot(self, sent: bytes | None, skipped: int) -> None:
+        """One 20 ms slot has gone out: `sent` is the queued audio it carried (PCM16, up to one frame), None when
+        it carried none (silence, DTMF, hold); `skipped` slots before it went unsent because the loop was late."""
+
+    def received(self, frame: np.ndarray) -> None:
+        """A frame of the caller's audio, as it is put into audio_in (lost packets concealed, in order)."""
+
+
 class Call(Protocol):
     call_id: str
     caller: str  # the caller's number or user part, as the PBX sent it
@@ -29,6 +41,7 @@ class Call(Protocol):
     headers: Mapping[str, str]  # the initial request's headers (first value of each), for PBX-specific data
     closed: asyncio.Event  # set once the call is over, for whatever reason
     end_reason: EndReason | None
+    tap: MediaTap | None  # set it to see the audio both ways as it is sent and received; None: nobody
 
     @property
     def audio_in(self) -> AsyncIterator[np.ndarray]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from telephony.call import MediaTap
 from telephony.codec import Codec
 from telephony.dtmf import VOLUME, DtmfDetector, TelephoneEvent, event_code
 from telephony.jitter import JitterBuffer
@@ -156,6 +157,7 @@ class RtpSession:
         self.media_timeout = asyncio.Event()
         self.on_media_timeout: Callable[[], None] | None = None
         self.on_played: Callable[[], None] | None = None
+        self.tap: MediaTap | None = None  # sees each slot's audio out and each frame in (a call recorder)
         self.audio_in: DropOldestQueue[np.ndarray] = DropOldestQueue(audio_queue)
         self.dtmf_in: DropOldestQueue[str] = DropOldestQueue(32)
         self.codec: Codec | None = None
@@ -186,6 +188,7 @@ class RtpSession:
         self._seq = random.getrandbits(16)
         self._ts = random.getrandbits(32)
         self._out = bytearray()
+        self._slot_audio: bytes | None = None  # the queued audio sent in this slot, for the tap
         self.played_samples = 0  # of queued audio actually sent (flushed audio not counted)
         self._silent = True
         self._played = asyncio.Event()
@@ -374,7 +377,10 @@ class RtpSession:
         if skipped:
             self._ts = (self._ts + skipped * FRAME_SAMPLES) & 0xFFFFFFFF
             self._stats.send_skipped += skipped
+        self._slot_audio = None
         self._tick()
+        if self.tap is not None:
+            self._tap("slot", self._slot_audio, skipped)
 
     def _tick(self) -> None:
         now = self._loop.time()
@@ -400,6 +406,7 @@ class RtpSession:
             return
         chunk = bytes(self._out[:FRAME_BYTES])
         del self._out[:FRAME_BYTES]
+        self._slot_audio = chunk
         self.played_samples += len(chunk) // 2
         marker, self._silent = self._silent, False
         self._send(self.codec.payload_type, self._ts, self.codec.encode(chunk.ljust(FRAME_BYTES, b"\0")), marker)
@@ -585,14 +592,19 @@ class RtpSession:
     def _frame(self, pcm: np.ndarray) -> None:
         """Cut the stream into 20 ms frames whatever the sender's packet size (sipp's pcap sends 30 ms)."""
         if not self._pending.size and len(pcm) == FRAME_SAMPLES:  # 20 ms packets: the usual case
-            self.audio_in.put(pcm)
+            self._put_frame(pcm)
             return
         if self._pending.size:
             pcm = np.concatenate((self._pending, pcm))
         whole = len(pcm) - len(pcm) % FRAME_SAMPLES
         for start in range(0, whole, FRAME_SAMPLES):
-            self.audio_in.put(pcm[start:start + FRAME_SAMPLES])
+            self._put_frame(pcm[start:start + FRAME_SAMPLES])
         self._pending = pcm[whole:]
+
+    def _put_frame(self, frame: np.ndarray) -> None:
+        self.audio_in.put(frame)
+        if self.tap is not None:
+            self._tap("received", frame)
 
     def _deliver_dtmf(self, packet: RtpPacket, addr: tuple) -> None:
         try:
@@ -638,6 +650,14 @@ class RtpSession:
             self._warned[kind] = now
             log.warning("event=rtp_%s call=%s source=%s:%d detail=%s (logged once a minute)", kind, self.call_id,
                         addr[0], addr[1], detail)
+
+    def _tap(self, method: str, *args: object) -> None:
+        """A failing tap is dropped (one log line), never the call's media."""
+        try:
+            getattr(self.tap, method)(*args)
+        except Exception:
+            log.exception("event=rtp_tap_failed call=%s detail=the tap is dropped, the call goes on", self.call_id)
+            self.tap = None
 
     def _call(self, callback: Callable[[], None] | None, name: str) -> None:
         if callback is None:

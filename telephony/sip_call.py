@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from telephony import sdp
-from telephony.call import EndReason
+from telephony.call import EndReason, MediaTap
 from telephony.rtp import RtpError, RtpSession
 from telephony.sip.dialog import Dialog, DialogError
 from telephony.sip.message import Request, SipParseError, SipUri
@@ -71,6 +71,14 @@ class SipCall:
         rtp.on_media_timeout = self._on_media_timeout
 
     # ---- the Call protocol ----------------------------------------------------------------------------
+
+    @property
+    def tap(self) -> MediaTap | None:
+        return self._rtp.tap
+
+    @tap.setter
+    def tap(self, tap: MediaTap | None) -> None:
+        self._rtp.tap = tap
 
     @property
     def audio_in(self) -> AsyncIterator[np.ndarray]:

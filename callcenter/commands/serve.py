@@ -13,6 +13,7 @@ from callcenter.app import open_app
 from callcenter.config import Config, SupervisorConfig, endpoint_config, host_port
 from callcenter.metrics import VoiceMetrics
 from callcenter.node import STATES, AdmissionLimits, NodeState
+from callcenter.recording import RETENTION_EVERY_S, Recordings
 from callcenter.records import CallRecords
 from callcenter.supervisor import Sources, supervisor_app
 from callcenter.voice import SpeechModels, VoiceService
@@ -57,7 +58,9 @@ class VoiceServer:
         # Migrations may wait for a database server: not on the event loop.
         self.records = await asyncio.to_thread(CallRecords, voice.calls_database)
         self.speech = self._speech or await asyncio.to_thread(SpeechModels.load, voice)
-        self.service = VoiceService(self.app, self.speech, self.records, self.metrics)
+        self.recordings = Recordings(voice) if voice.recording != "off" else None
+        self._retention = await self._enforce_retention()
+        self.service = VoiceService(self.app, self.speech, self.records, self.metrics, self.recordings)
         await self.service.warm_up()
         self.endpoint = SipEndpoint(endpoint_config(self.config.sip, self._listen), self.service.handle_call)
         await self.endpoint.start()
@@ -71,6 +74,26 @@ class VoiceServer:
         self._web = await self._serve_metrics(voice.metrics_listen)
         self._supervisor = await self._serve_supervisor(self.config.supervisor)
         return self
+
+    async def _enforce_retention(self) -> asyncio.Task[None] | None:
+        """Recordings past voice.recording_days go now, at start-up, then once a day."""
+        recordings = self.recordings
+        if recordings is None or not recordings.days:
+            return None
+
+        async def sweep() -> None:
+            try:
+                await asyncio.to_thread(recordings.enforce_retention, self.records)
+            except Exception:  # a broken sweep must not stop the node; the next day tries again
+                log.exception("event=recordings_retention_failed dir=%s", recordings.directory)
+
+        async def daily() -> None:
+            while True:
+                await asyncio.sleep(RETENTION_EVERY_S)
+                await sweep()
+
+        await sweep()
+        return asyncio.create_task(daily(), name="recording-retention")
 
     async def _serve_audiosocket(self, listen: str) -> AudioSocketServer | None:
         if not listen:
@@ -145,6 +168,10 @@ class VoiceServer:
             await self._web.cleanup()
         if self._supervisor is not None:
             await self._supervisor.cleanup()
+        if self._retention is not None:
+            self._retention.cancel()
+        if self.recordings is not None:  # first: closing a recording saves its call's record
+            await asyncio.to_thread(self.recordings.close)
         await asyncio.to_thread(self.records.close)  # writes what is queued: not on the event loop
         self.app.close()
         if self._speech is None:

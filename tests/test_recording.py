@@ -1,0 +1,263 @@
+"""Call recordings, fast: the recorder's placement of audio on the media clock (fed slot by slot, and by a real
+RtpSession that loses a packet), a recording process killed mid-call, and directories it cannot write."""
+from __future__ import annotations
+
+import asyncio
+import errno
+import io
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from callcenter.config import VoiceConfig
+from callcenter.recording import FRAME, LAG_SAMPLES, Recordings, WavWriter
+from callcenter.records import CallRecord, CallRecords
+from telephony.codec import PCMU
+from telephony.g711 import ulaw_decode, ulaw_encode
+from telephony.rtp import RtpSession
+from telephony.rtp_packet import RtpPacket
+
+LOCAL = "127.0.0.1"
+
+
+def stereo(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The caller's (left) and the agent's (right) channel of a recording."""
+    with wave.open(str(path), "rb") as reader:
+        assert (reader.getnchannels(), reader.getsampwidth(), reader.getframerate()) == (2, 2, 8000)
+        samples = np.frombuffer(reader.readframes(reader.getnframes()), "<i2").reshape(-1, 2)
+    return samples[:, 0].copy(), samples[:, 1].copy()
+
+
+def frame(value: int) -> np.ndarray:
+    return np.full(FRAME, value, dtype=np.int16)
+
+
+def levels(channel: np.ndarray) -> list[int]:
+    """One value per 20 ms slot: the slot's first sample."""
+    return [int(v) for v in channel[::FRAME]]
+
+
+@pytest.fixture
+def recordings(tmp_path: Path):
+    made: list[Recordings] = []
+
+    def make(directory: Path | None = None, days: int = 90) -> Recordings:
+        made.append(Recordings(VoiceConfig(recording="on", recording_dir=str(directory or tmp_path / "rec"),
+                                           recording_days=days)))
+        return made[-1]
+
+    yield make
+    for item in made:
+        item.close()
+
+
+# ---- placement on the media clock ---------------------------------------------------------------------------
+
+async def test_slots_and_frames_land_where_the_media_clock_had_them(recordings) -> None:
+    recorder = await recordings().start("call-1")
+    assert recorder.recording
+    # slots 0-9: the caller's frame n arrives in slot n; the agent speaks in slots 2-4 and is flushed in slot 5
+    # (half a frame was left in the queue); then nothing reaches us for slots 10-13 (a lost packet the jitter
+    # buffer waits on), and in slot 14 the concealed frame and the four held ones arrive at once.
+    for slot in range(10):
+        sent = frame(1000 + slot).tobytes() if 2 <= slot <= 4 else frame(2000)[:80].tobytes() if slot == 5 else None
+        recorder.slot(sent, 0)
+        recorder.received(frame(slot + 1))
+    for _ in range(4):
+        recorder.slot(None, 0)
+    recorder.slot(None, 0)
+    for n in range(11, 16):
+        recorder.received(frame(n))
+    recorder.slot(None, 2)  # the event loop was late: two slots were never sent
+    recorder.received(frame(16))
+    outcome = await recorder.stop()
+    assert outcome.error is None and outcome.seconds == 18 * FRAME / 8000
+    caller, agent = stereo(Path(outcome.path))
+    assert levels(caller) == list(range(1, 16)) + [16, 0, 0]  # within the lag the caller's stream stays continuous
+    assert levels(agent) == [0, 0, 1002, 1003, 1004, 2000] + [0] * 12
+    assert agent[5 * FRAME + 80:6 * FRAME].max() == 0  # the flushed rest of that slot is silent
+
+
+async def test_a_caller_silent_for_longer_than_the_lag_starts_again_at_now_and_early_frames_are_dropped(recordings) -> None:
+    recorder = await recordings().start("call-2")
+    recorder.slot(None, 0)
+    recorder.received(frame(1))
+    gap = LAG_SAMPLES // FRAME + 5
+    for _ in range(gap):
+        recorder.slot(None, 0)
+    recorder.received(frame(2))  # after a long pause (hold): in the slot it arrived in, not right after 1
+    for n in range(3, 3 + 25):  # a flood far ahead of the clock: the ones beyond the margin are dropped
+        recorder.received(frame(n))
+    outcome = await recorder.stop()
+    caller, _ = stereo(Path(outcome.path))
+    assert levels(caller)[:gap + 1] == [1] + [0] * (gap - 1) + [2]
+    assert recorder.dropped == 25 - LAG_SAMPLES // FRAME
+
+
+async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slots(recordings) -> None:
+    """A peer sends 40 packets paced at 20 ms (packet n holds the sample 100 * n), the 20th lost; the session
+    plays a tone meanwhile and is flushed. The caller's frames sit one per slot, the concealed one in the lost
+    packet's slot; the agent's tone starts and stops in the slots where the session sent and flushed it."""
+    loop = asyncio.get_running_loop()
+    session = await RtpSession.open(LOCAL, (20000, 30000), jitter_depth=3)
+    peer, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol, local_addr=(LOCAL, 0))
+    recorder = await recordings().start("call-3")
+    try:
+        session.tap = recorder
+        session.start(peer.get_extra_info("sockname")[:2], PCMU, None)
+        played_at = flushed_at = 0
+        for n in range(1, 41):
+            if n != 20:
+                peer.sendto(RtpPacket(0, n, n * FRAME, 0x1234, ulaw_encode(frame(100 * n))).to_bytes(), (LOCAL, session.local_port))
+            if n == 10:
+                played_at = recorder.samples
+                session.play(np.full(8000, 3000, dtype=np.int16))
+            if n == 30:
+                session.flush()
+                flushed_at = recorder.samples
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
+    finally:
+        session.tap = None
+        await session.close()
+        peer.close()
+    caller, agent = stereo(Path((await recorder.stop()).path))
+    first = next(i for i in range(0, len(caller), FRAME) if caller[i]) // FRAME
+    heard = levels(caller)[first:first + 40]
+    expected = [int(v) for v in ulaw_decode(ulaw_encode(np.array([100 * n for n in range(1, 41)], np.int16)))]
+    assert heard[:19] == expected[:19] and heard[20:] == expected[20:]
+    assert 0 < heard[19] <= expected[18]  # the lost packet: the one before it, fading, in its own slot
+    assert first <= 3  # the first packet landed within a few slots of the clock's start
+    tone = np.flatnonzero(agent)
+    assert tone[0] == played_at and tone[-1] + 1 == flushed_at, (tone[0], tone[-1], played_at, flushed_at)
+
+
+# ---- a crash, and what cannot be written --------------------------------------------------------------------
+
+CRASHING = """
+import asyncio, os, signal, sys, time
+import numpy as np
+from callcenter.config import VoiceConfig
+from callcenter.recording import Recordings
+
+async def main():
+    recordings = Recordings(VoiceConfig(recording="on", recording_dir=sys.argv[1]))
+    recorder = await recordings.start("crash")
+    for slot in range(150):  # 3 s of slots at real time, then the process dies without closing anything
+        recorder.slot(np.full(160, slot, np.int16).tobytes(), 0)
+        recorder.received(np.full(160, -slot, np.int16))
+        await asyncio.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main())
+"""
+
+
+def test_a_recording_whose_process_was_killed_mid_call_is_readable_up_to_its_last_seconds(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-c", CRASHING, str(tmp_path)], capture_output=True, text=True, timeout=30,
+                         cwd=Path(__file__).parent.parent)
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    [path] = tmp_path.glob("*/*.wav")
+    caller, agent = stereo(path)
+    assert 3.0 - 1.5 <= len(agent) / 8000 <= 3.0, len(agent) / 8000
+    assert levels(agent) == list(range(len(agent) // FRAME))
+    assert levels(caller) == [-n for n in range(len(caller) // FRAME)]
+    if shutil.which("soxi"):  # what an admin would use: sox reads it as it is
+        seconds = float(subprocess.run(["soxi", "-D", str(path)], capture_output=True, text=True, check=True).stdout)
+        assert seconds == pytest.approx(len(agent) / 8000)
+    # Cut in the middle of a write (the header counts more than the file holds): still read, up to the cut.
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(path.read_bytes()[:44 + 4 * 8000 + 1234])
+    with wave.open(str(cut), "rb") as reader:
+        assert len(reader.readframes(reader.getnframes())) // 4 == 8000 + 1234 // 4
+
+
+async def test_a_directory_that_cannot_be_written_leaves_no_recording_one_log_line_and_the_reason(
+        recordings, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a regular file where the recordings' parent directory should be")
+    caplog.set_level(logging.WARNING, "callcenter.recording")
+    recorder = await recordings(blocker / "recordings").start("call-4")
+    assert not recorder.recording
+    for _ in range(200):
+        recorder.slot(frame(1).tobytes(), 0)
+        recorder.received(frame(2))
+    outcome = await recorder.stop()
+    assert outcome.path is None and outcome.seconds is None
+    assert "cannot write" in outcome.error and "Not a directory" in outcome.error, outcome.error
+    logged = [r.getMessage() for r in caplog.records if r.name == "callcenter.recording"]
+    assert len(logged) == 1 and "event=recording_failed call=call-4" in logged[0], logged
+
+
+class FillingFile(io.FileIO):
+    """A file on a disk that fills up after `room` bytes."""
+
+    room = 44 + 4 * 8000 * 2  # the header and two seconds
+
+    def write(self, data) -> int:  # noqa: ANN001
+        if self.tell() + len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(data)
+
+
+async def test_a_disk_that_fills_up_mid_call_keeps_what_was_written_and_says_why(
+        recordings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr("callcenter.recording.open_exclusive", lambda path: (FillingFile(path, "xb"), path))
+    caplog.set_level(logging.WARNING, "callcenter.recording")
+    recorder = await recordings().start("call-5")
+    for _ in range(300):  # 6 s
+        recorder.slot(frame(7).tobytes(), 0)
+        recorder.received(frame(8))
+        await asyncio.sleep(0)
+    outcome = await recorder.stop()
+    assert outcome.seconds == 2.0 and "stopped after 2.0 s" in outcome.error and "No space left" in outcome.error
+    caller, agent = stereo(Path(outcome.path))
+    assert len(agent) == 16000 and set(levels(agent)) == {7} and set(levels(caller)) == {8}
+    assert len([r for r in caplog.records if r.name == "callcenter.recording"]) == 1
+
+
+def test_the_writer_names_files_by_day_and_call_id_and_never_overwrites(tmp_path: Path) -> None:
+    recordings = Recordings(VoiceConfig(recording="on", recording_dir=str(tmp_path)))
+    try:
+        started = time.mktime((2026, 12, 1, 9, 30, 5, 0, 0, -1))
+        path = recordings.path_for("../../etc/passwd@pbx;x", started)
+        assert path == tmp_path / "2026-12-01" / "093005_etc_passwd_pbx_x.wav"
+        first, second = WavWriter(path, "a"), WavWriter(path, "b")
+        first.open(), second.open()
+        assert first.close().path == str(path) and second.close().path == str(path.with_name(path.stem + "-1.wav"))
+    finally:
+        recordings.close()
+
+
+# ---- retention ----------------------------------------------------------------------------------------------
+
+def test_retention_deletes_old_recordings_and_says_so_in_their_records(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    recordings = Recordings(VoiceConfig(recording="on", recording_dir=str(tmp_path / "rec"), recording_days=30))
+    records = CallRecords(tmp_path / "calls.db")
+    try:
+        now = time.time()
+        old, new = recordings.path_for("old", now - 40 * 86400), recordings.path_for("new", now - 86400)
+        for path, age_days in ((old, 40), (new, 1)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"RIFF")
+            os.utime(path, (now - age_days * 86400, now - age_days * 86400))
+            records.save(CallRecord(path.stem, "+1", "shop", now, now + 1, "completed", recording=str(path), recording_seconds=1.0))
+        caplog.set_level(logging.INFO, "callcenter.recording")
+        assert recordings.enforce_retention(records) == 1
+        assert not old.exists() and not old.parent.exists() and new.exists()
+        assert records.get(old.stem).recording_error == "deleted by retention after 30 days"
+        assert records.get(new.stem).recording_error is None
+        assert [r.getMessage() for r in caplog.records if r.name == "callcenter.recording"] == [f"event=recordings_expired deleted=1 days=30 dir={tmp_path / 'rec'}"]
+    finally:
+        records.close()
+        recordings.close()
+
