@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from callcenter.cli import main
 from callcenter.config import VoiceConfig
 from callcenter.recording import FRAME, LAG_SAMPLES, Recordings, WavWriter
 from callcenter.records import CallRecord, CallRecords
@@ -146,6 +147,7 @@ async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slo
 CRASHING = """
 import asyncio, os, signal, sys, time
 import numpy as np
+from callcenter.cli import main
 from callcenter.config import VoiceConfig
 from callcenter.recording import Recordings
 
@@ -163,7 +165,7 @@ asyncio.run(main())
 
 
 def test_a_recording_whose_process_was_killed_mid_call_is_readable_up_to_its_last_seconds(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-c", CRASHING, str(tmp_path)], capture_output=True, text=True, timeout=30,
+    run = subprocess.run([sys.executable, "-c", CRASHING, str(tmp_path)], capture_output=True, text=True, timeout=30, check=False,
                          cwd=Path(__file__).parent.parent)
     assert run.returncode == -signal.SIGKILL, run.stderr
     [path] = tmp_path.glob("*/*.wav")
@@ -203,7 +205,7 @@ class FillingFile(io.FileIO):
 
     room = 44 + 4 * 8000 * 2  # the header and two seconds
 
-    def write(self, data) -> int:  # noqa: ANN001
+    def write(self, data: bytes) -> int:  # type: ignore[override]
         if self.tell() + len(data) > self.room:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return super().write(data)
@@ -261,3 +263,46 @@ def test_retention_deletes_old_recordings_and_says_so_in_their_records(tmp_path:
         records.close()
         recordings.close()
 
+
+
+# ---- voiceswarm calls ID --play / --export ------------------------------------------------------------------
+
+def test_calls_play_and_export_a_recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    recordings = Recordings(VoiceConfig(recording="on", recording_dir=str(tmp_path / "rec")))
+    writer = WavWriter(recordings.path_for("call-6", time.time()), "call-6")
+    writer.open()
+    writer.write(np.arange(8000, dtype="<i2").tobytes(), (-np.arange(8000)).astype("<i2").tobytes())
+    outcome = writer.close()
+    recordings.close()
+    records = CallRecords(tmp_path / "calls.db")
+    now = time.time()
+    records.save(CallRecord("call-6", "+1", "shop", now, now + 1, "completed", recording=outcome.path, recording_seconds=1.0))
+    records.save(CallRecord("call-7", "+1", "shop", now, now + 1, "completed", recording_error="cannot write /x: [Errno 28] No space left on device"))
+    records.close()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VOICESWARM_CALLS_DB", str(tmp_path / "calls.db"))
+    system_path = os.environ["PATH"]
+
+    def calls(*args: str, sox: bool = False) -> tuple[int, str, str]:
+        monkeypatch.setenv("PATH", system_path if sox else str(tmp_path))  # no sox's `play` or `sox` on the PATH
+        status = main(["calls", *args])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    status, out, _ = calls("call-6", "--play")  # no sox: where the file is, and how to listen to it
+    assert status == 0 and outcome.path in out and "caller on the left" in out
+    assert calls("call-6", "--export", "copy.wav")[0] == 0
+    assert (tmp_path / "copy.wav").read_bytes() == Path(outcome.path).read_bytes()
+    status, _, err = calls("call-6", "--export", "copy.wav")
+    assert status == 1 and "exists" in err
+    assert calls("call-6", "--export", "call.mp3")[0] == 1
+    status, _, err = calls("call-6", "--export", "call.flac")
+    assert status == 1 and "needs sox" in err
+    status, _, err = calls("call-7", "--play")
+    assert status == 1 and "No space left on device" in err
+    assert "recording: - " in calls("call-7")[1] and f"recording: {outcome.path} (1.0 s)" in calls("call-6")[1]
+    if shutil.which("sox", path=system_path):
+        assert calls("call-6", "--export", "call.flac", sox=True)[0] == 0
+        raw = subprocess.run(["sox", str(tmp_path / "call.flac"), "-t", "raw", "-e", "signed", "-b", "16", "-"],
+                             capture_output=True, check=True).stdout
+        assert raw == Path(outcome.path).read_bytes()[44:]  # lossless, 16-bit stereo

@@ -1,8 +1,10 @@
-"""`voiceswarm calls [ID]`: recent call records, or one call in full."""
+"""`voiceswarm calls [ID]`: recent call records, or one call in full; `--play` / `--export FILE` its recording."""
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +19,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     calls.add_argument("call_id", nargs="?", help="a call id (or its first characters)")
     calls.add_argument("--limit", type=int, default=20)
     calls.add_argument("--json", action="store_true", help="print JSON")
+    calls.add_argument("--play", action="store_true", help="play the call's recording (with sox's `play`)")
+    calls.add_argument("--export", metavar="FILE", help="write the call's recording to FILE (.wav; .flac with sox)")
     calls.set_defaults(run=run)
 
 
@@ -36,10 +40,53 @@ def run(args: argparse.Namespace, config: Config) -> int:
         if record is None:
             print(f"voiceswarm calls: no call {args.call_id!r}", file=sys.stderr)
             return 1
+        if args.play or args.export:
+            return _recording(record, args.export)
         print(json.dumps(record.__dict__, indent=2, ensure_ascii=False) if args.json else _full(record))
         return 0
     finally:
         records.close()
+
+
+def _recording(record: CallRecord, export: str | None) -> int:
+    path = Path(record.recording) if record.recording else None
+    if path is None or not path.is_file():
+        why = record.recording_error or (f"{path} is not on this machine" if path else "none was made")
+        print(f"voiceswarm calls: call {record.call_id} has no recording here: {why}", file=sys.stderr)
+        return 1
+    if export:
+        return _export(path, Path(export))
+    play = shutil.which("play")
+    if play is not None and subprocess.run([play, "-q", str(path)], check=False).returncode == 0:
+        return 0
+    print(f"{path}\n(a stereo WAV, 8 kHz: the caller on the left, the agent on the right; "
+          f"{'sox could not play it here' if play else 'no sox here (apt-get install sox)'}: "
+          "open it in any audio player or a browser, or copy it with --export FILE)")
+    return 0 if play is None else 1
+
+
+def _export(source: Path, target: Path) -> int:
+    """A copy of the WAV, or a FLAC of it (half the size) made by sox; never over an existing file."""
+    suffix = target.suffix.lower()
+    if suffix not in (".wav", ".flac"):
+        print(f"voiceswarm calls: --export {target}: write a .wav or a .flac file", file=sys.stderr)
+        return 1
+    if target.exists():
+        print(f"voiceswarm calls: --export {target}: the file exists; remove it or name another", file=sys.stderr)
+        return 1
+    if suffix == ".wav":
+        shutil.copyfile(source, target)
+    else:
+        sox = shutil.which("sox")
+        if sox is None:
+            print("voiceswarm calls: a .flac needs sox (apt-get install sox); --export to a .wav works without", file=sys.stderr)
+            return 1
+        done = subprocess.run([sox, str(source), "-b", "16", str(target)], capture_output=True, text=True, check=False)
+        if done.returncode:
+            print(f"voiceswarm calls: sox could not write {target}: {done.stderr.strip()}", file=sys.stderr)
+            return 1
+    print(f"voiceswarm calls: wrote {target}")
+    return 0
 
 
 def _summary(record: CallRecord) -> dict:
@@ -57,6 +104,9 @@ def _line(record: CallRecord) -> str:
 
 def _full(record: CallRecord) -> str:
     lines = [_line(record), f"end reason: {record.end_reason or '-'}"]
+    if record.recording or record.recording_error:
+        length = f" ({record.recording_seconds:.1f} s)" if record.recording_seconds is not None else ""
+        lines.append(f"recording: {record.recording or '-'}{length}{'  ' + record.recording_error if record.recording_error else ''}")
     for entry in record.transcript:
         lines.append(f"  {entry['who']:>6}: {entry['text']}")
     for call in record.tool_calls:
