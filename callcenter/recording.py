@@ -16,6 +16,7 @@ halve the size but needs libsndfile and writes its sizes only when the stream is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import struct
@@ -121,10 +122,9 @@ class WavWriter:
     def _close_file(self) -> None:
         file, self._file = self._file, None
         if file is not None:
-            try:
+            # A full disk refusing what was still buffered: the header already counts only what was written.
+            with contextlib.suppress(OSError):
                 file.close()
-            except OSError:
-                pass  # a full disk refusing what was buffered: the header already counts only what was written
 
 
 def wav_header(data_bytes: int) -> bytes:

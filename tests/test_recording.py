@@ -83,7 +83,7 @@ async def test_slots_and_frames_land_where_the_media_clock_had_them(recordings) 
     outcome = await recorder.stop()
     assert outcome.error is None and outcome.seconds == 18 * FRAME / 8000
     caller, agent = stereo(Path(outcome.path))
-    assert levels(caller) == list(range(1, 16)) + [16, 0, 0]  # within the lag the caller's stream stays continuous
+    assert levels(caller) == [*range(1, 16), 16, 0, 0]  # within the lag the caller's stream stays continuous
     assert levels(agent) == [0, 0, 1002, 1003, 1004, 2000] + [0] * 12
     assert agent[5 * FRAME + 80:6 * FRAME].max() == 0  # the flushed rest of that slot is silent
 
