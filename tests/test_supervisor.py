@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import WSMsgType
+from aiohttp import WSMsgType, WSServerHandshakeError
 from aiohttp.test_utils import TestClient, TestServer
 from voice_fakes import (
     Caller,
@@ -144,6 +144,16 @@ async def test_every_route_is_401_and_serves_nothing_without_the_token(app, page
     assert line.call.transfers == [] and not line.call.closed.is_set()  # neither button did anything
     page.live.end("call-1", "completed")
     line.call.hang_up_remote()
+
+
+async def test_the_live_feed_refuses_a_wrong_token_before_the_upgrade(page) -> None:
+    for options in WRONG:
+        page.client.session.cookie_jar.clear()
+        if "cookies" in options:  # ws_connect takes no cookies=: the header then
+            options = {"headers": {"Cookie": "; ".join(f"{k}={v}" for k, v in options["cookies"].items())}}
+        with pytest.raises(WSServerHandshakeError) as refused:
+            await page.client.ws_connect("/api/live", **options)
+        assert refused.value.status == 401, options
 
 
 async def test_the_token_opens_the_page_in_any_of_its_forms(page) -> None:

@@ -1,7 +1,7 @@
 """The supervisor's page in a real browser (headless Chromium driven by selenium) while a real SIP caller (the
 built-in TestCaller, Piper audio over RTP) talks to a real VoiceServer (Whisper tiny.en, the offline router):
 the call appears, its transcript shows both sides and the tool calls, the page's "End call" button ends it with
-a BYE, and it moves to past calls. A transcript full of HTML stays text.
+a BYE, and it moves to past calls. Before it, a past call whose transcript is HTML shows that HTML as text.
 
 Selenium blocks: every browser step runs in a thread, so the event loop keeps serving the call meanwhile.
 With VOICESWARM_SCREENSHOTS=docs the README's screenshots are written there.
@@ -35,6 +35,7 @@ from callcenter.config import (
 )
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
+from swarm.events import ToolCalled, UserText
 
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 pytestmark = [pytest.mark.timeout(150), pytest.mark.peers, pytest.mark.models, pytest.mark.slow,
@@ -110,10 +111,13 @@ def live_lines(driver: Any, who: str) -> list[str]:
 async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, speech, browser, tmp_path) -> None:
     host, port = server.supervisor_address
     page = f"http://{host}:{port}"
+    server.records.save(hostile_record())
     await browser.run(lambda d: d.get(f"{page}/?token={TOKEN}"))
     assert await browser.run(lambda d: d.current_url) == f"{page}/"  # the token left the address bar
     await browser.until(lambda d: d.find_element(By.ID, "feed").text == "live", "the live feed")
     assert "serving" in await browser.texts("#health .chip")
+    await html_stays_text(browser)
+    await browser.run(lambda d: d.find_element(By.CSS_SELECTOR, "#detail button.close").click())
 
     caller = TestCaller(speech, caller_id=CALLER, transcribe=False)
     caller.prepare("I'd like to buy a new phone charger.")
@@ -129,6 +133,7 @@ async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, spee
         await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .chart rect.bar"), "the turn's latency")
         await browser.until(lambda d: d.find_element(By.CSS_SELECTOR, "#live .agent").text == "sales", "the sales agent")
         await caller.agent_turn()
+        await browser.run(lambda d: d.save_screenshot(str(shot_dir(tmp_path) / "supervisor.png")))
         await phone_screenshot(browser, shot_dir(tmp_path) / "supervisor-phone.png")
         await browser.run(lambda d: d.find_element(By.CSS_SELECTOR, "#live .call button.hang-up").click())
         assert await caller.hung_up(15.0), "the page's End call did not end the call"
@@ -143,7 +148,6 @@ async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, spee
     assert len(await browser.texts("#detail .chart rect.bar")) >= 2
     said = " ".join(await browser.texts("#detail .transcript li.caller .text")).lower()
     assert "charger" in said
-    await browser.run(lambda d: d.execute_script("window.scrollTo(0, 0)") or d.save_screenshot(str(shot_dir(tmp_path) / "supervisor.png")))
 
 
 async def phone_screenshot(browser: Browser, path: Path) -> None:
@@ -157,19 +161,26 @@ async def phone_screenshot(browser: Browser, path: Path) -> None:
     await browser.run(shoot)
 
 
-async def test_html_in_a_transcript_stays_text(server, browser) -> None:
-    started = time.time() - 120
-    record = CallRecord("hostile-1", CALLER, "shop", started, started + 60, "completed", agents=["triage"],
-                        transcript=[{"at": started + i, "who": who, "text": text}
-                                    for i, (who, text) in enumerate(zip(("caller", "agent"), HOSTILE, strict=True))],
-                        tool_calls=[], turns=[{"stt_s": 0.3, "llm_s": 0.4, "tts_s": 0.2, "voice_to_voice_s": 0.9}])
-    server.records.save(record)
-    host, port = server.supervisor_address
-    await browser.run(lambda d: d.get(f"http://{host}:{port}/?token={TOKEN}"))
-    row = await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#past li"), "the call in past calls")
+def hostile_record() -> CallRecord:
+    """A past call whose transcript and tool call are HTML that would run if the page took it for HTML."""
+    started = time.time() - 3600
+    record = CallRecord("hostile-1", CALLER, "shop", started, started + 60, "completed",
+                        transcript=[{"at": started + 1, "who": "caller", "text": HOSTILE[0]},
+                                    {"at": started + 2, "who": "agent", "text": HOSTILE[1]}],
+                        turns=[{"stt_s": 0.3, "llm_s": 0.4, "tts_s": 0.2, "voice_to_voice_s": 0.9}])
+    record.add_session_events("triage", [UserText(HOSTILE[0]), ToolCalled("triage", "t1", "search_products",
+                                                                          {"query": HOSTILE[1]}, HOSTILE[0])])
+    return record
+
+
+async def html_stays_text(browser: Browser) -> None:
+    row = await browser.until(lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, "#past li")
+                                         if r.get_attribute("data-call-id") == "hostile-1"], "the hostile call")
     await browser.run(lambda _: row[0].click())
-    await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li"), "the transcript")
+    await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li.tool"), "its transcript")
     assert await browser.texts("#detail .transcript li .text") == HOSTILE
+    assert "<img src=x onerror=" in (await browser.texts("#detail .transcript li.tool code"))[0]  # in JSON quotes
+    assert await browser.texts("#detail .transcript li.tool .tool-result") == ["→ " + HOSTILE[0]]
     assert await browser.run(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail img, #detail script")) == []
     assert await browser.run(lambda d: d.execute_script("return window.pwned === undefined"))
     # And none could have run anyway: the page allows no inline script (an injected one is refused, and logged).

@@ -39,6 +39,8 @@ async def serve_forever(config: Config, listen: str | None, provider: str | None
     async with VoiceServer(config, listen, provider) as server:
         print(f"voiceswarm: answering SIP calls on {server.address[0]}:{server.address[1]} (brain: {server.app.brain})",
               flush=True)
+        if server.supervisor_address:
+            print("voiceswarm: the supervisor's page on http://{}:{}/".format(*server.supervisor_address), flush=True)
         await stop.wait()
         await server.drain()  # leaving the block waits for the live calls, up to the deadline
     return 0

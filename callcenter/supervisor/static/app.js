@@ -75,14 +75,16 @@ function latencyChart(turns) {
   const parts = ["stt_s", "llm_s", "tts_s"]; // coloured by style.css
   const total = (t) => (typeof t.voice_to_voice_s === "number" ? t.voice_to_voice_s
     : parts.reduce((sum, key) => sum + (t[key] || 0), 0));
-  const top = Math.max(1, Math.ceil(Math.max(...turns.map(total))));
+  const longest = Math.max(...turns.map(total));
+  const every = Math.max(1, Math.ceil(longest / 4)); // seconds between grid lines: at most five of them
+  const top = Math.max(1, Math.ceil(longest / every)) * every;
   const width = 320, height = 140, left = 28, bottom = 18, plot = height - bottom - 6;
   const step = Math.min(48, (width - left) / turns.length); // one turn is a bar, not a wall
   const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img" });
   const title = svg("title");
   title.textContent = "Voice-to-voice latency per turn";
   chart.append(title);
-  for (let tick = 0; tick <= top; tick += Math.max(1, Math.round(top / 4))) {
+  for (let tick = 0; tick <= top; tick += every) {
     const y = 6 + plot - (tick / top) * plot;
     chart.append(svg("line", { x1: left, x2: width, y1: y, y2: y, stroke: "#d9dde3" }));
     const label = svg("text", { x: left - 4, y: y + 3, "text-anchor": "end" });
@@ -280,6 +282,13 @@ function callDetail(call) {
     el("span", "chip", when(call.started_at)), el("span", "chip", clock(call.started_at, call.ended_at)),
     el("span", "chip", call.end_reason || ""), el("span", "chip", call.agents.join(" → ")));
   const length = typeof call.recording_seconds === "number" ? " (" + clock(0, call.recording_seconds) + ")" : "";
+  const close = el("button", "close", "Close");
+  close.type = "button";
+  close.addEventListener("click", () => {
+    document.getElementById("detail").hidden = true;
+    document.querySelectorAll("#past li.open").forEach((li) => li.classList.remove("open"));
+  });
+  head.append(close);
   const nodes = [head, el("h3", "", "Recording" + length)];
   if (call.recording) {
     const audio = el("audio");
