@@ -62,7 +62,7 @@ async def server(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[VoiceSer
     config = Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db"),
                     sip=SipConfig(listen="127.0.0.1:0"),
                     voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"), metrics_listen="",
-                                      shutdown_deadline_s=2.0),
+                                      shutdown_deadline_s=2.0, recording="on", recording_dir=str(tmp_path / "recordings")),
                     supervisor=SupervisorConfig(listen="127.0.0.1:0", token=TOKEN))
     async with VoiceServer(config, speech=speech) as started:
         yield started
@@ -117,12 +117,13 @@ async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, spee
     await browser.until(lambda d: d.find_element(By.ID, "feed").text == "live", "the live feed")
     assert "serving" in await browser.texts("#health .chip")
     await html_stays_text(browser)
+    assert (await browser.texts("#detail .no-recording"))[0].startswith("No recording")
     await browser.run(lambda d: d.find_element(By.CSS_SELECTOR, "#detail button.close").click())
 
     caller = TestCaller(speech, caller_id=CALLER, transcribe=False)
     caller.prepare("I'd like to buy a new phone charger.")
     sip_host, sip_port = server.address
-    async with caller.connected(f"sip:shop@{sip_host}:{sip_port}"):
+    async with caller.connected(f"sip:shop@{sip_host}:{sip_port}") as dialled:
         card = await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .call"), "the call on the page")
         assert card[0].find_element(By.CSS_SELECTOR, ".caller-id").text == "•••0321"
         await browser.until(lambda d: any("How can I help" in t for t in live_lines(d, "agent")), "the greeting")
@@ -139,12 +140,17 @@ async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, spee
         assert await caller.hung_up(15.0), "the page's End call did not end the call"
     assert caller.exchange.end_reason == "remote_hangup"  # our BYE
     await browser.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#live .call"), "the call gone from live calls")
-    record = server.records.recent(1)[0]
     row = await browser.until(lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, "#past li")
-                                         if r.get_attribute("data-call-id") == record.call_id], "the call in past calls")
+                                         if r.get_attribute("data-call-id") == dialled.call_id], "the call in past calls")
+    record = server.records.get(dialled.call_id)
     await browser.run(lambda _: row[0].click())
     await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li.tool"), "the call's detail")
-    assert (await browser.texts("#detail .no-recording"))[0].startswith("No recording")
+    # The recording plays in the page's player: the browser reads the WAV's length from the file we serve.
+    assert record.recording and record.recording_seconds
+    await browser.run(lambda d: d.execute_script("const a = document.querySelector('#detail audio'); a.preload = 'metadata'; a.load();"))
+    duration = await browser.until(lambda d: d.execute_script("return document.querySelector('#detail audio').duration || 0"),
+                                   "the recording in the player", timeout_s=10.0)
+    assert abs(duration - record.recording_seconds) < 0.5, (duration, record.recording_seconds)
     assert len(await browser.texts("#detail .chart rect.bar")) >= 2
     said = " ".join(await browser.texts("#detail .transcript li.caller .text")).lower()
     assert "charger" in said

@@ -207,7 +207,7 @@ function onEvent(event) {
       break;
     case "ended":
       removeLive(event.call_id);
-      search(); // the call is a past call now
+      showPast(event.call_id, 10); // the call is a past call now
       health();
       break;
   }
@@ -243,9 +243,17 @@ async function search(submitted) {
     const list = document.getElementById("past");
     list.replaceChildren(...calls.map(pastRow));
     status.textContent = calls.length ? "" : "No calls match.";
+    return calls.map((call) => call.call_id);
   } catch (error) {
     status.textContent = error.message;
+    return [];
   }
+}
+
+// A call's record is written once its recording is closed, a moment after the call ends: look again a few times.
+async function showPast(callId, tries) {
+  const found = await search();
+  if (!found.includes(callId) && tries > 1) setTimeout(() => showPast(callId, tries - 1), 500);
 }
 
 function pastRow(call) {
