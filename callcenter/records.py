@@ -194,6 +194,8 @@ class CallRecords:
         where: list[str] = []
         params: list[object] = []
         key = phone_key(number)
+        if number.strip() and not key:
+            raise ValueError(f"number {number!r} has no digits")
         if key:
             where.append("caller_key LIKE ?")  # digits only: no LIKE wildcard comes from the number
             params.append(f"%{key}")

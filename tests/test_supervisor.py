@@ -4,10 +4,12 @@ The page in a real browser, with a real SIP call, is tests/test_supervisor_brows
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,7 +33,7 @@ from callcenter.config import (
     SupervisorConfig,
     load_config,
 )
-from callcenter.conversation import Conversation, VoiceSettings
+from callcenter.conversation import Conversation, Transcript, VoiceSettings
 from callcenter.records import CallRecord, CallRecords
 from callcenter.supervisor import LiveCalls, Sources, supervisor_app
 from callcenter.supervisor.auth import COOKIE
@@ -203,7 +205,7 @@ async def test_past_calls_by_number_date_and_disposition(page) -> None:
     assert await ids(disposition="failed") == ["c"]
     assert await ids(number="0321", disposition="transferred") == ["b"]
     assert await ids(number="5555") == []
-    for bad in ({"disposition": "lost"}, {"since": "yesterday"}, {"limit": "many"}):
+    for bad in ({"disposition": "lost"}, {"since": "yesterday"}, {"limit": "many"}, {"number": "Smith"}):
         response = await page.client.get("/api/calls", params=bad, headers={"Authorization": f"Bearer {TOKEN}"})
         assert response.status == 400 and "disposition=" in (await response.json())["error"]
     # Numbers are shown masked: the last digits only.
@@ -349,3 +351,31 @@ async def test_hand_over_is_the_keypad_0_transfer_and_end_call_hangs_up(app, pag
         await until(call.done, what="the call ended")
     page.live.end("call-1", call.result())
     assert line.call.end_reason == "local_hangup" and line.call.transfers == []
+
+
+async def test_sentences_the_caller_never_heard_leave_the_page() -> None:
+    """A barge-in drops the unheard sentences from the transcript; the page is told to drop them too, and a new
+    line is never mistaken for one that went."""
+    transcript = Transcript()
+    session = SimpleNamespace(events=[], get_agent_name=lambda: "triage")
+    conversation = SimpleNamespace(transcript=transcript, session=session, state="listening",
+                                   settings=VoiceSettings())
+    live = LiveCalls(poll_s=60.0)
+    live.add(SimpleNamespace(call_id="c", caller=CALLER, called="shop"), conversation)
+    feed = contextlib.aclosing(live.watch())
+    async with feed as events:
+        assert (await anext(events))["calls"][0]["items"] == []
+        for text in ("One.", "Two.", "Three."):
+            transcript.add("agent", text)
+        live._update(live.calls["c"])
+        said = [await anext(events) for _ in range(3)]
+        assert [e["item"]["text"] for e in said] == ["One.", "Two.", "Three."]
+        transcript.lines = transcript.lines[:1]  # what Conversation._keep_heard does
+        transcript.add("caller", "Stop.")
+        live._update(live.calls["c"])
+        assert await anext(events) == {"event": "unsaid", "call_id": "c", "items": [1, 2]}
+        assert (await anext(events))["item"] | {"at": 0} == {"kind": "line", "who": "caller", "text": "Stop.", "n": 3, "at": 0}
+        assert [item["text"] for item in live.calls["c"].view()["items"]] == ["One.", "Stop."]
+        live.end("c", "completed")
+        assert await anext(events) == {"event": "ended", "call_id": "c", "disposition": "completed"}
+    await live.close()

@@ -37,8 +37,10 @@ class LiveCall:
     state: str = ""
     agent: str = ""
     turns: int = 0
-    _lines: dict[int, Event] = field(default_factory=dict)  # id() of a published transcript line -> its item
-    _seen_events: set[int] = field(default_factory=set)  # id() of the session events already published
+    # What was published, by id(): the transcript lines (with their items) and the tool calls. Holding them keeps
+    # them alive, so that no new line or event can be given the id of one that went.
+    _lines: dict[int, tuple[dict[str, Any], Event]] = field(default_factory=dict)
+    _tools: dict[int, ToolCalled] = field(default_factory=dict)
     _next: int = 0
 
     def number(self, item: Event) -> Event:
@@ -80,9 +82,10 @@ class LiveCalls:
         queue: asyncio.Queue[Event | None] = asyncio.Queue(QUEUE_EVENTS)
         for live in self.calls.values():
             self._update(live)  # what the others are told next is not in this snapshot twice
-        yield {"event": "snapshot", "calls": [live.view() for live in self.calls.values()]}
-        self._watchers.add(queue)
+        snapshot = {"event": "snapshot", "calls": [live.view() for live in self.calls.values()]}
+        self._watchers.add(queue)  # now, not after the snapshot is read: what happens meanwhile is queued
         try:
+            yield snapshot
             while (event := await queue.get()) is not None:
                 yield event
         finally:
@@ -129,17 +132,18 @@ class LiveCalls:
         current = {id(line) for line in lines}
         unsaid = [key for key in live._lines if key not in current]  # the caller never heard them (a barge-in)
         if unsaid:
-            gone = [live._lines.pop(key)["n"] for key in unsaid]
+            gone = [live._lines.pop(key)[1]["n"] for key in unsaid]
             live.items = [item for item in live.items if item["n"] not in gone]
             out.append({"event": "unsaid", "call_id": call_id, "items": gone})
         for line in lines:
             if id(line) not in live._lines:
-                live._lines[id(line)] = live.number({"kind": "line", **line})
-                out.append({"event": "item", "call_id": call_id, "item": live._lines[id(line)]})
+                item = live.number({"kind": "line", **line})
+                live._lines[id(line)] = (line, item)
+                out.append({"event": "item", "call_id": call_id, "item": item})
         session = live.conversation.session
         for happened in session.events:
-            if isinstance(happened, ToolCalled) and id(happened) not in live._seen_events:
-                live._seen_events.add(id(happened))
+            if isinstance(happened, ToolCalled) and id(happened) not in live._tools:
+                live._tools[id(happened)] = happened
                 item = live.number({"kind": "tool", "at": time.time(), "agent": happened.agent, "name": happened.name,
                                     "arguments": happened.arguments, "result": happened.result})
                 out.append({"event": "item", "call_id": call_id, "item": item})
