@@ -31,13 +31,13 @@ from callcenter.recording import FRAME, Recordings
 async def run(calls: int, seconds: float, directory: Path) -> tuple[float, float, int]:
     """(loop CPU s, writer CPU s, bytes written) for `calls` recorded calls of `seconds` each."""
     recordings = Recordings(VoiceConfig(recording="on", recording_dir=str(directory), recording_days=0))
-    recorders = [await recordings.start(f"bench-{n}") for n in range(calls)]
+    recorders = [recordings.start(f"bench-{n}") for n in range(calls)]
     t = np.arange(FRAME) / 8000
     sent = (8000 * np.sin(2 * np.pi * 440 * t)).astype("<i2").tobytes()
     heard = (6000 * np.sin(2 * np.pi * 300 * t)).astype(np.int16)
     process = time.process_time()
     loop_cpu = 0.0
-    for second in range(int(seconds)):
+    for _second in range(int(seconds)):
         started = time.thread_time()
         for _ in range(50):
             for recorder in recorders:

@@ -45,7 +45,7 @@ AHEAD_SAMPLES = 1600
 WRITE_EVERY_SAMPLES = RATE  # one write a second: with LAG_SAMPLES, what a crash can lose
 # Seconds of audio waiting for the disk after which the recording is given up (the disk does not keep up).
 MAX_PENDING_WRITES = 30
-OPEN_TIMEOUT_S = 2.0  # a directory that does not answer in this time (a hung NFS mount) gets no recording
+OPEN_TIMEOUT_S = 2.0  # "announce" waits this long for the file to open (a hung NFS mount): then no recording
 RETENTION_EVERY_S = 86400.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -147,8 +147,8 @@ def open_exclusive(path: Path) -> tuple[BinaryIO, Path]:
 class CallRecorder:
     """The MediaTap of one call (telephony.call.MediaTap): runs on the event loop, only copies bytes."""
 
-    def __init__(self, writer: WavWriter, executor: ThreadPoolExecutor) -> None:
-        self._writer, self._executor = writer, executor
+    def __init__(self, writer: WavWriter, executor: ThreadPoolExecutor, opening: Future[None]) -> None:
+        self._writer, self._executor, self._opening = writer, executor, opening
         self._clock = 0  # samples of the media clock so far
         self._written = 0  # samples handed to the writer thread
         self._agent = bytearray()  # samples from _written on, one frame a slot
@@ -157,6 +157,16 @@ class CallRecorder:
         self._pending: deque[Future[None]] = deque()
         self._stopped = False
         self.dropped = 0  # caller frames too far ahead of the clock
+
+    async def opened(self) -> bool:
+        """Whether the file is open and being written, once the writer has tried (at most OPEN_TIMEOUT_S)."""
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._opening)), OPEN_TIMEOUT_S)
+        except TimeoutError:
+            self._stopped = True
+            self._executor.submit(self._writer.give_up, f"{self._writer.path.parent} did not answer within {OPEN_TIMEOUT_S:.0f} s")
+            return False
+        return self.recording
 
     @property
     def recording(self) -> bool:
@@ -244,15 +254,10 @@ class Recordings:
         self.days = voice.recording_days
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="recordings")
 
-    async def start(self, call_id: str, started: float | None = None) -> CallRecorder:
-        """A recorder for the call, its file open (or its writer holding the reason it is not: see `error`)."""
+    def start(self, call_id: str, started: float | None = None) -> CallRecorder:
+        """A recorder for the call, taking audio at once; its file opens on the writer thread (`opened()`)."""
         writer = WavWriter(self.path_for(call_id, started or time.time()), call_id)
-        opened = self._executor.submit(writer.open)
-        try:
-            await asyncio.wait_for(asyncio.wrap_future(opened), OPEN_TIMEOUT_S)
-        except TimeoutError:
-            self._executor.submit(writer.give_up, f"{self.directory} did not answer within {OPEN_TIMEOUT_S:.0f} s")
-        return CallRecorder(writer, self._executor)
+        return CallRecorder(writer, self._executor, self._executor.submit(writer.open))
 
     def path_for(self, call_id: str, started: float) -> Path:
         """recording_dir/YYYY-MM-DD/HHMMSS_<call id>.wav, the Call-ID cut to what is safe in a file name."""

@@ -1,6 +1,7 @@
 """The voice service: every answered call becomes a Conversation with its own session, and a call record."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -113,8 +114,9 @@ class VoiceService:
         session = self.app.session(call.call_id, call.caller)
         voice = self.app.config.voice
         endpointer = endpointer_for(self.speech, voice, call.call_id)
-        recorder = await self._record(call, started)
-        announce = recorder is not None and recorder.recording and self.recordings is not None and self.recordings.announce
+        recorder = self.recordings.start(call.call_id, started) if self.recordings is not None else None
+        call.tap = recorder
+        announce = recorder is not None and await self._announce(recorder)
         conversation = Conversation(call, session, endpointer, self.speech.transcriber, self.speech.synthesizer,
                                     self.announcing if announce else self.settings, domain_prompt=self.prompt,
                                     on_turn=self._observe)
@@ -146,14 +148,15 @@ class VoiceService:
         record.recording, record.recording_seconds, record.recording_error = recording.path, recording.seconds, recording.error
         self.records.save(record)
 
-    async def _record(self, call: Call, started: float) -> CallRecorder | None:
-        """The call's recorder, tapping its media once its file is open; None when recording is off."""
-        if self.recordings is None:
-            return None
-        recorder = await self.recordings.start(call.call_id, started)
-        if recorder.recording:
-            call.tap = recorder
-        return recorder
+    async def _announce(self, recorder: CallRecorder) -> bool:
+        """Whether to say the recording notice: "announce", and the file is being written."""
+        if self.recordings is None or not self.recordings.announce:
+            return False
+        try:
+            return await recorder.opened()
+        except asyncio.CancelledError:  # the call ended before it started: the file is closed all the same
+            recorder.finish(lambda _: None)
+            raise
 
     async def warm_up(self) -> None:
         """Render the fixed phrases into the synthesizer's cache and run Whisper once, so the first caller

@@ -64,8 +64,8 @@ def recordings(tmp_path: Path):
 # ---- placement on the media clock ---------------------------------------------------------------------------
 
 async def test_slots_and_frames_land_where_the_media_clock_had_them(recordings) -> None:
-    recorder = await recordings().start("call-1")
-    assert recorder.recording
+    recorder = recordings().start("call-1")
+    assert await recorder.opened() and recorder.recording
     # slots 0-9: the caller's frame n arrives in slot n; the agent speaks in slots 2-4 and is flushed in slot 5
     # (half a frame was left in the queue); then nothing reaches us for slots 10-13 (a lost packet the jitter
     # buffer waits on), and in slot 14 the concealed frame and the four held ones arrive at once.
@@ -89,7 +89,7 @@ async def test_slots_and_frames_land_where_the_media_clock_had_them(recordings) 
 
 
 async def test_a_caller_silent_for_longer_than_the_lag_starts_again_at_now_and_early_frames_are_dropped(recordings) -> None:
-    recorder = await recordings().start("call-2")
+    recorder = recordings().start("call-2")
     recorder.slot(None, 0)
     recorder.received(frame(1))
     gap = LAG_SAMPLES // FRAME + 5
@@ -111,7 +111,7 @@ async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slo
     loop = asyncio.get_running_loop()
     session = await RtpSession.open(LOCAL, (20000, 30000), jitter_depth=3)
     peer, _ = await loop.create_datagram_endpoint(asyncio.DatagramProtocol, local_addr=(LOCAL, 0))
-    recorder = await recordings().start("call-3")
+    recorder = recordings().start("call-3")
     try:
         session.tap = recorder
         session.start(peer.get_extra_info("sockname")[:2], PCMU, None)
@@ -153,7 +153,7 @@ from callcenter.recording import Recordings
 
 async def main():
     recordings = Recordings(VoiceConfig(recording="on", recording_dir=sys.argv[1]))
-    recorder = await recordings.start("crash")
+    recorder = recordings.start("crash")
     for slot in range(150):  # 3 s of slots at real time, then the process dies without closing anything
         recorder.slot(np.full(160, slot, np.int16).tobytes(), 0)
         recorder.received(np.full(160, -slot, np.int16))
@@ -188,8 +188,8 @@ async def test_a_directory_that_cannot_be_written_leaves_no_recording_one_log_li
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a regular file where the recordings' parent directory should be")
     caplog.set_level(logging.WARNING, "callcenter.recording")
-    recorder = await recordings(blocker / "recordings").start("call-4")
-    assert not recorder.recording
+    recorder = recordings(blocker / "recordings").start("call-4")
+    assert not await recorder.opened() and not recorder.recording
     for _ in range(200):
         recorder.slot(frame(1).tobytes(), 0)
         recorder.received(frame(2))
@@ -215,7 +215,7 @@ async def test_a_disk_that_fills_up_mid_call_keeps_what_was_written_and_says_why
         recordings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr("callcenter.recording.open_exclusive", lambda path: (FillingFile(path, "xb"), path))
     caplog.set_level(logging.WARNING, "callcenter.recording")
-    recorder = await recordings().start("call-5")
+    recorder = recordings().start("call-5")
     for _ in range(300):  # 6 s
         recorder.slot(frame(7).tobytes(), 0)
         recorder.received(frame(8))
@@ -225,6 +225,20 @@ async def test_a_disk_that_fills_up_mid_call_keeps_what_was_written_and_says_why
     caller, agent = stereo(Path(outcome.path))
     assert len(agent) == 16000 and set(levels(agent)) == {7} and set(levels(caller)) == {8}
     assert len([r for r in caplog.records if r.name == "callcenter.recording"]) == 1
+
+
+async def test_a_directory_that_hangs_is_given_up_on_without_holding_the_call(
+        recordings, monkeypatch: pytest.MonkeyPatch) -> None:
+    opening = WavWriter.open
+    monkeypatch.setattr(WavWriter, "open", lambda writer: (time.sleep(0.3), opening(writer)))  # a slow NFS mount
+    monkeypatch.setattr("callcenter.recording.OPEN_TIMEOUT_S", 0.05)
+    recorder = recordings().start("call-8")
+    started = time.monotonic()
+    assert not await recorder.opened()
+    assert time.monotonic() - started < 0.25  # "announce" waited 50 ms, not for the mount
+    recorder.slot(frame(1).tobytes(), 0)
+    outcome = await recorder.stop()
+    assert outcome.seconds == 0.0 and "did not answer within" in outcome.error, outcome
 
 
 def test_the_writer_names_files_by_day_and_call_id_and_never_overwrites(tmp_path: Path) -> None:
