@@ -22,10 +22,12 @@ from callcenter.cli import main
 from callcenter.config import VoiceConfig
 from callcenter.recording import FRAME, LAG_SAMPLES, Recordings, WavWriter
 from callcenter.records import CallRecord, CallRecords
+from telephony.audiosocket import AudioSocketCall, AudioSocketServer
 from telephony.codec import PCMU
 from telephony.g711 import ulaw_decode, ulaw_encode
 from telephony.rtp import RtpSession
 from telephony.rtp_packet import RtpPacket
+from tests.test_audiosocket import AsteriskClient
 
 LOCAL = "127.0.0.1"
 
@@ -140,6 +142,42 @@ async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slo
     assert first <= 3  # the first packet landed within a few slots of the clock's start
     tone = np.flatnonzero(agent)
     assert tone[0] == played_at and tone[-1] + 1 == flushed_at, (tone[0], tone[-1], played_at, flushed_at)
+
+
+async def test_an_audiosocket_call_is_recorded_the_same_way(recordings) -> None:
+    """Asterisk's AudioSocket carries the same Call: its slots and frames reach the recorder as RTP's do."""
+    recorder = recordings().start("audiosocket-1")
+    agent_audio = (1 + np.arange(8000 * 2 // 10) % 3000).astype(np.int16)  # never zero: where it lies shows
+    caller_audio = -(1 + np.arange(8000 * 6 // 10) % 3000).astype(np.int16)
+
+    tapped = asyncio.Event()
+
+    async def on_call(call: AudioSocketCall) -> None:
+        call.tap = recorder
+        tapped.set()
+        call.play(agent_audio)
+        await call.closed.wait()
+
+    server = AudioSocketServer(LOCAL, 0, on_call, no_media_timeout_s=None)
+    await server.start()
+    try:
+        client = await AsteriskClient.connect(server.local_address)
+        await asyncio.wait_for(tapped.wait(), 5.0)
+        for start in range(0, len(caller_audio), FRAME):
+            await client.send(0x10, caller_audio[start:start + FRAME].astype("<i2").tobytes())
+            await asyncio.sleep(0.02)
+        await client.send(0x00)  # Asterisk hangs up
+        await client.close()
+    finally:
+        await server.stop()
+    caller, agent = stereo(Path((await recorder.stop()).path))
+    heard, said = np.flatnonzero(caller), np.flatnonzero(agent)
+    # The recording ends with the call's last slot: the caller's last frame or two may have come in ahead of it.
+    assert len(caller_audio) - 2 * FRAME <= len(heard) <= len(caller_audio)
+    assert np.array_equal(caller[heard], caller_audio[:len(heard)])
+    # All of it, in order (slots the loop skipped under load would show as gaps: nothing was sent in them).
+    assert np.array_equal(agent[said], agent_audio)
+    assert said[0] <= 2 * FRAME and heard[0] <= 3 * FRAME  # both from the call's first slots
 
 
 # ---- a crash, and what cannot be written --------------------------------------------------------------------
