@@ -2,6 +2,7 @@
 built-in TestCaller, Piper audio over RTP) talks to a real VoiceServer (Whisper tiny.en, the offline router):
 the call appears, its transcript shows both sides and the tool calls, the page's "End call" button ends it with
 a BYE, and it moves to past calls. Before it, a past call whose transcript is HTML shows that HTML as text.
+"Hand to a person now" sends the keypad-0 REFER to sipp, which waits for nothing else.
 
 Selenium blocks: every browser step runs in a thread, so the event loop keeps serving the call meanwhile.
 With VOICESWARM_SCREENSHOTS=docs the README's screenshots are written there.
@@ -36,6 +37,8 @@ from callcenter.config import (
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
 from swarm.events import ToolCalled, UserText
+from tests.peers import Peers
+from tests.test_voice_e2e import _NOTIFY, _SIPP_CALL, OPERATOR
 
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 pytestmark = [pytest.mark.timeout(150), pytest.mark.peers, pytest.mark.models, pytest.mark.slow,
@@ -62,10 +65,18 @@ async def server(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[VoiceSer
     config = Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db"),
                     sip=SipConfig(listen="127.0.0.1:0"),
                     voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"), metrics_listen="",
-                                      shutdown_deadline_s=2.0, recording="on", recording_dir=str(tmp_path / "recordings")),
+                                      shutdown_deadline_s=2.0, recording="on", recording_dir=str(tmp_path / "recordings"),
+                                      operator=OPERATOR),
                     supervisor=SupervisorConfig(listen="127.0.0.1:0", token=TOKEN))
     async with VoiceServer(config, speech=speech) as started:
         yield started
+
+
+@pytest.fixture
+async def sipp(tmp_path: Path) -> AsyncIterator[Peers]:
+    runner = Peers(tmp_path)
+    yield runner
+    await runner.close()
 
 
 class Browser:
@@ -194,3 +205,48 @@ async def html_stays_text(browser: Browser) -> None:
         await browser.run(lambda d: d.execute_script(
             "const s = document.createElement('script'); s.textContent = 'window.inline = 1'; document.body.append(s);"))
     assert await browser.run(lambda d: d.execute_script("return window.inline === undefined"))
+
+
+# sipp calls, sends no audio, and waits for our REFER: only the page's button can send it.
+AWAIT_THE_SUPERVISORS_TRANSFER = _SIPP_CALL.format(name="the supervisor hands the call over", body="""
+  <recv request="REFER" timeout="40000">
+    <action>
+      <ereg regexp="&lt;sip:""" + OPERATOR + r"""@127\.0\.0\.1[:>]" search_in="hdr" header="Refer-To:" check_it="true" assign_to="target"/>
+    </action>
+  </recv>
+  <send>
+    <![CDATA[
+
+      SIP/2.0 202 Accepted
+      [last_Via:]
+      [last_From:]
+      [last_To:]
+      [last_Call-ID:]
+      [last_CSeq:]
+      Contact: <sip:sipp@[local_ip]:[local_port]>
+      Content-Length: 0
+
+    ]]>
+  </send>
+""" + _NOTIFY.format(cseq=2, state="active;expires=60", status="100 Trying")
+    + _NOTIFY.format(cseq=3, state="terminated;reason=noresource", status="200 OK") + """
+  <Reference variables="target"/>""")
+
+
+async def test_hand_over_is_the_refer_transfer_of_keypad_0(server, browser, sipp: Peers, tmp_path) -> None:
+    host, port = server.supervisor_address
+    await browser.run(lambda d: d.get(f"http://{host}:{port}/?token={TOKEN}"))
+    await browser.until(lambda d: d.find_element(By.ID, "feed").text == "live", "the live feed")
+    scenario = tmp_path / "await_transfer.xml"
+    scenario.write_text(AWAIT_THE_SUPERVISORS_TRANSFER)
+    caller, workdir = await sipp.start_sipp(server.address, str(scenario), timeout_s=40)
+    button = await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .call button.hand-over"), "the call")
+    await browser.run(lambda _: button[0].click())
+    run = await sipp.wait_sipp(caller, workdir, timeout_s=45)
+    assert run.returncode == 0 and run.successful == 1, run.report()
+    assert f"Refer-To: <sip:{OPERATOR}@127.0.0.1" in run.logs["messages.log"]
+    row = await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#past li .disposition.transferred"), "past")
+    record = server.records.recent(1)[0]
+    assert record.disposition == "transferred" and record.end_reason == "transferred"
+    assert "Please hold, I'm putting you through to a colleague." in [line["text"] for line in record.transcript]
+    assert row[0].text == "transferred"
