@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from callcenter.local_model import PACKAGED as PACKAGED_MODELS
+from callcenter.redact import PHONE_REGIONS
 from swarm.registry import SessionConfig
 from swarm.tool_modes import TOOL_MODES
 from telephony.endpoint import EndpointConfig
@@ -147,6 +148,17 @@ class SupervisorConfig:
 
 
 @dataclass(frozen=True)
+class PrivacyConfig:
+    # Card numbers, IBANs, phone numbers and e-mail addresses masked in the stored transcripts, tool calls and
+    # session events (callcenter/redact.py). On by default: card numbers must not be stored in the clear
+    # (PCI DSS), and a call record is read by more people than the caller told them to. The LLM still hears
+    # everything (it needs the numbers), and a recording keeps the audio as it was.
+    redact_transcripts: bool = True
+    # The country whose national phone numbers ("030 1234567") are recognised; +49..., 0049... always are.
+    phone_region: str = "DE"
+
+
+@dataclass(frozen=True)
 class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     database: str = "var/shop.db"  # a path (SQLite) or a URL: sqlite:///var/shop.db, postgresql://...
@@ -154,6 +166,7 @@ class Config:
     sip: SipConfig = field(default_factory=SipConfig)
     voice: VoiceConfig = field(default_factory=VoiceConfig)
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -207,6 +220,7 @@ def _build(data: dict[str, Any]) -> Config:
     sip = _section(SipConfig, _table(data, "sip"), "sip")
     voice = _section(VoiceConfig, _table(data, "voice"), "voice")
     supervisor = _section(SupervisorConfig, _table(data, "supervisor"), "supervisor")
+    privacy = _section(PrivacyConfig, _table(data, "privacy"), "privacy")
     if set(shop) - {"database"}:
         raise ConfigError(f"unknown keys in [shop]: {', '.join(sorted(set(shop) - {'database'}))}; allowed: database")
     if data:
@@ -215,7 +229,7 @@ def _build(data: dict[str, Any]) -> Config:
     if not isinstance(database, str):
         raise ConfigError(f"shop.database must be a path or a URL (sqlite:///..., postgresql://...), not {database!r}")
     return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"), sip, voice,
-                  supervisor=supervisor)
+                  supervisor=supervisor, privacy=privacy)
 
 
 def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -270,6 +284,8 @@ def _validated(config: Config) -> Config:
     if not 0.0 < voice.turn_threshold < 1.0:
         raise ConfigError(f"voice.turn_threshold is {voice.turn_threshold}; use a probability between 0 and 1")
     _validate_recording(voice)
+    if config.privacy.phone_region not in PHONE_REGIONS:
+        raise ConfigError(f"privacy.phone_region is {config.privacy.phone_region!r}; use a two-letter country code like DE or US")
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")

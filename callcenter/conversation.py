@@ -213,7 +213,8 @@ class Conversation:
             return
         if self._playback.paused:
             if not self._stops_agent(transcript.confident, text, turn.duration_s):
-                log.info("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
+                log.info("event=agent_resumed call=%s heard_chars=%d", self.call.call_id, len(text))
+                log.debug("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
                 self._playback.resume()
                 return
             self._interrupt("barge_in")
@@ -223,7 +224,8 @@ class Conversation:
         self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
         if not transcript.confident:
-            log.info("event=low_confidence call=%s text=%r", self.call.call_id, text)
+            log.info("event=low_confidence call=%s chars=%d", self.call.call_id, len(text))
+            log.debug("event=low_confidence call=%s text=%r", self.call.call_id, text)
             self._start_turn(self._say_prepared(self.settings.repeat))
         else:
             self._start_turn(self._reply(text, ended, timing))

@@ -11,7 +11,8 @@ import json
 import logging
 import queue
 import threading
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,11 +115,15 @@ _NOT_COLUMNS = ("events",)
 
 
 class CallRecords:
-    """The call records at a URL or plain path (a plain path is a SQLite file); `node` names this node's rows."""
+    """The call records at a URL or plain path (a plain path is a SQLite file); `node` names this node's rows.
+    With `redaction` (e.g. callcenter.redact.redact), what the caller and the agents said is stored through it:
+    the transcript, the tool calls' arguments and results, the session events' texts."""
 
-    def __init__(self, path: str | Path, *, node: str | None = None, database: Database | None = None) -> None:
+    def __init__(self, path: str | Path, *, node: str | None = None, database: Database | None = None,
+                 redaction: Callable[[str], str] | None = None) -> None:
         self._db = database or open_database(path, pool_size=2)
         self.node = node
+        self.redaction = redaction
         try:
             migrate(self._db, COMPONENT, MIGRATIONS)
         except BaseException:
@@ -146,10 +151,13 @@ class CallRecords:
 
     def write(self, record: CallRecord) -> None:
         """Write the record and its session events now, in one transaction (what the writer thread does)."""
+        caller_key = phone_key(record.caller) or None
+        if self.redaction is not None:
+            record = redacted(record, self.redaction)
         row = {k: v for k, v in asdict(record).items() if k not in _NOT_COLUMNS}
         for column in _JSON_COLUMNS:
             row[column] = json.dumps(row[column], ensure_ascii=False)
-        row["caller_key"] = phone_key(record.caller) or None
+        row["caller_key"] = caller_key
         names = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         updates = ", ".join(f"{name} = excluded.{name}" for name in row if name != "call_id")
@@ -250,6 +258,44 @@ class CallRecords:
                 log.exception("event=call_record_failed call=%s", record.call_id if record else "")
             finally:
                 self._queue.task_done()
+
+
+def redacted(record: CallRecord, redact: Callable[[str], str]) -> CallRecord:
+    """A copy with the spoken and typed texts through `redact`. The caller's number stays: it is what a call
+    record is found by, as in any PBX's call log."""
+    def tool_call(call: dict[str, Any]) -> dict[str, Any]:
+        return {**call, "arguments": redact_values(call.get("arguments"), redact), "result": _redact_result(call.get("result"), redact)}
+
+    def event(data: dict[str, Any]) -> dict[str, Any]:
+        data = {**data, **{key: redact(data[key]) for key in ("text", "detail") if isinstance(data.get(key), str)}}
+        if "arguments" in data:
+            data["arguments"] = redact_values(data["arguments"], redact)
+        if "result" in data:
+            data["result"] = _redact_result(data["result"], redact)
+        return data
+
+    return replace(record, transcript=[{**line, "text": redact(line["text"])} if isinstance(line.get("text"), str) else line
+                                       for line in record.transcript],
+                   tool_calls=[tool_call(call) for call in record.tool_calls], events=[event(e) for e in record.events])
+
+
+def redact_values(value: Any, redact: Callable[[str], str]) -> Any:
+    """Every string in a JSON-like value through `redact`; numbers and keys as they were."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_values(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_values(item, redact) for item in value]
+    return value
+
+
+def _redact_result(result: Any, redact: Callable[[str], str]) -> Any:
+    # A tool's result is JSON text: its strings are redacted, so that it stays JSON.
+    parsed = _json(result) if isinstance(result, str) else None
+    if parsed is None:
+        return redact_values(result, redact)
+    return json.dumps(redact_values(parsed, redact), ensure_ascii=False)
 
 
 def _record(row: Any) -> CallRecord:

@@ -22,6 +22,8 @@ from stdnum import iban, luhn
 
 DIGIT_WORDS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
                "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+# The countries phonenumbers knows the numbering plans of: what privacy.phone_region may be.
+PHONE_REGIONS = frozenset(phonenumbers.SUPPORTED_REGIONS)
 MASK = "*"
 CARD_KEEP, PHONE_KEEP, IBAN_KEEP = 4, 2, 4
 # Shortest phone number masked: a Berlin number with its area code has 10 digits, a German mobile 11; six

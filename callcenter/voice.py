@@ -17,6 +17,7 @@ from callcenter.metrics import VoiceMetrics
 from callcenter.recording import OFF, CallRecorder, RecordingOutcome, Recordings
 from callcenter.records import CallRecord, CallRecords
 from callcenter.supervisor.live import LiveCalls
+from callcenter.redact import redact
 from speech.endpointer import Endpointer
 from speech.synthesizer import Synthesizer, SynthesizerConfig
 from speech.transcriber import Transcriber
@@ -98,6 +99,7 @@ class VoiceService:
                  recordings: Recordings | None = None) -> None:
         self.app, self.speech, self.records, self.metrics = app, speech, records, metrics
         self.recordings = recordings  # None: recording is off
+        self.region = app.config.privacy.phone_region  # for the caller's number, masked in the log
         voice = app.config.voice
         self.settings = VoiceSettings(
             greeting=voice.greeting, operator=voice.operator or None, reprompt_after_s=voice.reprompt_after_s,
@@ -122,7 +124,7 @@ class VoiceService:
                                     on_turn=self._observe)
         self.metrics.active_calls.inc()
         self.live.add(call, conversation)
-        log.info("event=call_answered call=%s caller=%s called=%s", call.call_id, call.caller, call.called)
+        log.info("event=call_answered call=%s caller=%s called=%s", call.call_id, redact(call.caller, self.region), call.called)
         disposition = "failed"
         try:
             disposition = await conversation.run()

@@ -132,11 +132,14 @@ class Transcriber:
             transcript, reason = Transcript("", float("-inf"), 1.0, duration, False), "quiet"
         else:
             transcript, reason = self._decode(audio, duration, self.domain_prompt if prompt is None else prompt)
+        # The caller's words only at DEBUG: INFO logs go to journals and log shippers that keep them longer
+        # and show them to more people than the call records.
         log.info(
-            "event=transcribed call=%s seconds=%.3f audio_s=%.2f confident=%s reason=%s retried=%s logprob=%.2f no_speech=%.2f text=%r",
+            "event=transcribed call=%s seconds=%.3f audio_s=%.2f confident=%s reason=%s retried=%s logprob=%.2f no_speech=%.2f chars=%d",
             call_id, time.perf_counter() - started, duration, transcript.confident, reason, transcript.retried,
-            transcript.avg_logprob, transcript.no_speech_prob, transcript.text,
+            transcript.avg_logprob, transcript.no_speech_prob, len(transcript.text),
         )
+        log.debug("event=transcript call=%s text=%r", call_id, transcript.text)
         return transcript
 
     def _decode(self, audio: np.ndarray, duration: float, prompt: str | None) -> tuple[Transcript, str]:

@@ -218,7 +218,7 @@ class AudioSocketCall:
             log.warning("event=audiosocket_bad_dtmf call=%s byte=0x%02x", self.call_id, payload[0])
             return
         self._metrics.dtmf_received += 1
-        log.info("event=dtmf_received call=%s digit=%s", self.call_id, key)
+        log.debug("event=dtmf_received call=%s digit=%s", self.call_id, key)  # typed card or order numbers: DEBUG only
         self._dtmf_in.put(key)
 
     def _receive_error(self, payload: bytes) -> None:

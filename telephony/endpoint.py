@@ -453,8 +453,9 @@ class SipEndpoint:
         transaction.respond(ua.response(request, 200, to_tag=tag, sdp=body))
         call.answered_at = time.time()
         self.metrics.calls_answered += 1
-        log.info("event=sip_call_answered call=%s from=%s to=%s source=%s", call.call_id, call.caller,
-                 call.called, transaction.source)
+        # The caller's number at DEBUG only: the application logs it masked (callcenter/redact.py).
+        log.debug("event=sip_call_from call=%s from=%s", call.call_id, call.caller)
+        log.info("event=sip_call_answered call=%s to=%s source=%s", call.call_id, call.called, transaction.source)
         self._spawn(self._run_application(call))
 
     def _setup_done(self, task: asyncio.Task, transaction: InviteServerTransaction) -> None:

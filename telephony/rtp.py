@@ -615,7 +615,7 @@ class RtpSession:
             return
         if digit is not None:
             self._stats.dtmf_received += 1
-            log.info("event=dtmf_received call=%s digit=%s", self.call_id, digit)
+            log.debug("event=dtmf_received call=%s digit=%s", self.call_id, digit)  # typed card or order numbers: DEBUG only
             self.dtmf_in.put(digit)
 
     def _on_rtcp(self, data: bytes, addr: tuple) -> None:

@@ -3,14 +3,22 @@ product names) is not."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from stdnum import luhn
 
+from callcenter.records import CallRecord, CallRecords
 from callcenter.redact import redact
 from callcenter.shop_tools import _digits, euros
 from callcenter.store.shop_store import NUMBER_WIDTHS
+from swarm.events import ToolCalled, UserText
 
 MASKED = [
     # cards: written in fours, compact, with dashes, read out as words, Amex
@@ -102,3 +110,49 @@ def test_every_valid_card_number_is_masked(body: int) -> None:
     card = str(body) + luhn.calc_check_digit(str(body))
     grouped = " ".join(card[i:i + 4] for i in range(0, 16, 4))
     assert redact(grouped) == "**** **** **** " + card[-4:]
+
+
+# ---- stored call records ---------------------------------------------------------------------------------
+
+CARD, PHONE = "4111 1111 1111 1111", "+4915100000000"
+
+
+def _record(call_id: str) -> CallRecord:
+    record = CallRecord(call_id, PHONE, "shop", 1.0, 2.0, "completed", transcript=[
+        {"at": 0.5, "who": "caller", "text": f"My card is {CARD} and my e-mail jane.doe@example.com"},
+        {"at": 1.0, "who": "agent", "text": "The order number is 5 3 0 3 0 1 2 3."},
+    ])
+    record.add_session_events("triage", [
+        UserText(f"call me back on {PHONE}"),
+        ToolCalled(agent="sales", call_id="t1", name="place_order", arguments={"phone": PHONE, "sku": "CH-110"},
+                   result=json.dumps({"order_number": "53030123", "say": f"Noted, {PHONE}.", "total_cents": 2490})),
+    ])
+    return record
+
+
+@pytest.mark.parametrize("redaction", [redact, None], ids=["redacted", "verbatim"])
+def test_stored_records_are_redacted_when_asked(tmp_path: Path, redaction: Callable[[str], str] | None) -> None:
+    records = CallRecords(tmp_path / "calls.db", redaction=redaction)
+    try:
+        records.save(_record("c1"))
+        stored, events = records.get("c1"), records.session_events("c1")
+        earlier = records.calls_from("0151 00000000")  # found by the number however it was written
+    finally:
+        records.close()
+    assert stored is not None and [r.call_id for r in earlier] == ["c1"]
+    assert stored.caller == PHONE  # the call log keeps who called
+    assert stored.transcript[1]["text"] == "The order number is 5 3 0 3 0 1 2 3."
+    assert stored.orders == ["53030123"]
+    caller_line, user_text, tool = stored.transcript[0]["text"], events[0], events[1]
+    assert isinstance(user_text, UserText) and isinstance(tool, ToolCalled)
+    if redaction is None:
+        assert CARD in caller_line and PHONE in user_text.text and tool.arguments["phone"] == PHONE
+        return
+    assert caller_line == "My card is **** **** **** 1111 and my e-mail ***@***.com"
+    assert user_text.text == "call me back on +***********00"
+    assert tool.arguments == {"phone": "+***********00", "sku": "CH-110"}
+    assert json.loads(tool.result) == {"order_number": "53030123", "say": "Noted, +***********00.", "total_cents": 2490}
+    assert stored.tool_calls[0]["arguments"]["phone"] == "+***********00"
+    with contextlib.closing(sqlite3.connect(tmp_path / "calls.db")) as conn:
+        dump = "\n".join(conn.iterdump())
+    assert dump.count(PHONE) == 1 and "4111" not in dump and "jane" not in dump  # the number: in the caller column only

@@ -198,7 +198,8 @@ async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
     assert any("return" in text and "headphones" in text for text in said), said
 
 
-async def test_buy_call_through_offline_router(serve, speech) -> None:
+async def test_buy_call_through_offline_router(serve, speech, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
     server = await serve(early_transcript_ms=0)  # transcribed at the end of each turn only
     orders_before = len(rows(server, "orders"))
     caller = TestCaller(speech, caller_id=CALLER)
@@ -218,6 +219,15 @@ async def test_buy_call_through_offline_router(serve, speech) -> None:
     assert len(record.turns) == 2 and not any(t["early_transcript"] for t in record.turns), record.turns
     heard = caller.exchange.heard().lower()
     assert "charger" in heard and "order" in heard, caller.exchange.lines
+    # Privacy: at INFO and above, neither the caller's words nor their number; at DEBUG both, so this capture
+    # would have seen them.
+    info = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
+    debug = "\n".join(r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
+    said = [line["text"] for line in record.transcript if line["who"] == "caller"]
+    assert len(said) == 2 and "event=call_answered" in info and "event=transcribed" in info
+    for text in said:
+        assert repr(text) in debug and text not in info, text
+    assert CALLER in debug and CALLER[3:] not in info and f"caller=+{'*' * 10}21" in info
 
 
 async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, caplog) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import signal
 import socket
@@ -16,6 +17,7 @@ from callcenter.node import STATES, AdmissionLimits, NodeState
 from callcenter.recording import RETENTION_EVERY_S, Recordings
 from callcenter.records import CallRecords
 from callcenter.supervisor import Sources, supervisor_app
+from callcenter.redact import redact
 from callcenter.voice import SpeechModels, VoiceService
 from telephony.audiosocket import AudioSocketServer
 from telephony.endpoint import SipEndpoint
@@ -58,7 +60,9 @@ class VoiceServer:
         voice = self.config.voice
         self.app = await open_app(self.config, self._provider)
         # Migrations may wait for a database server: not on the event loop.
-        self.records = await asyncio.to_thread(CallRecords, voice.calls_database)
+        privacy = self.config.privacy
+        redaction = functools.partial(redact, region=privacy.phone_region) if privacy.redact_transcripts else None
+        self.records = await asyncio.to_thread(functools.partial(CallRecords, voice.calls_database, redaction=redaction))
         self.speech = self._speech or await asyncio.to_thread(SpeechModels.load, voice)
         self.recordings = Recordings(voice) if voice.recording != "off" else None
         self._retention = await self._enforce_retention()
