@@ -2,9 +2,16 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from telephony.endpoint import SipEndpoint
+from telephony.rtp import IntervalHistogram, RtpStats
+from telephony.sip.metrics import SipMetrics
 
 # Seconds: voice-to-voice latency lives between a few hundred milliseconds and a few seconds.
 _BUCKETS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
@@ -38,3 +45,80 @@ class VoiceMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+# RtpStats' counters as Prometheus names them (every counter of RtpStats has one: tests/test_metrics.py).
+RTP_COUNTERS = {
+    "packets_sent": ("voiceswarm_rtp_packets_sent", "RTP packets sent"),
+    "bytes_sent": ("voiceswarm_rtp_payload_sent_bytes", "RTP payload octets sent"),
+    "packets_received": ("voiceswarm_rtp_packets_received", "RTP packets received from the latched source"),
+    "bytes_received": ("voiceswarm_rtp_payload_received_bytes", "RTP payload octets received"),
+    "malformed": ("voiceswarm_rtp_packets_malformed", "RTP/RTCP datagrams that did not parse"),
+    "srtp_rejected": ("voiceswarm_rtp_packets_srtp_rejected", "Packets failing SRTP authentication or replay checks"),
+    "wrong_payload": ("voiceswarm_rtp_packets_wrong_payload", "Packets of payload types not negotiated"),
+    "foreign": ("voiceswarm_rtp_packets_foreign", "Packets from an address other than the latched one"),
+    "late": ("voiceswarm_rtp_packets_late", "Packets arriving after their playout time (late frames), dropped"),
+    "duplicate": ("voiceswarm_rtp_packets_duplicate", "Duplicate packets dropped by the jitter buffer"),
+    "reordered": ("voiceswarm_rtp_packets_reordered", "Packets put back in order by the jitter buffer"),
+    "lost": ("voiceswarm_rtp_packets_lost", "Packets given up as lost by the jitter buffer"),
+    "concealed_samples": ("voiceswarm_rtp_concealed_samples", "8 kHz samples filled in for lost packets"),
+    "frames_dropped": ("voiceswarm_rtp_frames_dropped", "20 ms frames dropped because the call's consumer was too slow"),
+    "dtmf_received": ("voiceswarm_rtp_dtmf_received", "RFC 4733 key presses received"),
+    "dtmf_sent": ("voiceswarm_rtp_dtmf_sent", "RFC 4733 key presses sent"),
+    "rtcp_sent": ("voiceswarm_rtcp_packets_sent", "RTCP compound packets sent"),
+    "rtcp_received": ("voiceswarm_rtcp_packets_received", "RTCP compound packets received"),
+    "send_skipped": ("voiceswarm_rtp_send_slots_skipped", "20 ms send slots given up because the event loop was late"),
+    "send_errors": ("voiceswarm_rtp_send_errors", "RTP packets the socket refused"),
+}
+# Jitter (RFC 3550 interarrival) of each ended call, seconds.
+JITTER_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2)
+_SIP_GAUGES = {"calls_active"}
+
+
+class TelephonyCollector(Collector):
+    """The SIP endpoint's counters (SipMetrics) and its calls' RTP counters, read at scrape time: telephony
+    counts once, in plain ints that know nothing of Prometheus, and nothing is counted twice."""
+
+    def __init__(self, endpoint: SipEndpoint) -> None:
+        self.endpoint = endpoint
+
+    def collect(self) -> Iterator[Metric]:
+        yield from sip_metrics(self.endpoint.metrics)
+        live = [call.rtp_stats for call in self.endpoint.calls]
+        yield from rtp_metrics(self.endpoint.media.counters, live, self.endpoint.media.jitter,
+                               self.endpoint.media.jitter_ms_sum)
+
+
+def sip_metrics(metrics: SipMetrics) -> Iterator[Metric]:
+    for name, value in ((f.name, getattr(metrics, f.name)) for f in fields(metrics)):
+        if isinstance(value, int) and name in _SIP_GAUGES:
+            yield GaugeMetricFamily(f"voiceswarm_sip_{name}", f"SIP: {name.replace('_', ' ')}", value=value)
+        elif isinstance(value, int):
+            yield CounterMetricFamily(f"voiceswarm_sip_{name}", f"SIP: {name.replace('_', ' ')} (telephony/sip/metrics.py)", value=value)
+    for direction in ("received", "sent"):
+        requests = CounterMetricFamily(f"voiceswarm_sip_requests_{direction}", f"SIP requests {direction}, by method", labels=["method"])
+        for method, count in sorted(getattr(metrics, f"requests_{direction}").items()):
+            requests.add_metric([method], count)
+        responses = CounterMetricFamily(f"voiceswarm_sip_responses_{direction}", f"SIP responses {direction}, by CSeq method and status code",
+                                        labels=["method", "code"])
+        for (method, code), count in sorted(getattr(metrics, f"responses_{direction}").items()):
+            responses.add_metric([method, str(code)], count)
+        yield requests
+        yield responses
+
+
+def rtp_metrics(ended: dict[str, int], live: list[RtpStats], jitter: IntervalHistogram, jitter_ms_sum: float) -> Iterator[Metric]:
+    for field_name, (name, help_text) in RTP_COUNTERS.items():
+        total = ended.get(field_name, 0) + sum(getattr(stats, field_name) for stats in live)
+        yield CounterMetricFamily(name, help_text, value=total)
+    yield GaugeMetricFamily("voiceswarm_rtp_jitter_max_seconds", "Largest interarrival jitter among the live calls",
+                            value=max((stats.jitter_ms for stats in live), default=0.0) / 1000)
+    histogram = HistogramMetricFamily("voiceswarm_rtp_jitter_seconds", "Interarrival jitter of each ended call at its end")
+    buckets = [(str(edge), float(_count_below(jitter, edge * 1000))) for edge in JITTER_BUCKETS]
+    histogram.add_metric([], buckets + [("+Inf", float(jitter.count))], sum_value=jitter_ms_sum / 1000)
+    yield histogram
+
+
+def _count_below(histogram: IntervalHistogram, edge_ms: float) -> int:
+    # Each bin holds values from its lower edge up to (not including) the next.
+    return sum(histogram.counts[:round(edge_ms / histogram.BIN_MS)])

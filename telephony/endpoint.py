@@ -23,7 +23,7 @@ from typing import Any
 from telephony import sdp
 from telephony.media_clock import MediaClock
 from telephony.ports import PortRangeExhausted
-from telephony.rtp import RtpError, RtpSession
+from telephony.rtp import MediaTotals, RtpError, RtpSession
 from telephony.sip import screening
 from telephony.sip.dialog import Dialog, DialogError
 from telephony.sip.headers import Headers
@@ -122,6 +122,7 @@ class SipEndpoint:
     def __init__(self, config: EndpointConfig, on_call: OnCall) -> None:
         self.config = config
         self.metrics = SipMetrics()
+        self.media = MediaTotals()  # the RTP counters of ended calls (the live ones: each call's rtp_stats)
         self._on_call = on_call
         self._networks = [ipaddress.ip_network(n, strict=False) for n in config.allowed_sources or ()]
         self._invites = RateLimiter(config.invite_rate, config.invite_burst)
@@ -517,6 +518,7 @@ class SipEndpoint:
             del self._calls[call.dialog.key]
         self.metrics.calls_ended += 1
         self.metrics.calls_active = len(self._calls)
+        self.media.add(call.rtp_stats)
         if not self._calls:
             self._idle.set()
 

@@ -117,6 +117,28 @@ class RtpStats:
     jitter_ms: float = 0.0
     send_intervals: IntervalHistogram = field(default_factory=IntervalHistogram)
 
+    def counters(self) -> dict[str, int]:
+        """The counting fields by name (not jitter_ms, a level, nor the histogram)."""
+        return {name: value for name, value in vars(self).items() if isinstance(value, int)}
+
+
+@dataclass
+class MediaTotals:
+    """The RTP counters of the calls that have ended, summed, and a histogram of their last jitter: added to
+    the live calls' counters, what monitoring reads (counters that never go down when a call ends)."""
+
+    calls: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+    jitter: IntervalHistogram = field(default_factory=IntervalHistogram)  # ms, one value per call
+    jitter_ms_sum: float = 0.0
+
+    def add(self, stats: RtpStats) -> None:
+        self.calls += 1
+        for name, value in stats.counters().items():
+            self.counters[name] = self.counters.get(name, 0) + value
+        self.jitter.add(stats.jitter_ms)
+        self.jitter_ms_sum += stats.jitter_ms
+
 
 @dataclass
 class _OutgoingEvent:

@@ -15,7 +15,7 @@ import numpy as np
 
 from telephony import sdp
 from telephony.call import EndReason, MediaTap
-from telephony.rtp import RtpError, RtpSession
+from telephony.rtp import RtpError, RtpSession, RtpStats
 from telephony.sip.dialog import Dialog, DialogError
 from telephony.sip.message import Request, SipParseError, SipUri
 from telephony.sip.transaction import InviteServerTransaction, ServerTransaction
@@ -113,6 +113,10 @@ class SipCall:
     def srtp_suite(self) -> str | None:
         """The SRTP crypto suite the media runs on, None for plain RTP."""
         return self._rtp.srtp_suite
+
+    @property
+    def rtp_stats(self) -> RtpStats:
+        return self._rtp.stats
 
     @property
     def media_direction(self) -> str:

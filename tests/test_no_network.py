@@ -151,3 +151,27 @@ async def test_the_supervisor_page_connects_nowhere(tmp_path: Path) -> None:
     for name in ("index.html", "app.js", "style.css"):
         text = (STATIC / name).read_text().replace('"http://www.w3.org/2000/svg"', "")
         assert "http://" not in text and "https://" not in text, name
+
+
+async def test_redaction_records_and_metrics_connect_nowhere(tmp_path: Path) -> None:
+    # phonenumbers and python-stdnum read their tables from the installed package, lazily: first use is here.
+    from callcenter.metrics import TelephonyCollector, VoiceMetrics
+    from callcenter.records import CallRecord, CallRecords
+    from callcenter.redact import redact
+    from telephony.endpoint import EndpointConfig, SipEndpoint
+
+    with recording() as seen:
+        masked = [redact(f"call me on {number}", region) for number, region in
+                  (("+1 415 555 2671", "DE"), ("020 7946 0018", "GB"), ("0151 23456789", "DE"), ("415 555 2671", "US"))]
+        records = CallRecords(tmp_path / "calls.db", redaction=redact)
+        records.save(CallRecord("c1", CALLER, "shop", 1.0, 2.0, "completed",
+                                transcript=[{"at": 0.0, "who": "caller", "text": "card 4111 1111 1111 1111"}]))
+        stored = records.get("c1")
+        records.close()
+        endpoint = SipEndpoint(EndpointConfig(listen_host="127.0.0.1", listen_port=0), lambda call: None)
+        metrics = VoiceMetrics()
+        metrics.registry.register(TelephonyCollector(endpoint))
+        page = metrics.exposition()
+    assert all("*" in text for text in masked) and stored and "4111" not in stored.transcript[0]["text"]
+    assert b"voiceswarm_sip_requests_received_total" in page
+    assert seen == [] and _lookups == []

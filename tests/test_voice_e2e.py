@@ -20,8 +20,11 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import aiohttp
 import pytest
 from fake_ollama import FakeOllama, Reply
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from callcenter.caller import TestCaller
 from callcenter.commands.serve import VoiceServer
@@ -58,8 +61,8 @@ async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[
         config = Config(
             llm=llm, database=str(tmp_path / "shop.db"),
             sip=SipConfig(listen="127.0.0.1:0", no_media_timeout_s=no_media_timeout_s),
-            voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"), metrics_listen="",
-                              shutdown_deadline_s=2.0, **voice),
+            voice=VoiceConfig(**{"whisper_model": "tiny.en", "calls_database": str(tmp_path / "calls.db"),
+                                 "metrics_listen": "", "shutdown_deadline_s": 2.0, **voice}),
         )
         server = await servers.enter_async_context(VoiceServer(config, speech=speech))
         server.app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
@@ -115,6 +118,23 @@ async def until(condition: Callable[[], bool], timeout_s: float, what: str) -> N
 
 def agent_lines(record: CallRecord) -> list[str]:
     return [line["text"] for line in record.transcript if line["who"] == "agent"]
+
+
+class Scrape:
+    """One reading of /metrics (the Prometheus text format)."""
+
+    def __init__(self, text: str) -> None:
+        self.samples = [sample for family in text_string_to_metric_families(text) for sample in family.samples]
+
+    def __call__(self, name: str, **labels: str) -> float:
+        """The sample's value; KeyError names it when it is missing."""
+        for sample in self.samples:
+            if sample.name == name and sample.labels == labels:
+                return sample.value
+        raise KeyError(f"{name}{labels} is not on the page")
+
+    def by(self, name: str, label: str) -> dict[str, float]:
+        return {sample.labels[label]: sample.value for sample in self.samples if sample.name == name}
 
 
 def closed_tcp_port() -> int:
@@ -200,7 +220,9 @@ async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
 
 async def test_buy_call_through_offline_router(serve, speech, caplog) -> None:
     caplog.set_level(logging.DEBUG)
-    server = await serve(early_transcript_ms=0)  # transcribed at the end of each turn only
+    metrics_port = closed_tcp_port()
+    # Transcribed at the end of each turn only; /metrics served as in production.
+    server = await serve(early_transcript_ms=0, metrics_listen=f"127.0.0.1:{metrics_port}")
     orders_before = len(rows(server, "orders"))
     caller = TestCaller(speech, caller_id=CALLER)
     async with caller.connected(uri(server)):
@@ -228,6 +250,29 @@ async def test_buy_call_through_offline_router(serve, speech, caplog) -> None:
     for text in said:
         assert repr(text) in debug and text not in info, text
     assert CALLER in debug and CALLER[3:] not in info and f"caller=+{'*' * 10}21" in info
+    # /metrics, read over HTTP from the live server, counts what this call did.
+    async with aiohttp.ClientSession() as client, client.get(f"http://127.0.0.1:{metrics_port}/metrics") as page:
+        assert page.status == 200 and page.content_type == "text/plain", page.headers
+        metrics = Scrape(await page.text())
+        async with client.get(f"http://127.0.0.1:{metrics_port}/metrics",
+                              headers={"Accept": "application/openmetrics-text"}) as page:
+            assert page.content_type == "application/openmetrics-text" and (await page.text()).endswith("# EOF\n")
+    by_caller = record.end_reason == "remote_hangup"  # else the agent said goodbye and hung up
+    received = {"INVITE": 1, "ACK": 1, "BYE": 1} if by_caller else {"INVITE": 1, "ACK": 1}
+    assert metrics.by("voiceswarm_sip_requests_received_total", "method") == received
+    assert metrics("voiceswarm_sip_responses_sent_total", method="INVITE", code="100") == 1
+    assert metrics("voiceswarm_sip_responses_sent_total", method="INVITE", code="200") >= 1  # again until the ACK
+    if by_caller:
+        assert metrics("voiceswarm_sip_responses_sent_total", method="BYE", code="200") == 1
+    else:
+        assert metrics("voiceswarm_sip_requests_sent_total", method="BYE") == 1
+        assert metrics("voiceswarm_sip_responses_received_total", method="BYE", code="200") == 1
+    assert metrics("voiceswarm_sip_invites_received_total") == 1 and metrics("voiceswarm_sip_calls_active") == 0
+    # RTP both ways at 50 packets a second, for a call of some seconds; its jitter counted once it ended.
+    assert metrics("voiceswarm_rtp_packets_received_total") > 100 and metrics("voiceswarm_rtp_packets_sent_total") > 100
+    assert 0 <= metrics("voiceswarm_rtp_packets_lost_total") < metrics("voiceswarm_rtp_packets_received_total") / 20
+    assert metrics("voiceswarm_rtp_jitter_seconds_count") == 1
+    assert metrics.by("voiceswarm_calls_total", "disposition") == {"completed": 1}
 
 
 async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, caplog) -> None:

@@ -8,11 +8,12 @@ import logging
 import signal
 import socket
 
-from aiohttp import web
+from aiohttp import hdrs, web
+from prometheus_client.exposition import choose_encoder
 
 from callcenter.app import open_app
 from callcenter.config import Config, SupervisorConfig, endpoint_config, host_port
-from callcenter.metrics import VoiceMetrics
+from callcenter.metrics import TelephonyCollector, VoiceMetrics
 from callcenter.node import STATES, AdmissionLimits, NodeState
 from callcenter.recording import RETENTION_EVERY_S, Recordings
 from callcenter.records import CallRecords
@@ -70,6 +71,7 @@ class VoiceServer:
         await self.service.warm_up()
         self.endpoint = SipEndpoint(endpoint_config(self.config.sip, self._listen), self.service.handle_call)
         await self.endpoint.start()
+        self.metrics.registry.register(TelephonyCollector(self.endpoint))
         # The records of all nodes may share one database: each row says which node served the call.
         self.records.node = f"{socket.gethostname()}:{self.address[1]}"
         limits = AdmissionLimits(voice.max_active_calls, voice.max_cpu_percent, voice.max_stt_delay_s, voice.retry_after_s)
@@ -144,12 +146,14 @@ class VoiceServer:
     def supervisor_address(self) -> tuple[str, int] | None:
         return self._supervisor.addresses[0][:2] if self._supervisor is not None else None
 
-    async def _metrics_page(self, _: web.Request) -> web.Response:
+    async def _metrics_page(self, request: web.Request) -> web.Response:
         state = self.node.state
         for name in STATES:
             self.metrics.node_state.labels(name).set(1 if name == state else 0)
         self.metrics.admission_refusals.set(self.node.refusals)
-        return web.Response(body=self.metrics.exposition(), content_type="text/plain", charset="utf-8")
+        # The text format, or OpenMetrics when the scraper asks for it.
+        encode, content_type = choose_encoder(request.headers.get(hdrs.ACCEPT, ""))
+        return web.Response(body=encode(self.metrics.registry), headers={hdrs.CONTENT_TYPE: content_type})
 
     async def _health_page(self, _: web.Request) -> web.Response:
         # 503 unless serving, so an HTTP health check takes the node out as the SIP dispatcher does.

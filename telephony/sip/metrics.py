@@ -1,7 +1,18 @@
-"""Counters of what the SIP endpoint saw and did: one dataclass, read by tests, logs and benchmarks."""
+"""Counters of what the SIP endpoint saw and did: one dataclass, read by tests, logs, benchmarks and /metrics."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .message import Request, Response
+
+# Methods counted by name; whatever else a peer sends is "other", so that a scanner cannot grow the counters.
+METHODS = frozenset({"INVITE", "ACK", "BYE", "CANCEL", "OPTIONS", "REGISTER", "REFER", "NOTIFY", "SUBSCRIBE",
+                     "INFO", "UPDATE", "PRACK", "MESSAGE", "PUBLISH"})
+
+
+def method_label(method: str) -> str:
+    return method if method in METHODS else "other"
 
 
 @dataclass
@@ -40,3 +51,29 @@ class SipMetrics:
     media_timeouts: int = 0
     registrations: int = 0  # successful REGISTERs (refreshes included)
     registration_failures: int = 0  # REGISTER attempts that failed (refused, timed out, unanswerable)
+    # What went over the wire, retransmissions included: requests by method, responses by (CSeq method, status).
+    # Received: the messages that parsed and validated (the others are malformed, bad_requests, bad_responses).
+    requests_received: Counter[str] = field(default_factory=Counter, repr=False)
+    requests_sent: Counter[str] = field(default_factory=Counter, repr=False)
+    responses_received: Counter[tuple[str, int]] = field(default_factory=Counter, repr=False)
+    responses_sent: Counter[tuple[str, int]] = field(default_factory=Counter, repr=False)
+
+    def count_received(self, message: Request | Response) -> None:
+        if isinstance(message, Request):
+            self.requests_received[method_label(message.method)] += 1
+        else:
+            self.responses_received[_response_key(message)] += 1
+
+    def count_sent(self, message: Request | Response) -> None:
+        if isinstance(message, Request):
+            self.requests_sent[method_label(message.method)] += 1
+        else:
+            self.responses_sent[_response_key(message)] += 1
+
+
+def _response_key(response: Response) -> tuple[str, int]:
+    try:
+        method = response.cseq[1]
+    except ValueError:  # SipParseError: a response we salvaged from a broken request
+        method = "other"
+    return method_label(method), response.status

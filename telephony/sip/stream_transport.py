@@ -123,6 +123,7 @@ class StreamTransport(MessageIntake):
         peer = destination if isinstance(destination, Peer) else Peer(destination[0], destination[1], self.name)
         connection = self._find(peer[:2]) or self._connect(peer)
         if connection is not None:
+            self.metrics.count_sent(message)  # handed to the connection (queued while it connects)
             self._write(connection, message.to_bytes())
 
     def send_response(self, response: Response, source: Peer | None = None) -> None:
@@ -135,6 +136,7 @@ class StreamTransport(MessageIntake):
                 return
             self.send(response, Peer(host, port, self.name))
             return
+        self.metrics.count_sent(response)
         self._write(connection, response.to_bytes())
 
     def keep_alive(self, destination: Peer, on_lost: Callable[[], None]) -> None:

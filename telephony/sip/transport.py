@@ -109,6 +109,7 @@ class MessageIntake:
                 self.metrics.bad_responses += 1
                 self.warn("bad_response", source, str(error))
                 return
+            self.metrics.count_received(message)
             self.on_response(message, source)
             return
         try:
@@ -118,6 +119,7 @@ class MessageIntake:
             self._answer_bad(message, source, error.status, str(error))
             return
         _stamp_via(message, source)
+        self.metrics.count_received(message)
         self.on_request(message, source)
 
     def answer_unparsed(self, data: bytes, source: Peer, status: int, detail: str) -> None:
@@ -182,6 +184,7 @@ class UdpTransport(MessageIntake, asyncio.DatagramProtocol):
             self.warn("send_failed", destination, str(error))
             return
         self.metrics.datagrams_sent += 1
+        self.metrics.count_sent(message)
 
     def send_response(self, response: Response, source: Peer | None = None) -> None:
         """To where the top Via says, as stamped on arrival (received, rport)."""
