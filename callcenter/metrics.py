@@ -115,7 +115,7 @@ def rtp_metrics(ended: dict[str, int], live: list[RtpStats], jitter: IntervalHis
                             value=max((stats.jitter_ms for stats in live), default=0.0) / 1000)
     histogram = HistogramMetricFamily("voiceswarm_rtp_jitter_seconds", "Interarrival jitter of each ended call at its end")
     buckets = [(str(edge), float(_count_below(jitter, edge * 1000))) for edge in JITTER_BUCKETS]
-    histogram.add_metric([], buckets + [("+Inf", float(jitter.count))], sum_value=jitter_ms_sum / 1000)
+    histogram.add_metric([], [*buckets, ("+Inf", float(jitter.count))], sum_value=jitter_ms_sum / 1000)
     yield histogram
 
 

@@ -16,8 +16,8 @@ from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
 from callcenter.metrics import VoiceMetrics
 from callcenter.recording import OFF, CallRecorder, RecordingOutcome, Recordings
 from callcenter.records import CallRecord, CallRecords
-from callcenter.supervisor.live import LiveCalls
 from callcenter.redact import redact
+from callcenter.supervisor.live import LiveCalls
 from speech.endpointer import Endpointer
 from speech.synthesizer import Synthesizer, SynthesizerConfig
 from speech.transcriber import Transcriber

@@ -23,7 +23,6 @@ from pathlib import Path
 import aiohttp
 import pytest
 from fake_ollama import FakeOllama, Reply
-
 from prometheus_client.parser import text_string_to_metric_families
 
 from callcenter.caller import TestCaller

@@ -17,8 +17,8 @@ from callcenter.metrics import TelephonyCollector, VoiceMetrics
 from callcenter.node import STATES, AdmissionLimits, NodeState
 from callcenter.recording import RETENTION_EVERY_S, Recordings
 from callcenter.records import CallRecords
-from callcenter.supervisor import Sources, supervisor_app
 from callcenter.redact import redact
+from callcenter.supervisor import Sources, supervisor_app
 from callcenter.voice import SpeechModels, VoiceService
 from telephony.audiosocket import AudioSocketServer
 from telephony.endpoint import SipEndpoint
