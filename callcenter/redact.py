@@ -25,6 +25,9 @@ DIGIT_WORDS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "fo
 # The countries phonenumbers knows the numbering plans of: what privacy.phone_region may be.
 PHONE_REGIONS = frozenset(phonenumbers.SUPPORTED_REGIONS)
 MASK = "*"
+# No number is written in more pieces than it has digits, and none has more than 19 (a card; E.164 allows 15,
+# plus 00): longer stretches are searched in windows of this many pieces, so a hostile line costs linear time.
+MAX_PIECES = 19
 CARD_KEEP, PHONE_KEEP, IBAN_KEEP = 4, 2, 4
 # Shortest phone number masked: a Berlin number with its area code has 10 digits, a German mobile 11; six
 # digits would hit the shop's order numbers (5 to 8 digits, see callcenter/store/shop_store.py) too often.
@@ -121,7 +124,7 @@ def _mask_run(match: re.Match[str], region: str) -> str:
     # Greedy from the left, longest first: "call 0151 23456789 about order 4711" masks the phone only; a
     # whole run that is not one number may still hold one ("129 0151 23456789").
     while start < len(pieces):
-        for stop in range(len(pieces), start, -1):
+        for stop in range(min(len(pieces), start + MAX_PIECES), start, -1):
             keep = _classify(pieces[start:stop], region, international and start == 0, card_context,
                              whole=start == 0 and stop == len(pieces))
             if keep is not None:

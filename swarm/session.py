@@ -303,7 +303,9 @@ class Session:
             self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result))
             raise
         except Exception as error:  # noqa: BLE001 - a tool's failure is news for the model, not a crash of the call
-            log.warning("tool failed client=%s tool=%s error=%r", self.client_id, call.name, error)
+            # The message may quote what the caller said ("no order with ..."): DEBUG only; the event keeps it.
+            log.warning("tool failed client=%s tool=%s error=%s", self.client_id, call.name, type(error).__name__)
+            log.debug("tool failed client=%s tool=%s error=%r", self.client_id, call.name, error)
             result = {"error": f"the tool failed: {error}"}
         text = result_text(result)
         self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, text))
