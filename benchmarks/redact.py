@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from callcenter.redact import redact  # noqa: E402
+from callcenter.redact import redact
 
 LINES = {
     "no digits": "I'd like to return the wireless headphones I bought last week, they stopped working.",
