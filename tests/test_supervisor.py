@@ -37,6 +37,7 @@ from callcenter.conversation import Conversation, Transcript, VoiceSettings
 from callcenter.records import CallRecord, CallRecords
 from callcenter.supervisor import LiveCalls, Sources, supervisor_app
 from callcenter.supervisor.auth import COOKIE
+from callcenter.supervisor.routes import STATIC
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -379,3 +380,11 @@ async def test_sentences_the_caller_never_heard_leave_the_page() -> None:
         live.end("c", "completed")
         assert await anext(events) == {"event": "ended", "call_id": "c", "disposition": "completed"}
     await live.close()
+
+
+def test_the_pages_script_never_parses_text_as_html() -> None:
+    """What the browser test shows for one transcript, for every path of the script: no HTML parsing at all."""
+    script = (STATIC / "app.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+        assert sink not in script, sink
+    assert "textContent" in script

@@ -77,10 +77,13 @@ async def _live(request: web.Request) -> web.WebSocketResponse:
 
 
 async def _send_feed(socket: web.WebSocketResponse, sources: Sources) -> None:
-    async with contextlib.aclosing(sources.live.watch()) as events:
-        async for event in events:
-            await socket.send_json(sources.show(event))
-    await socket.close()  # the node is stopping, or this page fell too far behind: it reconnects
+    try:
+        async with contextlib.aclosing(sources.live.watch()) as events:
+            async for event in events:
+                await socket.send_json(sources.show(event))
+    finally:  # the node is stopping, the page fell too far behind, or an event failed: the page reconnects
+        if not socket.closed:
+            await socket.close()
 
 
 async def _close_feed(app: web.Application) -> None:
