@@ -97,10 +97,11 @@ class Page:
         return await response.json()
 
 
-async def open_page(app: App, tmp_path: Path, *, masked: bool = True) -> AsyncIterator[Page]:
+async def open_page(app: App, tmp_path: Path, *, masked: bool = True, region: str = "DE") -> AsyncIterator[Page]:
     records = CallRecords(tmp_path / "calls.db")
     live = LiveCalls(poll_s=0.01)
-    sources = Sources(live, records, app.shop, lambda: {"state": "serving", "active_calls": len(live.calls)}, masked=masked)
+    sources = Sources(live, records, app.shop, lambda: {"state": "serving", "active_calls": len(live.calls)},
+                      masked=masked, region=region)
     async with TestClient(TestServer(supervisor_app(SupervisorConfig(token=TOKEN), sources))) as client:
         yield Page(client, live, records)
     await live.close()
@@ -238,6 +239,13 @@ async def test_a_past_call_has_its_transcript_tools_rows_and_latencies(app, page
     assert call["turns"][0]["voice_to_voice_s"] == 1.1 and call["recording"] is False
     response = await page.client.get("/api/call", params={"id": "nobody"}, headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status == 404
+
+
+async def test_national_numbers_are_masked_as_written_in_the_configured_region(app, tmp_path) -> None:
+    async for page in open_page(app, tmp_path, region="GB"):
+        page.records.save(record("uk", transcript=[{"at": 1.0, "who": "caller", "text": "call me on 020 7946 0321"}]))
+        text = (await page.get("/api/call", params={"id": "uk"}))["items"][0]["text"]
+        assert "7946" not in text and text.startswith("call me on "), text
 
 
 async def test_unmasked_when_configured(app, tmp_path) -> None:

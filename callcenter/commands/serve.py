@@ -134,7 +134,8 @@ class VoiceServer:
         if not supervisor.listen:
             return None
         sources = Sources(self.service.live, self.records, self.app.shop,
-                          lambda: {"node": self.records.node, **self.node.health()}, masked=supervisor.redact)
+                          lambda: {"node": self.records.node, **self.node.health()}, masked=supervisor.redact,
+                          region=self.config.privacy.phone_region)
         runner = web.AppRunner(supervisor_app(supervisor, sources), access_log=None)
         await runner.setup()
         host, port = host_port(supervisor.listen)

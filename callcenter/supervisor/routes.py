@@ -31,9 +31,10 @@ class Sources:
     shop: Shop
     health: Callable[[], dict[str, Any]]
     masked: bool = True
+    region: str = "DE"  # privacy.phone_region
 
     def show(self, value: Any) -> Any:
-        return shown(value, masked=self.masked)
+        return shown(value, masked=self.masked, region=self.region)
 
 
 SOURCES = web.AppKey("sources", Sources)

@@ -28,18 +28,19 @@ def masked_number(number: str) -> str:
     return "•" * 3 + shown
 
 
-def shown(value: Any, *, masked: bool, key: str = "") -> Any:
-    """The value with everything a caller may have said redacted (when masked), however deep."""
+def shown(value: Any, *, masked: bool, region: str = "DE", key: str = "") -> Any:
+    """The value with everything a caller may have said redacted (when masked), however deep; national phone
+    numbers as written in `region` (privacy.phone_region)."""
     if not masked or key in PLAIN_KEYS:
         return value
     if key in CALLER_KEYS and isinstance(value, str):
         return masked_number(value)
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, region)
     if isinstance(value, dict):
-        return {k: shown(v, masked=masked, key=k) for k, v in value.items()}
+        return {k: shown(v, masked=masked, region=region, key=k) for k, v in value.items()}
     if isinstance(value, list):
-        return [shown(v, masked=masked) for v in value]
+        return [shown(v, masked=masked, region=region) for v in value]
     return value
 
 
