@@ -6,11 +6,11 @@ channel, what was sent to the caller in that slot (silence when nothing was: bar
 show where they happened); the caller's frames go to the caller's channel in the order the call received
 them, from the slot they arrived in on, so a lost packet the jitter buffer conceals later still lands in its
 own slot. Audio older than LAG_SAMPLES can no longer change and is handed to one writer thread (shared by all
-calls) once a second: the event loop that paces the RTP only copies bytes.
+calls) twice a second: the event loop that paces the RTP only copies bytes.
 
-Why WAV: every player and browser plays it with nothing installed, and Python's `wave` rewrites the RIFF
-sizes after each write, so a file whose process died is readable up to its last second or so. FLAC would
-halve the size but needs libsndfile and writes its sizes only when the stream is closed;
+Why WAV: every player and browser plays it with nothing installed, and its 44-byte header is rewritten after
+each write, so a file whose process died is a valid WAV up to its last second and a half. FLAC would halve the size
+but needs libsndfile (not installed here) and settles its header only when the stream is closed;
 `voiceswarm calls ID --export call.flac` converts one (with sox).
 """
 from __future__ import annotations
@@ -37,14 +37,17 @@ log = logging.getLogger(__name__)
 
 RATE = 8000
 FRAME = 160  # samples in a 20 ms slot
-# The caller's frames may arrive this late (the jitter buffer holds a few packets back, then lets them go at
-# once) and still be put where they belong; a caller who sent nothing for longer starts again at "now".
-LAG_SAMPLES = 1600
-# ... or this far ahead of the clock (an event loop catching up); a frame further ahead is dropped.
+# The caller's frames follow one another as the call received them: the RTP session conceals lost packets and
+# fills gaps in the sender's timeline of up to a second itself (telephony.rtp.MAX_FILL_SAMPLES), so they may land
+# this far behind the clock (a jitter buffer letting held packets go at once, an event loop that stalled) and
+# still be put where they belong. A caller's stream that fell further behind had a real break (hold, a new
+# stream) and starts again at "now".
+LAG_SAMPLES = RATE
+# ... and this far ahead of it (a sender's clock a little fast); a frame further ahead is dropped.
 AHEAD_SAMPLES = 1600
-WRITE_EVERY_SAMPLES = RATE  # one write a second: with LAG_SAMPLES, what a crash can lose
-# Seconds of audio waiting for the disk after which the recording is given up (the disk does not keep up).
-MAX_PENDING_WRITES = 30
+WRITE_EVERY_SAMPLES = RATE // 2  # twice a second: with LAG_SAMPLES, what a crash can lose (~1.5 s)
+# Writes waiting for the disk (half a second of audio each) after which the recording is given up.
+MAX_PENDING_WRITES = 60
 OPEN_TIMEOUT_S = 2.0  # "announce" waits this long for the file to open (a hung NFS mount): then no recording
 RETENTION_EVERY_S = 86400.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

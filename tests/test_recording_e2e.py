@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import wave
 from collections.abc import AsyncIterator, Callable
@@ -21,7 +22,8 @@ import pytest
 from callcenter.caller import TestCaller
 from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
-from callcenter.records import CallRecord
+from callcenter.recording import Recordings
+from callcenter.records import CallRecord, CallRecords
 from callcenter.voice import SpeechModels
 
 pytestmark = pytest.mark.timeout(120)
@@ -126,7 +128,19 @@ async def record_of(server: VoiceServer, timeout_s: float = 20.0) -> CallRecord:
 
 
 async def test_a_recorded_call_holds_the_caller_left_and_what_they_heard_right(serve, speech, tmp_path: Path) -> None:
+    # A recording from 100 days ago, past the 90 days kept: `serve` deletes it as it starts, and says so.
+    old = Recordings(VoiceConfig(recording="on", recording_dir=str(tmp_path / "recordings")))
+    expired = old.path_for("old-call", time.time() - 100 * 86400)
+    old.close()
+    expired.parent.mkdir(parents=True)
+    expired.write_bytes(b"RIFF")
+    os.utime(expired, (time.time() - 100 * 86400,) * 2)
+    records = CallRecords(tmp_path / "calls.db")
+    records.save(CallRecord("old-call", CALLER, "shop", time.time() - 100 * 86400, time.time() - 100 * 86400 + 60,
+                            "completed", recording=str(expired), recording_seconds=60.0))
+    records.close()
     server = await serve(recording="announce", recording_dir=str(tmp_path / "recordings"))
+    assert not expired.exists() and server.records.get("old-call").recording_error == "deleted by retention after 90 days"
     host, port = server.address
     caller, side = TestCaller(speech, caller_id=CALLER), CallerSide()
     caller.prepare(LINE)
