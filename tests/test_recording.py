@@ -122,6 +122,7 @@ async def test_a_caller_silent_for_longer_than_the_lag_starts_again_at_now_and_e
     assert recorder.dropped == 25 - AHEAD_SAMPLES // FRAME
 
 
+@pytest.mark.slow
 async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slots(recordings) -> None:
     """A peer sends 40 packets paced at 20 ms (packet n holds the sample 100 * n), the 20th lost; the session
     plays a tone meanwhile and is flushed. The caller's frames sit one per slot, the concealed one in the lost
@@ -160,6 +161,7 @@ async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slo
     assert tone[0] == played_at and tone[-1] + 1 == flushed_at, (tone[0], tone[-1], played_at, flushed_at)
 
 
+@pytest.mark.slow
 async def test_an_audiosocket_call_is_recorded_the_same_way(recordings) -> None:
     """Asterisk's AudioSocket carries the same Call: its slots and frames reach the recorder as RTP's do."""
     recorder = recordings().start("audiosocket-1")
@@ -218,6 +220,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_a_recording_whose_process_was_killed_mid_call_is_readable_up_to_its_last_seconds(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", CRASHING, str(tmp_path)], capture_output=True, text=True, timeout=30, check=False,
                          cwd=Path(__file__).parent.parent)

@@ -26,7 +26,7 @@ from callcenter.recording import Recordings
 from callcenter.records import CallRecord, CallRecords
 from callcenter.voice import SpeechModels
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.peers, pytest.mark.models, pytest.mark.slow]
 
 RATE = 8000
 CALLER = "+442079460321"
