@@ -14,16 +14,22 @@ after which the caller heard nothing within its turn timeout; "early" is the sha
 from the caller's first pause (voice.early_transcript_ms), before the end of the turn was certain;
 "load" is the machine's load average.
 
+With --llm local the brain is the demo's: the packaged Qwen2.5-Coder-1.5B in llama.cpp's server (its prompts
+prefilled at start-up), and the callers say the demo's purchase (LOCAL_LINES), each reply waited for up to
+LOCAL_TIMEOUT_S; "llm" is then the real model's time to the first sentence, hand-overs and tool calls included.
+
 Calls start spread over 4 seconds (in a seeded random order), so their turns do not all line up. The
 callers run in a child process (on the same 2 cores: their RTP and VAD take a little CPU) and skip Whisper.
 
 Usage: .venv/bin/python benchmarks/voice_to_voice.py [--calls 1,4,8] [--models tiny.en,base] [--no-search]
                                                     [--early-ms 200 (0: transcribe at the end of the turn)]
+                                                    [--llm scripted|local]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -44,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_ollama import FakeOllama, Reply  # noqa: E402
 
-from callcenter.caller import TestCaller  # noqa: E402
+from callcenter.caller import CallerTiming, TestCaller  # noqa: E402
 from callcenter.commands.serve import VoiceServer  # noqa: E402
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig  # noqa: E402
 from callcenter.voice import SpeechModels  # noqa: E402
@@ -54,6 +60,9 @@ LINES = (
     "And how long does a delivery to London usually take?",
     "Thank you, that is all I needed to know today.",
 )
+# The demo's purchase, and the answer to a read-back question (tests/test_llm_swarm.py's conversation).
+LOCAL_LINES = ("I'd like to buy a new phone charger.", "Yes, please.", "Yes, one USB-C phone charger, please.")
+LOCAL_TIMEOUT_S = 60.0
 MODEL_DELAY_S = 0.2
 MIN_TURNS = 12  # repeat small runs until this many turns are measured
 TARGET_P95_S = 2.0
@@ -94,19 +103,24 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
-async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int) -> Turns:
+async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int, llm_kind: str) -> Turns:
     turns = Turns()
     with tempfile.TemporaryDirectory() as folder:
-        async with FakeOllama(model) as llm:
+        async with contextlib.AsyncExitStack() as stack:
+            if llm_kind == "local":
+                llm_config = LLMConfig(provider="local", timeout=LOCAL_TIMEOUT_S)
+            else:
+                llm = await stack.enter_async_context(FakeOllama(model))
+                llm_config = LLMConfig(provider="ollama", host=llm.url, timeout=30.0)
             config = Config(
-                llm=LLMConfig(provider="ollama", host=llm.url, timeout=30.0), database=str(Path(folder) / "shop.db"),
+                llm=llm_config, database=str(Path(folder) / "shop.db"),
                 sip=SipConfig(listen="127.0.0.1:0", max_calls=MAX_SEARCH_CALLS + 4),
                 voice=VoiceConfig(calls_database=str(Path(folder) / "calls.db"), metrics_listen="",
                                   shutdown_deadline_s=5.0, early_transcript_ms=early_ms),
             )
             async with VoiceServer(config, speech=speech) as server:
                 host, port = server.address
-                heard = await run_callers(f"sip:shop@{host}:{port}", calls, seed)
+                heard = await run_callers(f"sip:shop@{host}:{port}", calls, seed, llm_kind)
                 deadline = time.monotonic() + 20
                 while len(server.records.recent(calls + 1)) < calls and time.monotonic() < deadline:
                     await asyncio.sleep(0.2)
@@ -127,10 +141,10 @@ async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int) 
     return turns
 
 
-async def run_callers(uri: str, calls: int, seed: int) -> list[float | None]:
+async def run_callers(uri: str, calls: int, seed: int, llm_kind: str) -> list[float | None]:
     """The callers run in a process of their own, so the server's event loop carries only the server's work."""
     child = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--callers", uri, "--calls", str(calls), "--seed", str(seed),
+        sys.executable, __file__, "--callers", uri, "--calls", str(calls), "--seed", str(seed), "--llm", llm_kind,
         stdout=asyncio.subprocess.PIPE, start_new_session=True)
     try:
         out, _ = await asyncio.wait_for(child.communicate(), CALLERS_TIMEOUT_S)
@@ -143,19 +157,22 @@ async def run_callers(uri: str, calls: int, seed: int) -> list[float | None]:
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
-async def callers_main(uri: str, calls: int, seed: int) -> int:
+async def callers_main(uri: str, calls: int, seed: int, llm_kind: str) -> int:
     """Child process: `calls` TestCallers say LINES; prints, per line said, seconds until the reply was heard."""
     speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model="tiny.en"))
+    lines = LOCAL_LINES if llm_kind == "local" else LINES
+    # A turn of the real model can be a hand-over, a tool call and a reply: wait as long as the server does.
+    timing = CallerTiming(turn_timeout_s=2 * LOCAL_TIMEOUT_S + 10) if llm_kind == "local" else CallerTiming()
     try:
-        callers = [TestCaller(speech, caller_id=f"+4420794600{n:02d}", transcribe=False) for n in range(calls)]
-        callers[0].prepare(*LINES)
+        callers = [TestCaller(speech, caller_id=f"+4420794600{n:02d}", transcribe=False, timing=timing) for n in range(calls)]
+        callers[0].prepare(*lines)
         for caller in callers:
             caller.voices = callers[0].voices
         offsets = random.Random(seed).sample([i * SPREAD_S / calls for i in range(calls)], calls)
 
         async def talk(caller: TestCaller, offset: float) -> None:
             await asyncio.sleep(offset)
-            await caller.call(uri, list(LINES))
+            await caller.call(uri, list(lines))
 
         await asyncio.gather(*(talk(c, o) for c, o in zip(callers, offsets, strict=True)))
     finally:
@@ -169,11 +186,12 @@ async def callers_main(uri: str, calls: int, seed: int) -> int:
     return 0
 
 
-async def measure(speech: SpeechModels, calls: int, early_ms: int) -> Turns:
+async def measure(speech: SpeechModels, calls: int, early_ms: int, llm_kind: str = "scripted") -> Turns:
     turns = Turns()
-    rounds = max(1, math.ceil(MIN_TURNS / (calls * len(LINES))))
+    # The real model is slow: one round of its calls, not MIN_TURNS.
+    rounds = 1 if llm_kind == "local" else max(1, math.ceil(MIN_TURNS / (calls * len(LINES))))
     for seed in range(rounds):
-        turns.extend(await one_round(speech, calls, seed, early_ms))
+        turns.extend(await one_round(speech, calls, seed, early_ms, llm_kind))
     return turns
 
 
@@ -210,15 +228,19 @@ async def main() -> int:
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--no-search", action="store_true", help="skip the search for the most calls under 2 s")
     parser.add_argument("--early-ms", type=int, default=VoiceConfig.early_transcript_ms)
+    parser.add_argument("--llm", choices=("scripted", "local"), default="scripted",
+                        help="scripted: a 200 ms model; local: the packaged 1.5B model (then --no-search is implied)")
     parser.add_argument("--callers", metavar="URI", help=argparse.SUPPRESS)  # the child process's mode
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.callers:
-        return await callers_main(args.callers, int(args.calls), args.seed)
+        return await callers_main(args.callers, int(args.calls), args.seed, args.llm)
     counts = [int(n) for n in args.calls.split(",")]
-    print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; model answers after "
-          f"{MODEL_DELAY_S * 1000:.0f} ms; early transcripts after {args.early_ms} ms of silence; seconds\n", flush=True)
+    brain = ("the local model (qwen2.5-coder-1.5b, the demo's purchase)" if args.llm == "local"
+             else f"a scripted model answering after {MODEL_DELAY_S * 1000:.0f} ms")
+    print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; brain: {brain}; early transcripts "
+          f"after {args.early_ms} ms of silence; seconds\n", flush=True)
     summary = []
     for whisper in args.models.split(","):
         speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model=whisper))
@@ -226,9 +248,9 @@ async def main() -> int:
             print(HEADER, flush=True)
             measured = {}
             for calls in counts:
-                measured[calls] = await measure(speech, calls, args.early_ms)
+                measured[calls] = await measure(speech, calls, args.early_ms, args.llm)
                 print(row(whisper, calls, measured[calls]), flush=True)
-            if not args.no_search:
+            if not args.no_search and args.llm == "scripted":
                 best = await largest_under_target(speech, measured, whisper, args.early_ms)
                 summary.append(f"whisper {whisper}: at most {best} simultaneous talking calls keep v2v p95 under "
                                f"{TARGET_P95_S:g} s")

@@ -49,7 +49,10 @@ def _openai(llm: LLMConfig, model: str) -> Provider:
 
 async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> Brains:
     """Start the local model's server (joining its file on first use); raises ProviderError or ModelError."""
-    server = await asyncio.to_thread(local_server, llm.local_model, threads=llm.local_threads, ctx=llm.local_ctx)
+    # A slot per agent: two calls' turns run at once, batched, instead of one after the other (measured with
+    # two prefilled prompts: 15.4 s for both with two slots, 17.8 s with one, the second reply starting 8 s late).
+    server = await asyncio.to_thread(local_server, llm.local_model, threads=llm.local_threads, ctx=llm.local_ctx,
+                                     parallel=len(agents))
     provider = LocalProvider(server, model=server.spec.name, timeout=llm.timeout, name=f"local:{server.spec.name}",
                              tool_mode=resolve_tool_mode(llm.tool_mode, "local"))
     await provider.start()

@@ -25,6 +25,18 @@ class ConfigError(Exception):
 PROVIDERS = ("auto", "offline", "ollama", "openai", "local")
 
 
+def half_the_cores() -> int:
+    """The local LLM's default threads: half the cores this process may use, at least one.
+
+    llama.cpp's threads wait for each other at every step of a token, so one thread descheduled by Whisper,
+    Piper or another job stalls them all: with 2 threads on 2 busy cores generation fell to 0.1 tokens/s,
+    with 1 thread it kept 3-4 (benchmarks/local_llm_turns.py). Generation is bound by memory bandwidth, so
+    the other half of the cores costs it little and keeps the calls' media and speech models fed.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores // 2)
+
+
 @dataclass(frozen=True)
 class LLMConfig:
     # "auto": Ollama when it answers at `host` with `model`, else the local model when its packages are
@@ -46,7 +58,7 @@ class LLMConfig:
     # For "local": llama.cpp's server run by VoiceSwarm with "qwen2.5-coder-1.5b" or "qwen2.5-coder-0.5b" (from
     # the model packages) or a .gguf file; its threads and context size (tokens, shared by the calls).
     local_model: str = "qwen2.5-coder-1.5b"
-    local_threads: int = 2
+    local_threads: int = field(default_factory=half_the_cores)
     local_ctx: int = 4096
     # When the LLM fails mid-call: "none" apologises and offers a person; "offline" lets the router carry on.
     fallback: str = "none"

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +33,10 @@ CALLS = {
     "a caller who buys": ["I'd like to buy a new phone charger.", "Yes, please."],
     "a caller who returns": ["I want to return the headphones I bought last week.", "Yes."],
 }
+# What the caller says when, after their yes, nothing is written yet and the agent asks a question (a model
+# reads back once more, or asks which one): a caller on the phone would answer, at most twice.
+ANSWERS = {"a caller who buys": "Yes, one USB-C phone charger, please.", "a caller who returns": "Yes, please."}
+MAX_ANSWERS = 2
 
 
 def demo_config(folder: Path) -> Config:
@@ -81,11 +86,36 @@ async def main() -> int:
                 # The caller waits for a reply as long as the model may take (a turn can be two replies).
                 caller = TestCaller(speech, caller_id=CALLER, on_line=show_line(time.monotonic()),
                                     timing=CallerTiming(turn_timeout_s=2 * server.config.llm.timeout + 10))
-                await caller.call(f"sip:shop@{host}:{port}", lines)
+                await converse(caller, f"sip:shop@{host}:{port}", lines, ANSWERS[title], written(server.app.shop))
             await asyncio.sleep(0.5)  # the server writes its call records as the calls end
             show_rows(server.app.shop, server.records)
         speech.close()
     return 0
+
+
+def written(shop) -> Callable[[], bool]:  # the demo's Shop
+    """True once the shop holds a new order or a new return for the caller."""
+    def count() -> tuple[int, int]:
+        orders = shop.find_orders(customer_phone=CALLER)
+        return len(orders), sum(line.returned_quantity for order in orders for line in order.lines)
+
+    before = count()
+    return lambda: count() != before
+
+
+async def converse(caller: TestCaller, uri: str, lines: list[str], answer: str, done: Callable[[], bool]) -> None:
+    """Say `lines`, each after the agent's turn; then answer the agent's questions until something is written."""
+    async with caller.connected(uri):
+        await caller.agent_turn()
+        for line in lines:
+            await caller.say(line)
+            await caller.agent_turn()
+        for _ in range(MAX_ANSWERS):
+            heard = [text for who, text in caller.exchange.lines if who != "caller"]
+            if done() or not heard or not heard[-1].rstrip().endswith("?"):
+                break
+            await caller.say(answer)
+            await caller.agent_turn()
 
 
 def show_rows(shop, records: CallRecords) -> None:  # the demo's Shop

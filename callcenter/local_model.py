@@ -194,7 +194,9 @@ def _gguf_value(file: BinaryIO, kind: object) -> object:
     return _read(file, fmt)
 
 
-def local_server(spec: str, *, threads: int, ctx: int, cache_dir: str | Path | None = None) -> LocalServer:
-    """A (not yet started) llama.cpp server for the local model `spec`."""
+def local_server(
+    spec: str, *, threads: int, ctx: int, parallel: int = 1, cache_dir: str | Path | None = None
+) -> LocalServer:
+    """A (not yet started) llama.cpp server for the local model `spec`: `parallel` slots of `ctx` tokens."""
     model = local_model_file(spec, cache_dir)
-    return LocalServer(ServerSpec(model.path, model.chat_template, threads=threads, ctx=ctx, name=model.name))
+    return LocalServer(ServerSpec(model.path, model.chat_template, threads=threads, ctx=ctx, parallel=parallel, name=model.name))

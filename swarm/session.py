@@ -206,11 +206,14 @@ class Session:
     async def _run_turn(self) -> AsyncIterator[str]:
         calls_left = self.config.max_tool_calls
         results: dict[str, str] = {}  # this turn's calls (agent, name, arguments) and what they returned
+        handed_over: set[str] = set()  # agents that passed the caller on during this turn
+        spoke = False
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
             async for item in self._checked_completion(agent):
                 if isinstance(item, str):
+                    spoke = True
                     yield item
                 else:
                     outcome = item
@@ -229,6 +232,14 @@ class Session:
                     return
                 results[key] = await self._run_tool(agent, call)
                 if self._agent != agent.name:
+                    handed_over.add(agent.name)
+                    if self._agent in handed_over:
+                        # Back to an agent that already passed the caller on this turn: a small model passing
+                        # the caller around (seen: four hand-overs after a return was written, a completion
+                        # each) would only loop to the call limit.
+                        if not spoke:
+                            yield self._after_handover_loop(agent, list(results.values()))
+                        return
                     break  # the new agent answers; calls meant for the old one are dropped
 
     async def _checked_completion(self, agent: Agent) -> AsyncIterator[str | _Outcome]:
@@ -310,6 +321,18 @@ class Session:
         text = result_text(result)
         self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, text))
         return text
+
+    def _after_handover_loop(self, agent: Agent, results: list[str]) -> str:
+        """What the caller hears when hand-overs went in a circle: the turn's last say line, else a placeholder."""
+        for result in reversed(results):
+            try:
+                say = json.loads(result).get("say")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(say, str) and say and not spoken_text_errors(say):
+                self._record(Rescued(agent.name, "handover_loop", "the turn's last say line was spoken"))
+                return self.emit(say)
+        return self._placeholder(agent, "the caller was handed back to an agent that had handed them over")
 
     def _placeholder(self, agent: Agent, detail: str) -> str:
         text = self.config.placeholders[self._rescues % len(self.config.placeholders)]

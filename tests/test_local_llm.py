@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from speech.models import ModelError
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.base import Completion, Delta, ProviderUnavailable, collect
 from swarm.providers.local import LocalProvider, LocalServer, LocalServerError, ServerSpec
+from swarm.registry import Agent, Registry, SessionConfig, SwarmSpec
 from tests.fake_ollama import FakeOllama
 
 needs_runtime = pytest.mark.skipif(missing_local_model("qwen2.5-coder-0.5b") is not None, reason="xllamacpp or the 0.5B model packages are not installed")
@@ -123,7 +125,8 @@ def test_missing_local_model_says_what_to_install(tmp_path: Path, monkeypatch: p
 
 def test_local_keys_default_to_the_packaged_1_5b_model() -> None:
     llm = load_config(environ={}).llm
-    assert (llm.provider, llm.local_model, llm.local_threads, llm.local_ctx) == ("auto", "qwen2.5-coder-1.5b", 2, 4096)
+    assert (llm.provider, llm.local_model, llm.local_ctx) == ("auto", "qwen2.5-coder-1.5b", 4096)
+    assert llm.local_threads == max(1, len(os.sched_getaffinity(0)) // 2)  # 1 on 2 cores: see half_the_cores
 
 
 def test_local_keys_from_file_and_environment(tmp_path: Path) -> None:
@@ -321,3 +324,37 @@ def test_a_reply_that_never_stops_is_cut_by_the_server(local_05b: LocalServer) -
     finally:
         server.stop()
     assert reply["choices"][0]["finish_reason"] == "length" and reply["timings"]["predicted_n"] <= 8
+
+
+class KilledMidReply:
+    """The local provider, with its server killed as the first words of the reply arrive."""
+
+    def __init__(self, provider: LocalProvider) -> None:
+        self.provider, self.name = provider, provider.name
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        async for item in self.provider.stream(request):
+            if isinstance(item, Delta) and self.provider.server.alive():
+                os.kill(self.provider.server.pid, signal.SIGKILL)
+            yield item
+
+
+@pytest.mark.llm
+async def test_a_server_dying_mid_call_gets_the_apology_and_transfer_and_the_next_call_a_reply(local_05b: LocalServer) -> None:
+    provider = LocalProvider(local_05b, owns_server=False, timeout=60)
+    await provider.start()
+    starts = local_05b.starts
+    registry = Registry()
+    registry.add_completion("dying", KilledMidReply(provider))
+    registry.add_completion("local", provider)
+    for name, completion in (("doomed", "dying"), ("helper", "local")):
+        registry.add_agent(Agent(name, "You are a shop assistant on the phone. Answer in one short sentence.", completion))
+        registry.add_swarm(SwarmSpec(name, (name,), name))
+    call = registry.session("call-1", "doomed")
+    said = await call.complete("Count from one to fifty in words, please.")
+    next_call = registry.session("call-2", "helper")
+    reply = await next_call.complete("Hello, are you open today?")
+    await provider.aclose()
+    # The caller hears what any LLM failure gives: the apology, and the voice layer transfers on the escalation.
+    assert said == SessionConfig().apology and call.escalation and call.escalation.startswith("provider_error")
+    assert local_05b.starts == starts + 1 and reply.strip() and reply != SessionConfig().apology

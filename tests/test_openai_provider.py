@@ -291,3 +291,16 @@ async def test_consumer_time_does_not_count_against_the_deadline(server: FakeSer
 def test_name_defaults_to_openai_and_can_be_set() -> None:
     assert OpenAIProvider(MODEL, "http://127.0.0.1:1/v1").name == "openai"
     assert OpenAIProvider(MODEL, "http://127.0.0.1:1/v1", name="deepseek").name == "deepseek"
+
+
+
+async def test_the_server_timings_reach_the_completion(server: FakeServer) -> None:
+    # llama.cpp's server sends its account of the request with the last chunk: what a turn cost, for benchmarks.
+    timings = {"prompt_n": 12, "cache_n": 700, "predicted_n": 9, "prompt_ms": 130.5, "predicted_ms": 260.0}
+    server.handler = answering([chunk({"content": "Hi."}), {**chunk({}, finish="stop"), "timings": timings}])
+    provider = OpenAIProvider(MODEL, server.base_url, timeout=5)
+    with_timings = await collect(provider, request(Message("user", "Hi")))
+    server.handler = answering([chunk({"content": "Hi."}), chunk({}, finish="stop")])
+    without = await collect(provider, request(Message("user", "Hi")))
+    await provider.aclose()
+    assert with_timings == Completion("Hi.", (), timings) and without.timings is None

@@ -235,3 +235,33 @@ async def test_commit_heard_keeps_only_what_the_caller_heard():
     assert session.get_agent_name() == "sales"
     await session.complete("blue please")
     assert "It comes in blue." not in " ".join(m.content for m in sales.requests[-1].messages)
+
+
+
+def quote(sku: str) -> dict:
+    """Quote a price.
+
+    Args:
+        sku: the product code
+    """
+    return {"sku": sku, "say": "That makes ten euros."}
+
+
+async def test_hand_overs_in_a_circle_end_the_turn_with_its_last_say_line():
+    # Seen on the 1.5B model: a return written, then the caller passed refund -> sales -> refund -> ... in one turn.
+    triage = ScriptedProvider([reply("", ("navigate_to_sales", {})), "never asked"], name="triage-model")
+    sales = ScriptedProvider([reply("", ("quote", {"sku": "HP-100"})), reply("", ("navigate_back", {}))], name="sales-model")
+    registry = Registry()
+    for provider in (triage, sales):
+        registry.add_completion(provider.name, provider)
+    for tool in (navigate_tool("sales", "Hand over to sales."), navigate_back_tool(), tool_from_function(quote)):
+        registry.add_tool(tool)
+    registry.add_agent(Agent("triage", "You triage.", "triage-model", ("navigate_to_sales",)))
+    registry.add_agent(Agent("sales", "You sell.", "sales-model", ("quote", "navigate_back")))
+    registry.add_swarm(SwarmSpec("shop", ("triage", "sales"), "triage"))
+    session = registry.session("c1", "shop")
+    said = await session.complete("the headphones, please")
+    # Back in triage, which had handed over: the turn ends with quote's say line, no completion more.
+    assert said == "That makes ten euros."
+    assert [e.stage for e in session.events if e.kind == "rescue"] == ["handover_loop"]
+    assert (len(triage.requests), len(sales.requests)) == (1, 2)

@@ -1,7 +1,7 @@
 """The one interface every LLM provider implements."""
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -21,6 +21,9 @@ class Completion:
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
+    # The server's own account of the request when it gives one (llama.cpp: prompt_n, cache_n, predicted_n,
+    # prompt_ms, predicted_ms), for benchmarks and logs: where a turn's time went.
+    timings: Mapping[str, float] | None = None
 
 
 class ProviderError(Exception):

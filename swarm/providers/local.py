@@ -46,6 +46,10 @@ class ServerSpec:
     ctx: int = 4096
     # Chosen by benchmarks/local_llm_load.py: the server yields the cores to the RTP clock and Whisper.
     nice: int = 10
+    # llama.cpp's slots, each `ctx` tokens: that many completions run at once (batched), so a second call's
+    # turn does not wait for the first one's whole reply. The server gives a request the slot holding the most
+    # similar prompt and swaps other prompts in from its RAM cache: a hand-over to the next agent processed
+    # 17 prompt tokens whether one slot or one per agent (benchmarks/local_llm_turns.py), so nothing is pinned.
     parallel: int = 1
     # A reply is one to three spoken sentences or one tool call (<200 tokens): a model that loops or never
     # stops is cut here instead of generating until the context is full (seen: 120 s on the 0.5B).
@@ -54,7 +58,7 @@ class ServerSpec:
 
     def argv(self) -> list[str]:
         argv = [sys.executable, "-m", "swarm.providers.llama_server", "--model", str(self.model),
-                "--threads", str(self.threads), "--ctx", str(self.ctx), "--nice", str(self.nice),
+                "--threads", str(self.threads), "--ctx", str(self.ctx * self.parallel), "--nice", str(self.nice),
                 "--parallel", str(self.parallel), "--max-tokens", str(self.max_tokens)]
         return argv + (["--chat-template", str(self.chat_template)] if self.chat_template else [])
 

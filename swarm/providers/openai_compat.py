@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
@@ -16,6 +17,9 @@ from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
 from swarm.tool_modes import TOOL_MODES
 
 _T = TypeVar("_T")
+log = logging.getLogger(__name__)
+# llama.cpp's timings worth a log line: tokens processed, taken from the cache, generated, and the time of each.
+_TIMING_KEYS = ("prompt_n", "cache_n", "predicted_n", "prompt_ms", "predicted_ms")
 
 # What an admin should check first, by the HTTP status the server answered.
 _STATUS_HINTS = {
@@ -83,44 +87,47 @@ class OpenAIProvider:
     async def _stream_native(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         text: list[str] = []
         calls: dict[int, _PartialCall] = {}
-        body = self._body([to_openai_message(m) for m in request.messages])
+        body = self._body([to_openai_message(m) for m in request.messages], request)
         # Some servers reject an empty tools list, so send none at all.
         if request.tools:
             body["tools"] = [to_openai_tool(t) for t in request.tools]
-        async with aclosing(self._deltas(body)) as deltas:
+        timings: dict[str, float] = {}
+        async with aclosing(self._deltas(body, request, timings)) as deltas:
             async for delta in deltas:
                 if delta.content:
                     text.append(delta.content)
                     yield Delta(delta.content)
                 for part in delta.tool_calls or ():
                     calls.setdefault(part.index, _PartialCall()).add(part)
-        yield Completion("".join(text), tuple(calls[i].finish() for i in sorted(calls)))
+        yield Completion("".join(text), tuple(calls[i].finish() for i in sorted(calls)), timings or None)
 
     async def _stream_text_protocol(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         reply = TextProtocolStream()
-        body = self._body(to_text_protocol_messages(request.messages, request.tools))
-        async with aclosing(self._deltas(body)) as deltas:
+        body = self._body(to_text_protocol_messages(request.messages, request.tools), request)
+        timings: dict[str, float] = {}
+        async with aclosing(self._deltas(body, request, timings)) as deltas:
             async for delta in deltas:
                 if new := reply.feed(delta.content or ""):
                     yield Delta(new)
         tail, spoken, calls = reply.finish()
         if tail:
             yield Delta(tail)
-        yield Completion(spoken, calls)
+        yield Completion(spoken, calls, timings or None)
 
     async def _stream_constrained(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         reply = SayStream()
-        body = self._body(to_constrained_messages(request.messages, request.tools))
+        body = self._body(to_constrained_messages(request.messages, request.tools), request)
         schema = reply_schema(request.tools)
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
-        async with aclosing(self._deltas(body)) as deltas:
+        timings: dict[str, float] = {}
+        async with aclosing(self._deltas(body, request, timings)) as deltas:
             async for delta in deltas:
                 if new := reply.feed(delta.content or ""):
                     yield Delta(new)
         spoken, calls = reply.finish([t.name for t in request.tools])
-        yield Completion(spoken, calls)
+        yield Completion(spoken, calls, timings or None)
 
-    def _body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, Any]], request: CompletionRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
@@ -128,8 +135,10 @@ class OpenAIProvider:
             body["temperature"] = self.temperature
         return body
 
-    async def _deltas(self, body: dict[str, Any]) -> AsyncIterator[Any]:
-        """The first choice's deltas, each wait on the server bounded and every failure a ProviderError."""
+    async def _deltas(self, body: dict[str, Any], request: CompletionRequest, timings: dict[str, float]) -> AsyncIterator[Any]:
+        """The first choice's deltas, each wait on the server bounded and every failure a ProviderError.
+
+        `timings` receives the server's account of the request (llama.cpp sends it with the last chunk)."""
         # The timeout bounds the time spent waiting on the server, summed over the whole reply. The
         # consumer's own time (speaking a sentence) is not the server's, and an asyncio.timeout around
         # the yields would fire in the consumer's code rather than here.
@@ -156,10 +165,15 @@ class OpenAIProvider:
                     chunk = await wait(chunks.__anext__())
                 except StopAsyncIteration:
                     return
+                if isinstance(extra := getattr(chunk, "timings", None), dict):
+                    timings.update(extra)
                 for choice in chunk.choices[:1]:  # n is never above 1; usage chunks have none
                     yield choice.delta
         finally:
             await chunks.close()
+            if timings:
+                log.info("event=llm_timings client=%s agent=%s %s", request.client_id, request.agent,
+                         " ".join(f"{key}={timings[key]:g}" for key in _TIMING_KEYS if key in timings))
 
     async def _guard(self, awaitable: Awaitable[_T], seconds: float) -> _T:
         """Await one step of the request, turning every failure into a ProviderError."""
