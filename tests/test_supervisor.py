@@ -180,6 +180,17 @@ async def test_the_token_opens_the_page_in_any_of_its_forms(page) -> None:
     await ws.close()
 
 
+async def test_a_page_without_a_token_answers_only_to_its_loopback_names(app, tmp_path) -> None:
+    records = CallRecords(tmp_path / "calls.db")
+    sources = Sources(LiveCalls(), records, app.shop, lambda: {"state": "serving"})
+    async with TestClient(TestServer(supervisor_app(SupervisorConfig(), sources), host="127.0.0.1")) as client:
+        for host, status in (("127.0.0.1:9461", 200), ("localhost:9461", 200), ("[::1]:9461", 200),
+                             ("rebound.example:9461", 403), ("10.0.0.5", 403)):
+            response = await client.get("/api/health", headers={"Host": host})
+            assert response.status == status, host
+    records.close()
+
+
 async def test_buttons_from_another_sites_page_are_refused(app, page) -> None:
     line = Line(app)
     page.live.add(line.call, line.conversation)

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from callcenter.config import is_loopback
+
 COOKIE = "voiceswarm_supervisor"
 REALM = 'Basic realm="VoiceSwarm supervisor", charset="UTF-8"'
 # What the page may load: only its own files; no inline script or style, no frames, no other hosts.
@@ -57,6 +59,10 @@ def guard(token: str) -> Middleware:
         if token and not holds(request, token):
             raise web.HTTPUnauthorized(text="401: this page needs the supervisor token (supervisor.token)",
                                        headers={"WWW-Authenticate": REALM})
+        if not token and not is_loopback(urlsplit(f"//{request.host}").hostname or ""):
+            # Open without a token only as 127.0.0.1 or localhost: another site's name resolved to this
+            # machine (DNS rebinding) would otherwise be the page's own origin in the browser.
+            raise web.HTTPForbidden(text="403: without supervisor.token the page answers only as 127.0.0.1 or localhost")
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
         if (request.method != "GET" or upgrade) and not same_origin(request):
             raise web.HTTPForbidden(text="403: not from the supervisor's page")
