@@ -160,6 +160,7 @@ class CallRecorder:
         self._pending: deque[Future[None]] = deque()
         self._stopped = False
         self.dropped = 0  # caller frames too far ahead of the clock
+        self.started_at: float | None = None  # time.time() of the first slot: the recording's first sample
 
     async def opened(self) -> bool:
         """Whether the file is open and being written, once the writer has tried (at most OPEN_TIMEOUT_S)."""
@@ -184,6 +185,8 @@ class CallRecorder:
     def slot(self, sent: bytes | None, skipped: int) -> None:
         if self._stopped or self._writer.error is not None:  # a failed file takes nothing more
             return
+        if self.started_at is None:
+            self.started_at = time.time() - FRAME * skipped / RATE
         if skipped:
             self._agent += bytes(2 * FRAME * skipped)
         if sent:

@@ -55,29 +55,28 @@ async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[
 
 
 class CallerSide:
-    """The caller's MediaTap: what it sent in each slot and what it received, on the wall clock."""
+    """The caller's MediaTap: what it sent in each slot and what it received, with the wall-clock time of each."""
 
     def __init__(self) -> None:
-        self.first_slot: float | None = None
         self.sent: list[bytes] = []
-        self.first_frame: float | None = None
+        self.slot_times: list[float] = []  # time.time() - n * 20 ms, for slot n
         self.frames: list[np.ndarray] = []
+        self.frame_times: list[float] = []  # likewise for received frame n
 
     def slot(self, sent: bytes | None, skipped: int) -> None:
-        if self.first_slot is None:
-            self.first_slot = time.time()
         self.sent += [bytes(320)] * skipped + [(sent or b"").ljust(320, b"\0")]
+        self.slot_times.append(time.time() - (len(self.sent) - 1) * 0.02)
 
     def received(self, frame: np.ndarray) -> None:
-        if self.first_frame is None:
-            self.first_frame = time.time() - 0.02  # it arrived during the slot before
+        self.frame_times.append(time.time() - len(self.frames) * 0.02)
         self.frames.append(frame.copy())
 
-    def sent_audio(self) -> np.ndarray:
-        return np.frombuffer(b"".join(self.sent), "<i2")
+    def sent_audio(self) -> tuple[np.ndarray, float]:
+        """What was sent, and when it started (the median over the slots: a late callback moves none of it)."""
+        return np.frombuffer(b"".join(self.sent), "<i2"), float(np.median(self.slot_times))
 
-    def heard_audio(self) -> np.ndarray:
-        return np.concatenate(self.frames)
+    def heard_audio(self) -> tuple[np.ndarray, float]:
+        return np.concatenate(self.frames), float(np.median(self.frame_times))
 
 
 def on_timeline(audio: np.ndarray, starts_at: float, origin: float, length: int) -> np.ndarray:
@@ -140,6 +139,9 @@ async def test_a_recorded_call_holds_the_caller_left_and_what_they_heard_right(s
                             "completed", recording=str(expired), recording_seconds=60.0))
     records.close()
     server = await serve(recording="announce", recording_dir=str(tmp_path / "recordings"))
+    recorders = []  # the server's recorder of the call, to read where its recording starts
+    start = server.recordings.start
+    server.recordings.start = lambda *args: recorders.append(start(*args)) or recorders[-1]
     assert not expired.exists() and server.records.get("old-call").recording_error == "deleted by retention after 90 days"
     host, port = server.address
     caller, side = TestCaller(speech, caller_id=CALLER), CallerSide()
@@ -158,10 +160,11 @@ async def test_a_recorded_call_holds_the_caller_left_and_what_they_heard_right(s
     assert abs(record.recording_seconds - call_seconds) <= 0.5, (record.recording_seconds, call_seconds)
     assert record.recording_seconds == pytest.approx(len(right) / RATE, abs=0.01)
 
-    # The recording starts with its call (the record's start, within a slot and the file's opening).
-    origin = record.started_at
-    sent = on_timeline(side.sent_audio(), side.first_slot, origin, len(left))
-    heard = on_timeline(side.heard_audio(), side.first_frame, origin, len(right))
+    # Both accounts on one wall clock: the recording's from its first slot.
+    origin = recorders[0].started_at
+    assert origin is not None and 0 <= origin - record.started_at < 0.5
+    sent = on_timeline(*side.sent_audio(), origin, len(left))
+    heard = on_timeline(*side.heard_audio(), origin, len(right))
     left_score, left_lag = correlation_peak(left, sent, max_lag=RATE // 2)
     right_score, right_lag = correlation_peak(right, heard, max_lag=RATE // 2)
     assert left_score > 0.9 and abs(left_lag) <= 800, (left_score, left_lag)
