@@ -20,7 +20,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -197,7 +197,7 @@ class TestCaller:
         for _ in range(_END_SILENCE_FRAMES):
             self._hear(endpointer.feed(np.zeros(160, dtype=np.int16)))
 
-    def _hear(self, events: list[object]) -> None:
+    def _hear(self, events: Sequence[object]) -> None:
         for event in events:
             if isinstance(event, SpeechStarted):
                 self._agent_speaking = True

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,7 +38,7 @@ class Transcribing(Protocol):
 
 
 class Synthesizing(Protocol):
-    def synthesize_stream(self, text: str, call_id: str = "") -> AsyncIterator[np.ndarray]: ...
+    def synthesize_stream(self, text: str, call_id: str = "") -> AsyncGenerator[np.ndarray, None]: ...
 
 
 class Endpointing(Protocol):
@@ -365,7 +365,7 @@ class Conversation:
                 await self._say_prepared(self.settings.repeat)
 
     async def _reply(self, text: str, ended: float, timing: TurnTiming) -> None:
-        async def sentences() -> AsyncIterator[str]:
+        async def sentences() -> AsyncGenerator[str, None]:
             async for sentence in self.session.stream(text):
                 if timing.first_sentence_s is None:
                     timing.first_sentence_s = time.monotonic() - ended
@@ -381,7 +381,7 @@ class Conversation:
                      " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None))
         await self._after_turn()
 
-    async def _speak(self, sentences: AsyncIterator[str], ended: float | None = None, timing: TurnTiming | None = None) -> None:
+    async def _speak(self, sentences: AsyncGenerator[str, None], ended: float | None = None, timing: TurnTiming | None = None) -> None:
         async with contextlib.aclosing(sentences):
             async for sentence in sentences:
                 async with contextlib.aclosing(self.synthesizer.synthesize_stream(sentence, self.call.call_id)) as chunks:
@@ -404,7 +404,7 @@ class Conversation:
     async def _say_prepared(self, text: str) -> None:
         self.session.emit(text)
 
-        async def one() -> AsyncIterator[str]:
+        async def one() -> AsyncGenerator[str, None]:
             yield text
 
         await self._speak(one())

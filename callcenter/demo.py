@@ -52,7 +52,7 @@ def demo_config(folder: Path) -> Config:
     )
 
 
-def show_line(start: float) -> callable:
+def show_line(start: float) -> Callable[[str, str], None]:
     def show(who: str, text: str) -> None:
         print(f"  {time.monotonic() - start:5.1f}s  {who:>6}: {text}", flush=True)
 

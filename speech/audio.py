@@ -27,14 +27,15 @@ def resample(pcm: np.ndarray, from_rate: int, to_rate: int, *, dtype: type = np.
     out = floats if from_rate == to_rate or floats.size == 0 else soxr.resample(floats, from_rate, to_rate)
     if np.dtype(dtype) == np.float32:
         return np.ascontiguousarray(out, dtype=np.float32)
-    return np.clip(np.rint(out * 32768.0), -32768, 32767).astype(np.int16)
+    pcm16: np.ndarray = np.clip(np.rint(out * 32768.0), -32768, 32767).astype(np.int16)
+    return pcm16
 
 
 def read_wav(path: str | Path | BinaryIO) -> tuple[np.ndarray, int]:
     """A 16-bit PCM WAV file (a path or an open binary file) of any rate and channel count, as
     (int16 mono samples, sample rate). Stereo is mixed down."""
     try:
-        with wave.open(path if hasattr(path, "read") else str(path), "rb") as wav:
+        with wave.open(str(path) if isinstance(path, (str, Path)) else path, "rb") as wav:
             width, channels, rate = wav.getsampwidth(), wav.getnchannels(), wav.getframerate()
             frames = wav.readframes(wav.getnframes())
     except FileNotFoundError as error:

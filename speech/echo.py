@@ -44,17 +44,20 @@ class EchoCanceller:
             return frame
         predicted = self._predict(n)
         residual = frame.astype(np.float64) - predicted
-        return np.clip(np.rint(residual), -32768, 32767).astype(np.int16)
+        cleaned: np.ndarray = np.clip(np.rint(residual), -32768, 32767).astype(np.int16)
+        return cleaned
 
     def _columns(self, delay: int, length: int) -> np.ndarray:
         """(length, TAPS) reference samples that, filtered, predict the last `length` caller samples."""
         end = self._reference.size - delay + TAPS // 2
         rows = np.arange(end - length, end)[:, None] - np.arange(TAPS)[None, :]
-        return self._reference[rows]
+        columns: np.ndarray = self._reference[rows]
+        return columns
 
     def _predict(self, length: int) -> np.ndarray:
         assert self._filter is not None
-        return self._columns(self._delay, length) @ self._filter
+        predicted: np.ndarray = self._columns(self._delay, length) @ self._filter
+        return predicted
 
     def _adapt(self) -> None:
         mic = self._mic

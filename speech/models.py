@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
+from types import ModuleType
 
 # Belt and braces: faster-whisper only reaches the Hugging Face hub when given a size name, which this
 # module never returns, but a hub client in this process must not try either.
@@ -93,7 +94,7 @@ def piper_voice_paths(path: str | Path | None = None) -> tuple[Path, Path]:
     return model, config
 
 
-def import_package(module: str, distribution: str):  # a module
+def import_package(module: str, distribution: str) -> ModuleType:
     """Import a model package, or say which pip command installs it (shared with the LLM model locator)."""
     try:
         return importlib.import_module(module)

@@ -15,7 +15,7 @@ import math
 import re
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +75,7 @@ class Synthesizer:
         self._pool = ThreadPoolExecutor(max_workers=self.config.workers, thread_name_prefix="piper")
         self._cache: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()  # used from the event loop only
 
-    async def synthesize_stream(self, text: str, call_id: str = "", rate: int = TELEPHONE_RATE) -> AsyncIterator[np.ndarray]:
+    async def synthesize_stream(self, text: str, call_id: str = "", rate: int = TELEPHONE_RATE) -> AsyncGenerator[np.ndarray, None]:
         """PCM16 mono chunks at `rate`, one per piece, each yielded as soon as it is rendered.
 
         Closing or cancelling the iterator starts no further piece (a piece already running in a
@@ -164,7 +164,8 @@ def _level(audio: np.ndarray, rate: int, target_dbfs: float) -> np.ndarray:
     if active.size == 0:
         return audio
     gain_db = np.clip(target_dbfs - 20 * np.log10(np.sqrt((active ** 2).mean())), -_MAX_GAIN_DB, _MAX_GAIN_DB)
-    return (audio * 10 ** (gain_db / 20)).astype(np.float32)
+    louder: np.ndarray = (audio * 10 ** (gain_db / 20)).astype(np.float32)
+    return louder
 
 
 def _limit(audio: np.ndarray) -> np.ndarray:
@@ -189,7 +190,8 @@ def _fade(audio: np.ndarray, rate: int) -> np.ndarray:
 
 
 def _to_pcm16(audio: np.ndarray) -> np.ndarray:
-    return np.rint(audio * 32767).astype(np.int16)
+    pcm16: np.ndarray = np.rint(audio * 32767).astype(np.int16)
+    return pcm16
 
 
 @functools.lru_cache(maxsize=4)

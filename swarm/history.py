@@ -1,7 +1,7 @@
 """One shared history per session: the last N messages, each agent seeing its own view."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 from swarm.messages import Message
 
@@ -39,7 +39,7 @@ class History:
         """User and spoken assistant text of every agent, plus this agent's own system and tool messages."""
         return [m for m in self._messages if m.shared or m.agent == agent]
 
-    def __iter__(self) -> Iterable[Message]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Message]:
         return iter(self._messages)
 
     def __len__(self) -> int:

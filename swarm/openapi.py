@@ -23,7 +23,8 @@ class ToolHTTPError(Exception):
 
 def read_openapi_file(path: str | Path) -> dict[str, Any]:
     """Load an OpenAPI document saved as JSON (convert YAML documents first)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    document: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return document
 
 
 def tools_from_openapi(
@@ -96,12 +97,12 @@ def _parameters(
         if location == "path" or param.get("required"):
             required.append(pname)
     if body is not None:
-        schema = _json_body(body)
-        if schema is None:
+        body_schema = _json_body(body)
+        if body_schema is None:
             return None
         if "body" in properties:
             raise ValueError(f"operation {name!r} has a parameter called 'body' as well as a request body")
-        properties["body"] = schema
+        properties["body"] = body_schema
         where["body"] = "body"
         if body.get("required"):
             required.append("body")

@@ -6,7 +6,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,7 +362,7 @@ class _Attempt:
         self.looping = False
         self.completion: Completion | None = None
 
-    async def run(self) -> AsyncIterator[str]:
+    async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
         tools = self.session._tools(self.agent)
         request = CompletionRequest(

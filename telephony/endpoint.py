@@ -38,6 +38,7 @@ from telephony.sip.transaction import (
     InviteServerTransaction,
     ServerTransaction,
     Timers,
+    TransactionKey,
     TransactionLayer,
 )
 from telephony.sip.transport import Peer, TransportName, Transports, UdpTransport, resolve, uri_transport
@@ -135,9 +136,9 @@ class SipEndpoint:
         self._clock: MediaClock | None = None  # one 20 ms send clock for all our calls' RTP
         self.registration: Registration | None = None  # extension mode: its `status` is for health checks
         self._calls: dict[tuple[str, str], SipCall] = {}
-        self._setups: dict[tuple, asyncio.Task] = {}  # INVITE transaction key -> the task answering it
-        self._tasks: set[asyncio.Task] = set()
-        self._shielded: set[asyncio.Task] = set()  # media shutdown: awaited by stop(), never cancelled
+        self._setups: dict[TransactionKey, asyncio.Task[None]] = {}  # INVITE transaction key -> the task answering it
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._shielded: set[asyncio.Task[Any]] = set()  # media shutdown: awaited by stop(), never cancelled
         self._stopping = False
         self._idle = asyncio.Event()
         # Admission control: None admits a new call; a number of seconds refuses it (and fails OPTIONS, so a
@@ -459,7 +460,7 @@ class SipEndpoint:
         log.info("event=sip_call_answered call=%s to=%s source=%s", call.call_id, call.called, transaction.source)
         self._spawn(self._run_application(call))
 
-    def _setup_done(self, task: asyncio.Task, transaction: InviteServerTransaction) -> None:
+    def _setup_done(self, task: asyncio.Task[None], transaction: InviteServerTransaction) -> None:
         self._setups.pop(transaction.key, None)
         error = None if task.cancelled() else task.exception()
         if error is not None:
@@ -522,7 +523,7 @@ class SipEndpoint:
         if not self._calls:
             self._idle.set()
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any], *, shielded: bool = False) -> asyncio.Task:
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any], *, shielded: bool = False) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coroutine)
         tasks = self._shielded if shielded else self._tasks
         tasks.add(task)

@@ -60,7 +60,8 @@ def _as_u16(pcm16: bytes | np.ndarray) -> np.ndarray:
 
 
 def ulaw_encode(pcm16: bytes | np.ndarray) -> bytes:
-    return _ULAW_ENC_U16[_as_u16(pcm16)].tobytes()
+    encoded: np.ndarray = _ULAW_ENC_U16[_as_u16(pcm16)]
+    return encoded.tobytes()
 
 
 def ulaw_decode(data: bytes) -> np.ndarray:
@@ -68,7 +69,8 @@ def ulaw_decode(data: bytes) -> np.ndarray:
 
 
 def alaw_encode(pcm16: bytes | np.ndarray) -> bytes:
-    return _ALAW_ENC_U16[_as_u16(pcm16)].tobytes()
+    encoded: np.ndarray = _ALAW_ENC_U16[_as_u16(pcm16)]
+    return encoded.tobytes()
 
 
 def alaw_decode(data: bytes) -> np.ndarray:

@@ -24,6 +24,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from telephony.srtp import SrtpKeys, SrtpRejected, SrtpStreams
 
 log = logging.getLogger(__name__)
 
+SockAddr = tuple[Any, ...]  # (host, port) from asyncio; (host, port, flow, scope) over IPv6
 FRAME_SAMPLES = 160  # 20 ms at 8 kHz
 FRAME_BYTES = 2 * FRAME_SAMPLES
 RTCP_INTERVAL = 5.0
@@ -150,10 +152,10 @@ class _OutgoingEvent:
 
 
 class _Receiver(asyncio.DatagramProtocol):
-    def __init__(self, on_datagram: Callable[[bytes, tuple], None]) -> None:
+    def __init__(self, on_datagram: Callable[[bytes, SockAddr], None]) -> None:
         self.on_datagram = on_datagram
 
-    def datagram_received(self, data: bytes, addr: tuple) -> None:
+    def datagram_received(self, data: bytes, addr: SockAddr) -> None:
         self.on_datagram(data, addr)
 
     def error_received(self, exc: Exception) -> None:
@@ -196,10 +198,10 @@ class RtpSession:
         self._closed = False
         self._warned: dict[str, float] = {}
         # where to send: the SDP address until the peer's media latches us to its real source
-        self._remote: tuple | None = None
-        self._latched: tuple | None = None
+        self._remote: SockAddr | None = None
+        self._latched: SockAddr | None = None
         self._remote_ssrc: int | None = None
-        self._rtcp_latched: tuple | None = None
+        self._rtcp_latched: SockAddr | None = None
         # receive timeline
         self._last_rx = 0.0
         self._pending = np.zeros(0, np.int16)
@@ -304,7 +306,7 @@ class RtpSession:
         return self._srtp.keys.suite if self._srtp is not None else None
 
     @property
-    def remote(self) -> tuple | None:
+    def remote(self) -> SockAddr | None:
         """Where media goes now: the latched source of the peer's media, else the SDP address."""
         return self._latched or self._remote
 
@@ -457,11 +459,13 @@ class RtpSession:
                               self._ssrc) + payload
         if self._srtp is not None:
             packet = self._srtp.protect(packet)
+        remote = self.remote
+        assert remote is not None  # only called while _sending, which needs a remote
         try:
-            self._sock.sendto(packet, self.remote)
+            self._sock.sendto(packet, remote)
         except OSError as error:  # the packet is lost, the stream goes on (its sequence number is used)
             self._stats.send_errors += 1
-            self._warn("send_failed", self.remote or ("-", 0), str(error))
+            self._warn("send_failed", remote, str(error))
         self._seq = (self._seq + 1) & 0xFFFF
         stats = self._stats
         stats.packets_sent += 1
@@ -529,7 +533,7 @@ class RtpSession:
             except OSError:
                 continue
 
-    def _on_rtp(self, data: bytes, addr: tuple, arrival: float | None = None) -> None:
+    def _on_rtp(self, data: bytes, addr: SockAddr, arrival: float | None = None) -> None:
         """One datagram on the RTP port; `arrival`: when the kernel received it (loop clock), if known."""
         if is_rtcp(data):  # the peer multiplexes RTCP on the RTP port (RFC 5761)
             self._on_rtcp(data, addr)
@@ -577,7 +581,7 @@ class RtpSession:
             else:
                 self._deliver_dtmf(due, addr)
 
-    def _latch(self, addr: tuple, ssrc: int) -> None:
+    def _latch(self, addr: SockAddr, ssrc: int) -> None:
         self._latched, self._remote_ssrc = addr, ssrc
         self._restart_reception()
         log.info("event=rtp_latched call=%s source=%s:%d sdp=%s ssrc=%08x", self.call_id, addr[0], addr[1],
@@ -628,7 +632,7 @@ class RtpSession:
         if self.tap is not None:
             self._tap("received", frame)
 
-    def _deliver_dtmf(self, packet: RtpPacket, addr: tuple) -> None:
+    def _deliver_dtmf(self, packet: RtpPacket, addr: SockAddr) -> None:
         try:
             digit = self._detector.feed(packet.timestamp, packet.payload)
         except MalformedPacket as error:
@@ -640,7 +644,7 @@ class RtpSession:
             log.debug("event=dtmf_received call=%s digit=%s", self.call_id, digit)  # typed card or order numbers: DEBUG only
             self.dtmf_in.put(digit)
 
-    def _on_rtcp(self, data: bytes, addr: tuple) -> None:
+    def _on_rtcp(self, data: bytes, addr: SockAddr) -> None:
         if self._srtp is not None:
             try:
                 data = self._srtp.unprotect_rtcp(data)
@@ -662,11 +666,11 @@ class RtpSession:
 
     # ---- helpers ---------------------------------------------------------------------------------------------
 
-    def _srtp_rejected(self, addr: tuple, error: SrtpRejected) -> None:
+    def _srtp_rejected(self, addr: SockAddr, error: SrtpRejected) -> None:
         self._stats.srtp_rejected += 1
         self._warn("srtp_rejected", addr, str(error))
 
-    def _warn(self, kind: str, addr: tuple, detail: str) -> None:
+    def _warn(self, kind: str, addr: SockAddr, detail: str) -> None:
         now = self._loop.time()
         if now - self._warned.get(kind, -WARN_EVERY) >= WARN_EVERY:
             self._warned[kind] = now

@@ -10,6 +10,7 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class CallContext:
     media_host: str  # the address in our SDP
     codecs: tuple[str, ...]
     transfer_timeout_s: float
-    spawn: Callable[..., asyncio.Task]  # spawn(coro, *, shielded=False): a task the endpoint tracks
+    spawn: Callable[..., asyncio.Task[Any]]  # spawn(coro, *, shielded=False): a task the endpoint tracks
     on_ended: Callable[[SipCall], None]
     srtp: str = "off"  # off, offer or require (telephony.srtp.MODES)
 

@@ -33,8 +33,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     try:
         if args.call_id is None:
             found = records.recent(args.limit)
-            for record in found:
-                print(json.dumps(_summary(record)) if args.json else _line(record))
+            for each in found:
+                print(json.dumps(_summary(each)) if args.json else _line(each))
             return 0
         record = records.get(args.call_id) or next((r for r in records.recent(1000) if r.call_id.startswith(args.call_id)), None)
         if record is None:

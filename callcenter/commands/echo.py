@@ -81,8 +81,8 @@ async def serve(config: EndpointConfig, delay: float) -> int:
     endpoint = SipEndpoint(config, lambda call: echo_call(call, delay))
     try:
         await endpoint.start()
-        transports: list[TransportName] = ["UDP"] + [name for name, listen in (("TCP", config.listen_tcp),
-                                                                               ("TLS", config.listen_tls)) if listen]
+        streams: tuple[tuple[TransportName, object], ...] = (("TCP", config.listen_tcp), ("TLS", config.listen_tls))
+        transports: list[TransportName] = ["UDP", *(name for name, listen in streams if listen)]
         listening = ", ".join("{}:{} (SIP/{})".format(*endpoint.address(name), name) for name in transports)
         print(f"echo: listening on {listening}, SRTP {config.srtp}; Ctrl-C to stop", flush=True)
         await stop.wait()

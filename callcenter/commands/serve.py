@@ -64,7 +64,7 @@ class VoiceServer:
         privacy = self.config.privacy
         redaction = functools.partial(redact, region=privacy.phone_region) if privacy.redact_transcripts else None
         self.records = await asyncio.to_thread(functools.partial(CallRecords, voice.calls_database, redaction=redaction))
-        self.speech = self._speech or await asyncio.to_thread(SpeechModels.load, voice)
+        self.speech = self._speech if self._speech is not None else await asyncio.to_thread(SpeechModels.load, voice)
         self.recordings = Recordings(voice) if voice.recording != "off" else None
         self._retention = await self._enforce_retention()
         self.service = VoiceService(self.app, self.speech, self.records, self.metrics, self.recordings)

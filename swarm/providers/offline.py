@@ -132,8 +132,8 @@ def _pending_proposal(messages: tuple[Message, ...]) -> dict[str, Any] | None:
 def _speak(content: str) -> str:
     result = _as_json(content)
     if isinstance(result, dict):
-        if isinstance(result.get("say"), str):
-            return result["say"]
+        if isinstance(say := result.get("say"), str):
+            return say
         if "error" in result:
             return "I'm sorry, that did not work. Could you try again, or ask for a colleague?"
     return "Done. Is there anything else I can help with?"

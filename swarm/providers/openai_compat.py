@@ -5,7 +5,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -76,7 +76,7 @@ class OpenAIProvider:
     async def aclose(self) -> None:
         await self._client.close()
 
-    def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+    def stream(self, request: CompletionRequest) -> AsyncGenerator[Delta | Completion, None]:
         """An async generator of Deltas then one Completion; closing it early (barge-in) ends the request."""
         if self.tool_mode == "text" and request.tools:
             return self._stream_text_protocol(request)
@@ -84,7 +84,7 @@ class OpenAIProvider:
             return self._stream_constrained(request)
         return self._stream_native(request)
 
-    async def _stream_native(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+    async def _stream_native(self, request: CompletionRequest) -> AsyncGenerator[Delta | Completion, None]:
         text: list[str] = []
         calls: dict[int, _PartialCall] = {}
         body = self._body([to_openai_message(m) for m in request.messages], request)
@@ -101,7 +101,7 @@ class OpenAIProvider:
                     calls.setdefault(part.index, _PartialCall()).add(part)
         yield Completion("".join(text), tuple(calls[i].finish() for i in sorted(calls)), timings or None)
 
-    async def _stream_text_protocol(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+    async def _stream_text_protocol(self, request: CompletionRequest) -> AsyncGenerator[Delta | Completion, None]:
         reply = TextProtocolStream()
         body = self._body(to_text_protocol_messages(request.messages, request.tools), request)
         timings: dict[str, float] = {}
@@ -114,7 +114,7 @@ class OpenAIProvider:
             yield Delta(tail)
         yield Completion(spoken, calls, timings or None)
 
-    async def _stream_constrained(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+    async def _stream_constrained(self, request: CompletionRequest) -> AsyncGenerator[Delta | Completion, None]:
         reply = SayStream()
         body = self._body(to_constrained_messages(request.messages, request.tools), request)
         schema = reply_schema(request.tools)
@@ -135,7 +135,7 @@ class OpenAIProvider:
             body["temperature"] = self.temperature
         return body
 
-    async def _deltas(self, body: dict[str, Any], request: CompletionRequest, timings: dict[str, float]) -> AsyncIterator[Any]:
+    async def _deltas(self, body: dict[str, Any], request: CompletionRequest, timings: dict[str, float]) -> AsyncGenerator[Any, None]:
         """The first choice's deltas, each wait on the server bounded and every failure a ProviderError.
 
         `timings` receives the server's account of the request (llama.cpp sends it with the last chunk)."""

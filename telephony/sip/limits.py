@@ -5,12 +5,15 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TypeVar
 
 MAX_SOURCES = 4096  # the least recently seen source is forgotten beyond this
 
+V = TypeVar("V")
 
-class _Bounded(OrderedDict):
-    def touch(self, key: object, value: object) -> None:
+
+class _Bounded(OrderedDict[object, V]):
+    def touch(self, key: object, value: V) -> None:
         self[key] = value
         self.move_to_end(key)
         while len(self) > MAX_SOURCES:
@@ -24,7 +27,7 @@ class RateLimiter:
         if rate <= 0 or burst < 1:
             raise ValueError(f"a rate limit needs rate > 0 and burst >= 1, got rate={rate} burst={burst}")
         self.rate, self.burst, self._clock = rate, burst, clock
-        self._buckets: _Bounded = _Bounded()
+        self._buckets: _Bounded[tuple[float, float]] = _Bounded()
 
     def allow(self, key: object) -> bool:
         now = self._clock()
@@ -44,7 +47,7 @@ class LogLimiter:
 
     def __init__(self, every: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.every, self._clock = every, clock
-        self._last: _Bounded = _Bounded()
+        self._last: _Bounded[float] = _Bounded()
 
     def allow(self, kind: str, source: str) -> bool:
         now = self._clock()

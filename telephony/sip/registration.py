@@ -113,7 +113,7 @@ class Registration:
         self._unregister_timeout_s = unregister_timeout_s
         self._status = RegistrationStatus()
         self._changed = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._bound = False  # a binding of ours may exist at the registrar
         self._flow_lost = asyncio.Event()  # the TCP/TLS connection of our binding failed: register again now
         self._destination: Peer | None = None  # where the last REGISTER went
@@ -291,7 +291,7 @@ class Registration:
 def backoff(failures: int, first_s: float, cap_s: float) -> float:
     """Seconds before the next attempt: first_s doubled per failure in a row, capped at cap_s, then scaled by a
     random 0.5..1 so that many agents cut off together do not retry together."""
-    return min(cap_s, first_s * 2 ** min(failures - 1, 30)) * random.uniform(0.5, 1.0)
+    return min(cap_s, first_s * 2.0 ** min(failures - 1, 30)) * random.uniform(0.5, 1.0)
 
 
 _HINTS = {

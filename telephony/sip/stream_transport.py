@@ -18,6 +18,7 @@ import ssl
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .framing import FramingError, KeepAlive, StreamFramer
 from .message import Request, Response, SipParseError
@@ -65,7 +66,7 @@ class _Connection:
         self.aliases: set[Address] = set()
         self.on_lost: Callable[[], None] | None = None  # a keep-alive flow's owner
         self.keepalive: asyncio.TimerHandle | None = None
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
         self.closed = False
 
 
@@ -168,7 +169,7 @@ class StreamTransport(MessageIntake):
 
     # ---- connections --------------------------------------------------------------------------------
 
-    def _find(self, address: tuple) -> _Connection | None:
+    def _find(self, address: tuple[Any, ...]) -> _Connection | None:
         key = (address[0], address[1])
         connection = self._connections.get(key) or self._aliases.get(key)
         return connection if connection is not None and not connection.closed else None

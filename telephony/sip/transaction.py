@@ -38,7 +38,11 @@ class Timers:
         return 64 * self.t1  # timers B, F, H, J and the wait for the ACK of a 2xx
 
 
-def server_key(request: Request, method: str | None = None) -> tuple:
+# What a transaction is found by: branch and sent-by, or the RFC 2543 fields for a peer without a branch.
+TransactionKey = tuple[str | int | None, ...]
+
+
+def server_key(request: Request, method: str | None = None) -> TransactionKey:
     """RFC 3261 §17.2.3: branch, sent-by and method (an ACK or CANCEL looks up its INVITE with method="INVITE")."""
     via = request.vias[0]
     method = method or ("INVITE" if request.method == "ACK" else request.method)
@@ -48,7 +52,7 @@ def server_key(request: Request, method: str | None = None) -> tuple:
 
 
 class ServerTransaction:
-    def __init__(self, layer: TransactionLayer, key: tuple, request: Request, source: Peer) -> None:
+    def __init__(self, layer: TransactionLayer, key: TransactionKey, request: Request, source: Peer) -> None:
         self.layer, self.key, self.request, self.source = layer, key, request, source
         self.response: Response | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -87,7 +91,7 @@ class ServerTransaction:
 
 
 class InviteServerTransaction(ServerTransaction):
-    def __init__(self, layer: TransactionLayer, key: tuple, request: Request, source: Peer) -> None:
+    def __init__(self, layer: TransactionLayer, key: TransactionKey, request: Request, source: Peer) -> None:
         super().__init__(layer, key, request, source)
         self.on_ack_timeout: Callable[[], None] | None = None  # the 2xx was never acknowledged
         self.acked = False
@@ -249,10 +253,10 @@ class TransactionLayer:
         self.on_stray_response: Callable[[Response], None] = lambda response: None
         # A new request's refusal, answered before any transaction exists (None: serve it).
         self.screen: Callable[[Request, Peer], Response | None] = lambda request, source: None
-        self._server: dict[tuple, ServerTransaction] = {}
-        self._client: dict[tuple, ClientTransaction] = {}
+        self._server: dict[TransactionKey, ServerTransaction] = {}
+        self._client: dict[TransactionKey, ClientTransaction] = {}
         self._accepted: dict[tuple[str, int], InviteServerTransaction] = {}
-        self._merge_index: dict[tuple, tuple] = {}  # (From tag, Call-ID, CSeq) of tag-less requests -> key
+        self._merge_index: dict[tuple[str | None, str, int, str], TransactionKey] = {}  # (From tag, Call-ID, CSeq) of tag-less requests -> key
 
     # ---- server side ----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import logging
 import re
 import socket
 from collections.abc import Callable
-from typing import Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from .limits import LogLimiter
 from .message import (
@@ -140,7 +140,7 @@ class MessageIntake:
         # The Via of a bad request cannot be trusted: answer where it came from.
         self.send(response, source)
 
-    def warn(self, kind: str, source: Address, detail: str) -> None:
+    def warn(self, kind: str, source: Peer | Address, detail: str) -> None:
         """A warning line, at most once a minute per kind and source address."""
         if self._warnings.allow(kind, source[0]):
             transport = source.transport if isinstance(source, Peer) else self.name
@@ -192,7 +192,7 @@ class UdpTransport(MessageIntake, asyncio.DatagramProtocol):
 
     # ---- receiving ----------------------------------------------------------------------------------
 
-    def datagram_received(self, data: bytes, addr: tuple) -> None:
+    def datagram_received(self, data: bytes, addr: tuple[Any, ...]) -> None:
         self.metrics.datagrams_received += 1
         source = Peer(addr[0], addr[1])
         try:
@@ -271,7 +271,7 @@ class Transports:
         if stream is not None:
             stream.keep_alive(destination, on_lost)
 
-    def warn(self, kind: str, source: Address, detail: str) -> None:
+    def warn(self, kind: str, source: Peer | Address, detail: str) -> None:
         self.udp.warn(kind, source, detail)
 
     async def close(self) -> None:
@@ -332,7 +332,7 @@ def via_destination(via: Via) -> Address:
     return host, via.rport or via.port or (DEFAULT_TLS_PORT if via.transport == "TLS" else DEFAULT_PORT)
 
 
-def _stamp_via(request: Request, source: Address) -> None:
+def _stamp_via(request: Request, source: Peer | Address) -> None:
     vias = request.headers.get_all("Via")
     top = Via.parse(vias[0])
     if top.host != source[0]:
@@ -371,5 +371,5 @@ async def resolve(uri: SipUri) -> Peer:
         infos = await loop.getaddrinfo(uri.host, port, type=kind)
     except socket.gaierror as error:
         raise OSError(f"cannot resolve SIP host {uri.host!r}: {error}") from error
-    host, port = infos[0][4][:2]
-    return Peer(host, port, transport, server_name)
+    address = infos[0][4]
+    return Peer(str(address[0]), int(address[1]), transport, server_name)

@@ -106,6 +106,7 @@ def _parse_sip(scheme: str, rest: str, text: str) -> SipUri:
 
 
 def _parse_hostport(hostport: str, text: str) -> tuple[str, int | None]:
+    port_text: str | None
     if hostport.startswith("["):
         host, bracket, port_text = hostport[1:].partition("]")
         if not bracket or _IPV6_RE.fullmatch(host) is None or ":" not in host:

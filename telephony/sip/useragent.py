@@ -9,7 +9,7 @@ from .message import Request, Response, SipParseError, SipUri, make_response
 from .metrics import SipMetrics
 from .syntax import quote
 from .transaction import ClientTransaction, TransactionLayer
-from .transport import Peer, TransportName, resolve
+from .transport import Peer, resolve
 
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, NOTIFY"
 # Methods we know but do not take (405 with Allow); anything else is 501.
@@ -29,7 +29,7 @@ class UserAgent:
     name: str  # sent as Server and User-Agent
     contact: str  # our Contact over UDP, e.g. <sip:voiceswarm@192.0.2.10:5060>
     # Our Contact URI on each stream transport that is open, e.g. "TCP": sip:voiceswarm@192.0.2.10:5060.
-    stream_contacts: dict[TransportName, SipUri] = field(default_factory=dict)
+    stream_contacts: dict[str, SipUri] = field(default_factory=dict)
 
     def contact_for(self, transport: str = "UDP", *, secure: bool = False) -> str:
         """Our Contact for a dialog or registration over `transport`, so that what the peer sends us comes back
@@ -39,7 +39,7 @@ class UserAgent:
         return self.contact if uri is None else f"<{uri}>"
 
     def contact_uri(self, transport: str, *, secure: bool = False) -> SipUri | None:
-        uri = self.stream_contacts.get(transport)  # type: ignore[call-overload]
+        uri = self.stream_contacts.get(transport)
         if uri is None:
             return None
         if transport == "TLS" and secure:
