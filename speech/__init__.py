@@ -1,6 +1,69 @@
 """Speech for phone calls: PCM16 8 kHz audio in, text out (Whisper); text in, PCM16 8 kHz audio out (Piper).
 
 Offline only: the models come from a configured path or from the model packages installed from PyPI
-(see `speech.models`). This package knows nothing about SIP or agents. Import the submodules you need;
-this one imports nothing heavy.
+(see `speech.models`). This package knows nothing about SIP or agents.
+
+What a user imports from here: `Transcriber` (Whisper), `Synthesizer` (Piper), `VadModel` and `Endpointer`
+(when a caller's turn starts and ends, with its events), `TurnModel` (Smart Turn), `EchoCanceller`,
+`normalize_for_speech`, the WAV helpers and the errors. Each is loaded on first use: importing `speech` (or
+`speech.audio`) does not load faster-whisper, Piper or onnxruntime.
 """
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from speech.audio import WavError, read_wav, resample, write_wav
+    from speech.echo import EchoCanceller
+    from speech.endpointer import Endpointer, FrameError, SpeechEnded, SpeechPaused, SpeechStarted
+    from speech.models import ModelError
+    from speech.normalize import normalize_for_speech
+    from speech.synthesizer import Synthesizer, SynthesizerConfig, SynthesizerError
+    from speech.transcriber import Thresholds, Transcriber, Transcript
+    from speech.turn import TurnModel, TurnModelError
+    from speech.vad import VadModel, VadModelError
+
+_HOMES = {
+    "WavError": "audio", "read_wav": "audio", "resample": "audio", "write_wav": "audio",
+    "EchoCanceller": "echo",
+    "Endpointer": "endpointer", "FrameError": "endpointer", "SpeechEnded": "endpointer",
+    "SpeechPaused": "endpointer", "SpeechStarted": "endpointer",
+    "ModelError": "models",
+    "normalize_for_speech": "normalize",
+    "Synthesizer": "synthesizer", "SynthesizerConfig": "synthesizer", "SynthesizerError": "synthesizer",
+    "Thresholds": "transcriber", "Transcriber": "transcriber", "Transcript": "transcriber",
+    "TurnModel": "turn", "TurnModelError": "turn",
+    "VadModel": "vad", "VadModelError": "vad",
+}
+__all__ = [
+    "EchoCanceller",
+    "Endpointer",
+    "FrameError",
+    "ModelError",
+    "SpeechEnded",
+    "SpeechPaused",
+    "SpeechStarted",
+    "Synthesizer",
+    "SynthesizerConfig",
+    "SynthesizerError",
+    "Thresholds",
+    "Transcriber",
+    "Transcript",
+    "TurnModel",
+    "TurnModelError",
+    "VadModel",
+    "VadModelError",
+    "WavError",
+    "normalize_for_speech",
+    "read_wav",
+    "resample",
+    "write_wav",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562), so that light users do not load the models' runtimes."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'speech' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"speech.{_HOMES[name]}"), name)
