@@ -29,9 +29,6 @@ class History:
         """Forget what only this agent saw (its system and tool messages); shared text stays."""
         self._messages = [m for m in self._messages if m.shared or m.agent != agent]
 
-    def clear(self) -> None:
-        self._messages.clear()
-
     def raw(self) -> list[Message]:
         return list(self._messages)
 

@@ -28,10 +28,3 @@ class SentenceSplitter:
         """The text left after the stream ended."""
         rest, self._buffer = self._buffer.strip(), ""
         return rest
-
-
-def split_sentences(text: str) -> list[str]:
-    splitter = SentenceSplitter()
-    found = splitter.feed(text)
-    rest = splitter.flush()
-    return [*found, rest] if rest else found

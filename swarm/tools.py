@@ -160,7 +160,3 @@ def result_text(result: Any) -> str:
     if isinstance(result, str):
         return result
     return json.dumps(result, ensure_ascii=False, default=str)
-
-
-def tool_specs(tools: Mapping[str, Tool]) -> tuple[ToolSpec, ...]:
-    return tuple(t.spec() for t in tools.values())

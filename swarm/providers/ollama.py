@@ -15,8 +15,6 @@ from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeo
 from swarm.text_protocol import TextProtocolStream, to_text_protocol_messages
 from swarm.tool_modes import TOOL_MODES
 
-DEFAULT_HOST = "http://127.0.0.1:11434"
-
 
 class OllamaProvider:
     """Streams chat replies from an Ollama server through the official `ollama` client."""
