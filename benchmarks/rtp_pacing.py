@@ -28,7 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from telephony.codec import PCMU
-from telephony.rtp import PTIME, IntervalHistogram, RtpSession
+from telephony.media_clock import PTIME
+from telephony.rtp import IntervalHistogram, RtpSession
 
 SETTLE = 0.3  # seconds after sending stops for the last packets to land
 

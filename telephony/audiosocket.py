@@ -49,16 +49,14 @@ from telephony.audiosocket_wire import (
     MessageReader,
     encode,
 )
-from telephony.call import FRAME_SAMPLES, EndReason, MediaTap
+from telephony.call import FRAME_BYTES, FRAME_SAMPLES, EndReason, MediaTap
+from telephony.media_clock import MAX_CATCH_UP, PTIME
 from telephony.queues import DropOldestQueue
 from telephony.sip.limits import LogLimiter
 
 log = logging.getLogger(__name__)
 
-PTIME = 0.020
-FRAME_BYTES = 2 * FRAME_SAMPLES
 SILENCE_MESSAGE = encode(KIND_AUDIO, bytes(FRAME_BYTES))
-MAX_CATCH_UP = 3  # after an event-loop stall, at most this many late frames go back to back; the rest are skipped
 MAX_WRITE_BACKLOG = 16 * 1024  # ~0.5 s of audio unread by the peer: skip frames rather than buffer without bound
 DTMF_KEYS = frozenset("0123456789*#ABCD")
 HANDLER_GRACE_S = 1.0  # stop(): time handlers get to finish after their call was hung up

@@ -8,6 +8,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 FRAME_SAMPLES = 160  # 20 ms at 8 kHz: every frame of audio_in has exactly this many samples
+FRAME_BYTES = 2 * FRAME_SAMPLES  # the same frame as PCM16 bytes
 SAMPLE_RATE = 8000
 
 EndReason = Literal[

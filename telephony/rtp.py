@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from telephony.call import MediaTap
+from telephony.call import FRAME_BYTES, FRAME_SAMPLES, MediaTap
 from telephony.codec import Codec
 from telephony.dtmf import VOLUME, DtmfDetector, TelephoneEvent, event_code
 from telephony.jitter import JitterBuffer
-from telephony.media_clock import PTIME, MediaClock  # noqa: F401  (PTIME: benchmarks import it from here)
+from telephony.media_clock import MediaClock
 from telephony.ports import allocate
 from telephony.queues import DropOldestQueue
 from telephony.rtcp import SR, ReceptionStats, parse_compound, receiver_report, sender_report
@@ -43,8 +43,6 @@ from telephony.srtp import SrtpKeys, SrtpRejected, SrtpStreams
 log = logging.getLogger(__name__)
 
 SockAddr = tuple[Any, ...]  # (host, port) from asyncio; (host, port, flow, scope) over IPv6
-FRAME_SAMPLES = 160  # 20 ms at 8 kHz
-FRAME_BYTES = 2 * FRAME_SAMPLES
 RTCP_INTERVAL = 5.0
 MAX_FILL_SAMPLES = 8000  # a timestamp jump over 1 s is a new timeline, not a gap to fill
 FADE_SAMPLES = 480  # a lost stretch repeats the last packet fading out over 60 ms, then silence
