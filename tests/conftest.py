@@ -19,6 +19,21 @@ import pytest
 from callcenter.local_model import local_server, missing_local_model
 from swarm.providers.local import LocalServer
 
+# Fixtures every test module may use without importing them (an import would shadow the fixture by name):
+# real peers and our own endpoint and SIP peer (peers), TLS certificates (certs), Kamailio (kamailio), the
+# throw-away PostgreSQL cluster and `database_url` for each storage test on SQLite and PostgreSQL (postgres),
+# the VAD model and phone-path voices (speech_fixtures), a fake OpenAI-compatible server (fake_openai), and the
+# testbed's `agent_under_test`, as a call centre's own tests get it from the plugin.
+pytest_plugins = [
+    "tests.peers",
+    "tests.certs",
+    "tests.kamailio",
+    "tests.postgres",
+    "tests.speech_fixtures",
+    "tests.fake_openai",
+    "callcenter.testbed.pytest_plugin",
+]
+
 
 def _server(model: str) -> Iterator[LocalServer]:
     missing = missing_local_model(model)
@@ -42,5 +57,51 @@ def local_15b() -> Iterator[LocalServer]:
     yield from _server("qwen2.5-coder-1.5b")
 
 
-# The throw-away PostgreSQL cluster (session) and `database_url`: each storage test on SQLite and PostgreSQL.
-from tests.postgres import database_url, postgres  # noqa: E402, F401
+# --- tiers: `make test-fast` runs what is marked none of peers, models, slow (pyproject.toml's markers) ----------
+# A test is marked by the fixtures it uses, else by its module (a module may be in several tiers); a few
+# seconds-long tests inside fast modules carry their own @pytest.mark.slow or @pytest.mark.peers.
+PEER_FIXTURES = {"peers", "postgres", "start_kamailio"}  # sipp/baresip, PostgreSQL, Kamailio
+MODEL_FIXTURES = {"local_05b", "local_15b"}
+MODULE_TIERS = {
+    # real SIP peers (sipp, baresip, Kamailio) or PostgreSQL, started by the test
+    "test_dispatcher": ("peers", "models"),
+    "test_echo_command": ("peers",),
+    "test_kamailio": ("peers",),
+    "test_sip_baresip": ("peers",),
+    "test_sip_message_sipp": ("peers",),
+    "test_sip_sipp": ("peers",),
+    "test_sip_tcp_tls": ("peers",),
+    "test_srtp_interop": ("peers",),
+    "test_voice_e2e": ("peers", "models"),
+    # Whisper, Piper, Silero VAD, Smart Turn or the local LLM
+    "test_conversation": ("models",),
+    "test_endpointer": ("models",),
+    "test_local_llm": ("models",),
+    "test_models": ("models",),
+    "test_synthesizer": ("models",),
+    "test_transcriber": ("models",),
+    "test_turn": ("models",),
+    "test_turn_echo": ("models",),
+    # seconds each: real timers and pacing (SIP retransmissions, 20 ms audio), subprocesses, hypothesis runs
+    "test_audiosocket": ("slow",),
+    "test_cli": ("slow",),
+    "test_rfc4475": ("slow",),
+    "test_sip_endpoint": ("slow",),
+    "test_sip_fuzz": ("slow",),
+    "test_sip_registration": ("slow",),
+    "test_sip_robustness": ("slow",),
+    "test_sip_stream_transport": ("slow",),
+    "test_sip_uas_rules": ("slow",),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        tiers = set(MODULE_TIERS.get(item.module.__name__.rpartition(".")[2], ())) if item.module else set()
+        if fixtures & PEER_FIXTURES:
+            tiers.add("peers")
+        if fixtures & MODEL_FIXTURES or item.get_closest_marker("llm"):
+            tiers.add("models")  # the llm marker stays for `-m llm`; a real LLM is a model too
+        for tier in sorted(tiers):
+            item.add_marker(getattr(pytest.mark, tier))

@@ -126,7 +126,7 @@ def postgres() -> Iterator[Cluster]:
         yield server
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.peers)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty database of each kind: a SQLite file, or a new schema of the PostgreSQL cluster."""
     if request.param == "sqlite":

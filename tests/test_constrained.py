@@ -6,13 +6,13 @@ import json
 import jsonschema
 import pytest
 from fake_ollama import FakeOllama, Reply
-from test_openai_provider import FakeServer, answering, chunk, items, request, server  # noqa: F401 - fixture
 
 from swarm.constrained import SayStream, reply_schema
 from swarm.messages import Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, collect
 from swarm.providers.ollama import OllamaProvider
 from swarm.providers.openai_compat import OpenAIProvider
+from tests.fake_openai import FakeServer, answering, chunk, items, request
 
 SEARCH = ToolSpec(
     "search_products", "Search the catalogue.",
@@ -58,7 +58,7 @@ def test_a_reply_cut_by_the_token_limit_keeps_what_was_said() -> None:
     assert stream.finish([]) == ("Hello there. And then and then and", ())
 
 
-async def test_openai_constrained_request_and_streamed_say(server: FakeServer) -> None:  # noqa: F811
+async def test_openai_constrained_request_and_streamed_say(server: FakeServer) -> None:
     pieces = ['{"say": "Hello', ' there.', ' How can', ' I help?"}']
     server.handler = answering([chunk({"content": p}) for p in pieces])
     provider = OpenAIProvider("m", server.base_url, tool_mode="constrained", timeout=5)
@@ -73,7 +73,7 @@ async def test_openai_constrained_request_and_streamed_say(server: FakeServer) -
     assert "search_products" in sent["messages"][1]["content"]
 
 
-async def test_openai_text_protocol_parses_blocks_and_never_streams_them(server: FakeServer) -> None:  # noqa: F811
+async def test_openai_text_protocol_parses_blocks_and_never_streams_them(server: FakeServer) -> None:
     pieces = ["One moment. <tool", '_call>{"name": "search_products", ', '"arguments": {"query": "kettle"}}</tool_call>']
     server.handler = answering([chunk({"content": p}) for p in pieces])
     provider = OpenAIProvider("m", server.base_url, tool_mode="text", timeout=5)
@@ -118,7 +118,7 @@ def test_auto_tool_mode_is_the_measured_default_per_provider_and_config_checks_i
         OllamaProvider("http://127.0.0.1:9", "m", tool_mode="json")
 
 
-async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply_is_still_coming(server: FakeServer) -> None:  # noqa: F811
+async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply_is_still_coming(server: FakeServer) -> None:
     import asyncio
 
     from aiohttp import web

@@ -18,7 +18,7 @@ from callcenter.config import VoiceConfig
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
 from tests.cluster import dispatcher, node
-from tests.peers import LOCAL, Peers, peers  # noqa: F401  (fixture)
+from tests.peers import LOCAL, Peers
 from tests.postgres import Cluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -43,7 +43,7 @@ async def records_settled(node_records, expected: int, timeout_s: float = 20.0) 
 
 
 async def test_calls_spread_fail_over_and_drain_behind_the_dispatcher(
-        postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels) -> None:  # noqa: F811
+        postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels) -> None:
     if shutil.which("kamailio") is None or shutil.which("sipp") is None:
         pytest.skip("apt-get install kamailio sip-tester")
     url = postgres.new_schema()

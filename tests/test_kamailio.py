@@ -11,19 +11,8 @@ import pytest
 from telephony.g711 import alaw_decode
 from telephony.rtp_packet import parse
 from telephony.sip.registration import RegistrationConfig
-from tests.kamailio import Kamailio, start_kamailio  # noqa: F401  (fixture)
-from tests.peers import (  # noqa: F401  (fixtures)
-    LOCAL,
-    SIPP_SHARE,
-    Peers,
-    best_lag_correlation,
-    chirp,
-    peers,
-    read_pcap_payloads,
-    read_wav,
-    start_endpoint,
-    write_wav,
-)
+from tests.kamailio import Kamailio
+from tests.peers import LOCAL, SIPP_SHARE, Peers, best_lag_correlation, chirp, read_pcap_payloads, read_wav, write_wav
 from tests.test_sip_sipp import Recorder, assert_sipp_ok
 
 pytestmark = pytest.mark.timeout(60)

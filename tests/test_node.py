@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from callcenter.node import AdmissionLimits, NodeState
-from tests.peers import LOCAL, sdp_offer, sip_peer, sip_request, start_endpoint  # noqa: F401  (fixtures)
+from tests.peers import sdp_offer, sip_request
 
 
 class Clock:
@@ -60,7 +60,7 @@ async def options(peer, endpoint_port: int, branch: str):  # the SipPeer fixture
 
 
 async def test_the_endpoint_answers_503_with_retry_after_when_overloaded_and_when_draining(
-        start_endpoint, sip_peer) -> None:  # noqa: F811
+        start_endpoint, sip_peer) -> None:
     endpoint = await start_endpoint()
     port = endpoint.local_address[1]
     peer = await sip_peer()

@@ -2,96 +2,16 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 from aiohttp import web
 
-from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
+from swarm.messages import Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable, collect
 from swarm.providers.openai_compat import OpenAIProvider
-
-MODEL = "qwen2.5-7b-instruct"
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass
-class FakeServer:
-    base_url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    handler: Handler | None = None
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1700000000,
-        "model": MODEL,
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-    }
-
-
-def tool_piece(index: int, arguments: str, *, call_id: str | None = None, name: str | None = None) -> dict[str, Any]:
-    piece: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
-    if call_id is not None:
-        piece |= {"id": call_id, "type": "function"}
-        piece["function"]["name"] = name
-    return chunk({"tool_calls": [piece]})
-
-
-async def send_sse(request: web.Request, chunks: list[dict[str, Any]], pause: float = 0.0) -> web.StreamResponse:
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-    await response.prepare(request)
-    for item in chunks:
-        await response.write(f"data: {json.dumps(item)}\n\n".encode())
-        await asyncio.sleep(pause)
-    await response.write(b"data: [DONE]\n\n")
-    await response.write_eof()
-    return response
-
-
-def answering(chunks: list[dict[str, Any]], pause: float = 0.0) -> Handler:
-    async def handle(request: web.Request) -> web.StreamResponse:
-        return await send_sse(request, chunks, pause)
-
-    return handle
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeServer]:
-    fake = FakeServer("")
-
-    async def completions(request: web.Request) -> web.StreamResponse:
-        fake.requests.append(await request.json())
-        assert fake.handler is not None, "the test set no handler"
-        return await fake.handler(request)
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", completions)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    fake.base_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"  # type: ignore[union-attr]
-    try:
-        yield fake
-    finally:
-        await runner.cleanup()
-
-
-def request(*messages: Message, tools: tuple[ToolSpec, ...] = ()) -> CompletionRequest:
-    return CompletionRequest(agent="triage", client_id="call-1", messages=messages, tools=tools)
-
-
-async def items(provider: OpenAIProvider, req: CompletionRequest) -> list[Delta | Completion]:
-    return [item async for item in provider.stream(req)]
-
+from tests.fake_openai import MODEL, FakeServer, answering, chunk, items, request, tool_piece
 
 LOOKUP = ToolSpec(
     "lookup_order",
@@ -262,6 +182,7 @@ async def test_server_that_never_answers_times_out(server: FakeServer) -> None:
     await provider.aclose()
 
 
+@pytest.mark.slow  # waits for the deadline
 async def test_trickling_server_hits_the_overall_deadline(server: FakeServer) -> None:
     # Each chunk comes well within the read timeout, but the whole reply would take 5 s.
     server.handler = answering([chunk({"content": "word "})] * 25, pause=0.2)
@@ -276,6 +197,7 @@ async def test_trickling_server_hits_the_overall_deadline(server: FakeServer) ->
     await provider.aclose()
 
 
+@pytest.mark.slow  # waits for the deadline
 async def test_consumer_time_does_not_count_against_the_deadline(server: FakeServer) -> None:
     # The session speaks each sentence while the stream waits; that time is not the server's.
     server.handler = answering([chunk({"content": "One. "}), chunk({"content": "Two."})])

@@ -41,7 +41,7 @@ from telephony.sip.message import (
     validate_response,
 )
 from telephony.sip.transaction import Timers
-from tests.peers import LOCAL, start_endpoint  # noqa: F401  (fixture)
+from tests.peers import LOCAL
 from tests.rfc4475 import DATA, NAMES, SECTIONS, load
 
 # ---- the data itself ---------------------------------------------------------------------------------------
@@ -424,7 +424,7 @@ RESPONSES = tuple(name for name in NAMES if load(name).startswith(b"SIP/"))
 
 
 @pytest.fixture
-async def endpoint(loopback_only: list, start_endpoint) -> SipEndpoint:  # noqa: F811
+async def endpoint(loopback_only: list, start_endpoint) -> SipEndpoint:
     """A started endpoint with short timers. It depends on loopback_only so that the hook still acts while
     the endpoint stops (a call left up is hung up then: its BYE must not leave either)."""
     return await start_endpoint(timers=FAST)

@@ -338,6 +338,7 @@ async def test_drop_oldest_queue_keeps_the_newest_and_ends_after_close() -> None
 
 # ---- sessions over loopback -----------------------------------------------------------------------------
 
+@pytest.mark.slow  # a second of paced audio
 @pytest.mark.parametrize("codec", [PCMU, PCMA])
 async def test_a_tone_arrives_intact_in_20ms_frames(open_session, codec: Codec) -> None:
     a, b = await pair(open_session, codec)
@@ -704,6 +705,7 @@ module_app menu.so
 """
 
 
+@pytest.mark.peers
 @pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")
 @pytest.mark.parametrize("codecs", [("PCMU",), ("PCMA",)])
 async def test_baresip_call_carries_audio_both_ways_and_our_dtmf(open_session, tmp_path: Path,
@@ -758,6 +760,7 @@ async def test_baresip_call_carries_audio_both_ways_and_our_dtmf(open_session, t
     assert stats.rtcp_received >= 1 and stats.malformed == 0 and stats.lost == 0
 
 
+@pytest.mark.peers
 @pytest.mark.skipif(shutil.which("sipp") is None, reason="apt-get install sip-tester")
 async def test_sipp_uac_pcap_call_is_heard_in_exact_20ms_frames_with_its_dtmf(open_session, tmp_path: Path) -> None:
     """sipp's built-in `uac_pcap` caller streams its 30 ms PCMA capture, then a DTMF '1', then hangs up."""
@@ -835,6 +838,7 @@ async def test_srtp_tone_round_trip_and_the_wire_is_not_plain(open_session, open
     assert session.stats.srtp_rejected == 0 and session.stats.packets_received == 40
 
 
+@pytest.mark.slow  # a second of paced audio
 async def test_srtp_between_two_sessions_carries_audio(open_session) -> None:
     a, b = await open_session(), await open_session()
     keys_a, keys_b = srtp_keys()

@@ -68,7 +68,7 @@ def file_shop(db: str) -> Shop:
         yield s
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.peers)])
 def read_only_shop(request: pytest.FixtureRequest) -> Shop:
     url = ":memory:" if request.param == "sqlite" else request.getfixturevalue("postgres").new_schema()
     with Shop(url) as s:

@@ -10,7 +10,7 @@ import pytest
 
 from telephony.endpoint import CallFailed, EndpointConfig
 from telephony.sip.message import Request, Response
-from tests.peers import LOCAL, sdp_offer, sip_peer, sip_request, start_endpoint  # noqa: F401  (fixtures)
+from tests.peers import LOCAL, sdp_offer, sip_request
 
 pytestmark = pytest.mark.timeout(30)
 

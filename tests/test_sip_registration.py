@@ -11,7 +11,7 @@ from telephony.sip.auth import verify
 from telephony.sip.message import Request
 from telephony.sip.registration import RegistrationConfig, backoff
 from telephony.sip.transaction import Timers
-from tests.peers import LOCAL, SipPeer, sip_peer, start_endpoint  # noqa: F401  (fixtures)
+from tests.peers import LOCAL, SipPeer
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -11,16 +11,7 @@ import pytest
 from telephony.codec import PCMU
 from telephony.g711 import alaw_decode
 from telephony.rtp_packet import RtpPacket, parse
-from tests.peers import (  # noqa: F401  (fixtures)
-    SIPP_SHARE,
-    Peers,
-    best_lag_correlation,
-    chirp,
-    pcap_rtp,
-    peers,
-    read_pcap_payloads,
-    start_endpoint,
-)
+from tests.peers import SIPP_SHARE, Peers, best_lag_correlation, chirp, pcap_rtp, read_pcap_payloads
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -13,7 +13,7 @@ from telephony.sip.metrics import SipMetrics
 from telephony.sip.stream_transport import StreamLimits, StreamTransport
 from telephony.sip.tls import TlsConfig, TlsConfigError
 from telephony.sip.transport import Peer
-from tests.certs import CertFiles, certs, make_certs  # noqa: F401  (fixture)
+from tests.certs import CertFiles, make_certs
 
 pytestmark = pytest.mark.timeout(30)
 

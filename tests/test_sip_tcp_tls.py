@@ -11,18 +11,8 @@ import numpy as np
 import pytest
 
 from telephony.sip.tls import TlsConfig
-from tests.certs import CertFiles, certs  # noqa: F401  (fixture)
-from tests.peers import (  # noqa: F401  (fixtures)
-    LOCAL,
-    SIPP_SCENARIOS,
-    Peers,
-    best_lag_correlation,
-    chirp,
-    peers,
-    read_wav,
-    start_endpoint,
-    write_wav,
-)
+from tests.certs import CertFiles
+from tests.peers import LOCAL, SIPP_SCENARIOS, Peers, best_lag_correlation, chirp, read_wav, write_wav
 
 pytestmark = pytest.mark.timeout(90)
 

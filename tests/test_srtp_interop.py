@@ -19,19 +19,7 @@ from callcenter.commands.echo import echo_call
 from telephony.g711 import ulaw_decode
 from telephony.rtp_packet import is_rtcp, parse
 from telephony.sip.message import Response
-from tests.peers import (  # noqa: F401  (fixtures)
-    LOCAL,
-    Peers,
-    best_lag_correlation,
-    chirp,
-    peers,
-    read_wav,
-    sdp_offer,
-    sip_peer,
-    sip_request,
-    start_endpoint,
-    write_wav,
-)
+from tests.peers import LOCAL, Peers, best_lag_correlation, chirp, read_wav, sdp_offer, sip_request, write_wav
 
 needs_baresip = pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")
 pytestmark = pytest.mark.timeout(90)

@@ -44,6 +44,7 @@ def test_unknown_scheme_and_password_free_names() -> None:
     assert "secret" not in str(parse_url("postgresql://shop:secret@db.example:5433/shop"))
 
 
+@pytest.mark.slow  # the connection attempt's timeout
 def test_unreachable_postgresql_is_named() -> None:
     with pytest.raises(DatabaseError, match=r"127\.0\.0\.1:9/shop"):
         open_database("postgresql://shop@127.0.0.1:9/shop?connect_timeout=1")

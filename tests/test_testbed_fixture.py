@@ -1,12 +1,10 @@
-"""The `agent_under_test` fixture, as a call centre's own tests use it."""
+"""The `agent_under_test` fixture, as a call centre's own tests use it (tests/conftest.py enables the plugin)."""
 from __future__ import annotations
 
 import pytest
 
-from callcenter.testbed.pytest_plugin import agent_under_test  # noqa: F401 - the fixture, as the plugin gives it
 
-
-async def test_a_return_is_handed_over_and_found(agent_under_test):  # noqa: F811
+async def test_a_return_is_handed_over_and_found(agent_under_test):
     async with agent_under_test(orders={"kettle": [("KT-410", 1)]}) as s:
         r = await s.run("I want to return my kettle")
         r.expect.handoff("refund").called("find_order").says("kettle")
@@ -17,7 +15,7 @@ async def test_a_return_is_handed_over_and_found(agent_under_test):  # noqa: F81
         s.expect.handoff("refund").not_called("place_order")
 
 
-async def test_expectations_that_do_not_hold_raise(agent_under_test):  # noqa: F811
+async def test_expectations_that_do_not_hold_raise(agent_under_test):
     async with agent_under_test() as s:
         r = await s.run("I'd like to buy a phone charger")
         with pytest.raises(AssertionError, match="expected hand-over\\(s\\) to refund, saw sales"):
@@ -30,7 +28,7 @@ async def test_expectations_that_do_not_hold_raise(agent_under_test):  # noqa: F
             r.expect.never_says("charger")
 
 
-async def test_keypad_and_silence(agent_under_test):  # noqa: F811
+async def test_keypad_and_silence(agent_under_test):
     async with agent_under_test() as s:
         r = await s.dtmf("0")
         assert s.call.transferred and "colleague" in r.reply

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_endpointer import RATE, ended, espeak, model, piper, run, silence  # noqa: F401  (fixtures)
 
 from speech.endpointer import Endpointer, SpeechPaused
 from speech.turn import InlineJudge, TurnModel, TurnModelError, find_model
+from tests.speech_fixtures import RATE, ended, espeak, run, silence
 
 SENTENCE = "I want to return the headphones I bought last week."
 
@@ -123,7 +123,7 @@ def smart_turn() -> TurnModel:
     return TurnModel()
 
 
-def test_smart_turn_hears_a_finished_sentence_from_a_cut_one(smart_turn, piper) -> None:  # noqa: F811
+def test_smart_turn_hears_a_finished_sentence_from_a_cut_one(smart_turn, piper) -> None:
     # Piper through 8 kHz mu-law, 200 ms of silence after the voice, as the endpointer hands it over.
     # Not every sentence: it hears "...headphones I bought last week." (Piper's flat end) as unfinished;
     # benchmarks/turn_taking.py measures how often, and what that costs.
@@ -133,7 +133,7 @@ def test_smart_turn_hears_a_finished_sentence_from_a_cut_one(smart_turn, piper) 
         assert finished > 0.5 > unfinished, (done, finished, unfinished)
 
 
-def test_smart_turn_ends_a_real_turn_early_through_the_endpointer(smart_turn, model, piper) -> None:  # noqa: F811
+def test_smart_turn_ends_a_real_turn_early_through_the_endpointer(smart_turn, model, piper) -> None:
     voice = piper("I'd like to buy a new phone charger.")
     endpointer = Endpointer(model, end_silence_ms=2000, judge=InlineJudge(smart_turn))
     events = run(endpointer, np.concatenate([silence(0.5), voice, silence(2.5)]))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_endpointer import espeak, model  # noqa: F401  (fixture)
 
 from speech.echo import EchoCanceller
 from speech.endpointer import Endpointer, SpeechStarted
 from telephony.g711 import ulaw_decode, ulaw_encode
+from tests.speech_fixtures import espeak
 
 AGENT = "Our returns policy is simple, and it covers everything you bought from us in the last thirty days."
 CALLER = "Sorry to interrupt, I only want to return my headphones."
@@ -32,7 +32,7 @@ def db(x: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize("delay_ms, gain_db", [(20, -10), (120, -15), (250, -25), (250, -10)])
-def test_echo_alone_is_taken_out_and_never_starts_speech(model, delay_ms, gain_db) -> None:  # noqa: F811
+def test_echo_alone_is_taken_out_and_never_starts_speech(model, delay_ms, gain_db) -> None:
     sent = espeak(AGENT)
     mic = line_echo(sent, delay_ms, gain_db)
     out = cancelled(mic, sent)
@@ -42,7 +42,7 @@ def test_echo_alone_is_taken_out_and_never_starts_speech(model, delay_ms, gain_d
     assert not any(isinstance(e, SpeechStarted) for i in range(0, out.size, 160) for e in endpointer.feed(out[i:i + 160]))
 
 
-def test_the_caller_talking_over_the_echo_is_kept(model) -> None:  # noqa: F811
+def test_the_caller_talking_over_the_echo_is_kept(model) -> None:
     sent, caller = espeak(AGENT), espeak(CALLER)
     mic = line_echo(sent, 120, -15, caller, at=16000)
     out = cancelled(mic, sent)

@@ -31,7 +31,7 @@ from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.conversation import VoiceSettings
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
-from tests.peers import Peers, peers  # noqa: F401  (fixture)
+from tests.peers import Peers
 
 pytestmark = pytest.mark.timeout(150)
 
