@@ -78,7 +78,7 @@ class Recorder:
             yield item
 
 
-async def run_call(registry, recorder: Recorder, title: str, lines: list[str], shop: Shop, n: int) -> tuple[list[Turn], list]:  # noqa: ANN001
+async def run_call(registry, recorder: Recorder, title: str, lines: list[str], shop: Shop, n: int) -> tuple[list[Turn], list]:
     session = registry.session(f"{title}-{n}", SWARM, metadata={"caller": CALLER})
     turns: list[Turn] = []
 
