@@ -7,6 +7,10 @@ media clock. The loop's share is the thread CPU time of the feeding thread; the 
 minus it, after every file is closed. Both are given per second of call audio, and as the percentage of one core
 a call being recorded in real time costs.
 
+Then the same in real time, with real RTP: N RtpSessions in pairs (benchmarks/rtp_pacing.py's run) for
+`--pacing-seconds`, without and with a recorder on each, alternating, and the process's CPU and the send
+intervals' p99 of each.
+
 Usage: .venv/bin/python benchmarks/recording.py [--seconds 60] [--runs 3] [--calls 1,20,100]
 """
 from __future__ import annotations
@@ -26,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from callcenter.config import VoiceConfig
 from callcenter.recording import FRAME, Recordings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rtp_pacing import one_run  # a sibling script, found through the path set just above
 
 
 async def run(calls: int, seconds: float, directory: Path) -> tuple[float, float, int]:
@@ -60,6 +67,8 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="call audio per recorder")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--calls", default="1,20,100")
+    parser.add_argument("--pacing-calls", type=int, default=50)
+    parser.add_argument("--pacing-seconds", type=float, default=5.0)
     args = parser.parse_args()
     load = os.getloadavg()[0]
     print(f"{args.runs} run(s), medians; {args.seconds:.0f} s of call audio per recorder; load average {load:.1f} "
@@ -80,6 +89,32 @@ async def main() -> None:
         print(" | ".join([f"{calls:5d}", f"{loop_cpu / (audio * 50) * 1e6:21.1f}", f"{writer_cpu / audio * 1e6:20.0f}",
                           f"{loop_cpu / audio * 100:23.3f}", f"{(loop_cpu + writer_cpu) / audio * 100:24.3f}",
                           f"{written / audio * 60 / 1e6:16.2f}"]))
+    await pacing(args.pacing_calls, args.pacing_seconds, args.runs)
+
+
+async def pacing(calls: int, seconds: float, runs: int) -> None:
+    print(f"\nreal time: {calls} RTP sessions in pairs, {seconds:.0f} s a run, {runs} runs each way, alternating, medians")
+    print("recording | CPU % of a core | CPU %/call | send p99 ms | skipped slots")
+    print("--------- | --------------- | ---------- | ----------- | -------------")
+    results: dict[bool, list] = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as directory:
+        recordings = Recordings(VoiceConfig(recording="on", recording_dir=directory, recording_days=0))
+        recorders = []
+
+        def record(session: object) -> None:
+            recorders.append(recordings.start(f"pacing-{len(recorders)}"))
+            session.tap = recorders[-1]  # type: ignore[attr-defined]
+
+        for _ in range(runs):
+            for on in (False, True):
+                results[on].append(await one_run(calls, seconds, record if on else None))
+        for recorder in recorders:
+            await recorder.stop()
+        recordings.close()
+    for on in (False, True):
+        cpu = statistics.median(r.cpu_percent for r in results[on])
+        print(f"{'on' if on else 'off':>9} | {cpu:15.1f} | {cpu / calls:10.2f} | "
+              f"{statistics.median(r.p99 for r in results[on]):11.1f} | {statistics.median(r.skipped for r in results[on]):13.0f}")
 
 
 if __name__ == "__main__":
