@@ -28,9 +28,9 @@ from callcenter.config import VoiceConfig
 from callcenter.shop import Shop
 from callcenter.store import open_database
 from callcenter.voice import SpeechModels
-from tests.cluster import dispatcher, node
-from tests.peers import LOCAL, Peers
-from tests.postgres import cluster
+from harness.cluster import dispatcher, node
+from harness.peers import LOCAL, Peers
+from harness.postgres import cluster
 
 WRITERS = 20
 

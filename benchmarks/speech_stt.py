@@ -30,10 +30,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
-import speech_corpus as corpus  # noqa: E402
-
+from harness import speech_corpus as corpus  # noqa: E402
 from speech.audio import resample, write_wav  # noqa: E402
 from speech.models import whisper_model_dir  # noqa: E402
 from speech.transcriber import Thresholds, Transcriber  # noqa: E402

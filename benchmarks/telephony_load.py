@@ -51,12 +51,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.certs import CertFiles, make_certs  # noqa: E402
+from harness.peers import free_sip_port, pcap_rtp  # noqa: E402
 from telephony.codec import PCMA  # noqa: E402
 from telephony.rtp import IntervalHistogram  # noqa: E402
 from telephony.rtp_packet import RtpPacket  # noqa: E402
 from telephony.srtp import SrtpKeys, SrtpStreams  # noqa: E402
-from tests.certs import CertFiles, make_certs  # noqa: E402
-from tests.peers import free_sip_port, pcap_rtp  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 OUR_RTP_PORTS = (30000, 39999)

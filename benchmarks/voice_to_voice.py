@@ -46,14 +46,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from fake_ollama import FakeOllama, Reply  # noqa: E402
 
 from callcenter.caller import CallerTiming, TestCaller  # noqa: E402
 from callcenter.commands.serve import VoiceServer  # noqa: E402
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig  # noqa: E402
 from callcenter.voice import SpeechModels  # noqa: E402
+from harness.fake_ollama import FakeOllama, Reply  # noqa: E402
 
 LINES = (
     "Hello, I would like to know when your shop is open.",

@@ -28,10 +28,10 @@ from swarm.providers.local import LocalServer
 # the VAD model and phone-path voices (speech_fixtures), a fake OpenAI-compatible server (fake_openai), and the
 # testbed's `agent_under_test`, as a call centre's own tests get it from the plugin.
 pytest_plugins = [
-    "tests.peers",
-    "tests.certs",
-    "tests.kamailio",
-    "tests.postgres",
+    "harness.peers",
+    "harness.certs",
+    "harness.kamailio",
+    "harness.postgres",
     "tests.speech_fixtures",
     "tests.fake_openai",
     "callcenter.testbed.pytest_plugin",

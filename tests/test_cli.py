@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllama
+
+from harness.fake_ollama import FakeOllama
 
 TIMEOUT = 30.0
 

@@ -5,8 +5,8 @@ import json
 
 import jsonschema
 import pytest
-from fake_ollama import FakeOllama, Reply
 
+from harness.fake_ollama import FakeOllama, Reply
 from swarm.constrained import SayStream, reply_schema
 from swarm.messages import Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, collect

@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fake_ollama import FakeOllama, Reply
 
 from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
+from harness.fake_ollama import FakeOllama, Reply
 
 CALLER = "+44 20 7946 0321"
 RETURN_LINE = "I want to return the headphones I bought last week"

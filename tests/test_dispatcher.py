@@ -17,9 +17,9 @@ import pytest
 from callcenter.config import VoiceConfig
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
-from tests.cluster import dispatcher, node
-from tests.peers import LOCAL, Peers
-from tests.postgres import Cluster
+from harness.cluster import dispatcher, node
+from harness.peers import LOCAL, Peers
+from harness.postgres import Cluster
 
 pytestmark = pytest.mark.timeout(240)
 CALL_MS = "1500"  # how long each sipp call stays up

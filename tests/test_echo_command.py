@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from callcenter.commands import echo
-from tests.peers import Peers, best_lag_correlation, chirp, free_udp_port, read_wav, write_wav
+from harness.peers import Peers, best_lag_correlation, chirp, free_udp_port, read_wav, write_wav
 
 pytestmark = pytest.mark.timeout(90)
 

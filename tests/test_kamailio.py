@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.kamailio import Kamailio
+from harness.peers import LOCAL, SIPP_SHARE, Peers, best_lag_correlation, chirp, read_pcap_payloads, read_wav, write_wav
 from telephony.g711 import alaw_decode
 from telephony.rtp_packet import parse
 from telephony.sip.registration import RegistrationConfig
-from tests.kamailio import Kamailio
-from tests.peers import LOCAL, SIPP_SHARE, Peers, best_lag_correlation, chirp, read_pcap_payloads, read_wav, write_wav
 from tests.test_sip_sipp import Recorder, assert_sipp_ok
 
 pytestmark = pytest.mark.timeout(60)

@@ -28,12 +28,12 @@ from callcenter.local_model import (
     local_model_file,
     missing_local_model,
 )
+from harness.fake_ollama import FakeOllama
 from speech.models import ModelError
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.base import Completion, Delta, ProviderUnavailable, collect
 from swarm.providers.local import LocalProvider, LocalServer, LocalServerError, ServerSpec
 from swarm.registry import Agent, Registry, SessionConfig, SwarmSpec
-from tests.fake_ollama import FakeOllama
 
 needs_runtime = pytest.mark.skipif(missing_local_model("qwen2.5-coder-0.5b") is not None, reason="xllamacpp or the 0.5B model packages are not installed")
 

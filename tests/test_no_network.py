@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllama, Reply
 
 from callcenter.app import open_app
 from callcenter.config import Config, LLMConfig
+from harness.fake_ollama import FakeOllama, Reply
 
 CALLER = "+44 20 7946 0321"
 # Audit hooks cannot be removed: the one hook records only while a test holds `recording`.

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from callcenter.node import AdmissionLimits, NodeState
-from tests.peers import sdp_offer, sip_request
+from harness.peers import sdp_offer, sip_request
 
 
 class Clock:

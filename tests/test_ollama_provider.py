@@ -7,8 +7,8 @@ import time
 
 import ollama
 import pytest
-from fake_ollama import FakeOllama, Reply
 
+from harness.fake_ollama import FakeOllama, Reply
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import (
     Completion,

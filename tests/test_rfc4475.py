@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from harness.peers import LOCAL
 from telephony.endpoint import SipEndpoint
 from telephony.sip.message import (
     NameAddr,
@@ -41,7 +42,6 @@ from telephony.sip.message import (
     validate_response,
 )
 from telephony.sip.transaction import Timers
-from tests.peers import LOCAL
 from tests.rfc4475 import DATA, NAMES, SECTIONS, load
 
 # ---- the data itself ---------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import telephony.rtp as rtp_module
+from harness.peers import free_sip_port, free_udp_port
 from telephony.codec import PCMA, PCMU, Codec
 from telephony.dtmf import DtmfDetector, TelephoneEvent
 from telephony.g711 import alaw_decode, ulaw_decode, ulaw_encode
@@ -31,7 +32,6 @@ from telephony.rtp import IntervalHistogram, RtpError, RtpSession
 from telephony.rtp_packet import MalformedPacket, RtpPacket, parse
 from telephony.sdp import Answer, answer
 from telephony.srtp import SrtpKeys, SrtpPolicy, SrtpStreams
-from tests.peers import free_sip_port, free_udp_port
 
 SIPP_PCAPS = Path("/usr/share/sip-tester")
 LOCAL = "127.0.0.1"

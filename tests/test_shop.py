@@ -25,7 +25,7 @@ from callcenter.shop import (
     spoken_digits,
 )
 from callcenter.store import parse_url
-from tests.postgres import count_rows
+from harness.postgres import count_rows
 
 DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
 PHONE = "+49 170 1234567"

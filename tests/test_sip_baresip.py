@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soxr
 
-from tests.peers import Peers, best_lag_correlation, chirp, read_wav, write_wav
+from harness.peers import Peers, best_lag_correlation, chirp, read_wav, write_wav
 
 pytestmark = [pytest.mark.timeout(90),
               pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")]

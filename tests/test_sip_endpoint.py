@@ -8,9 +8,9 @@ import secrets
 import numpy as np
 import pytest
 
+from harness.peers import LOCAL, sdp_offer, sip_request
 from telephony.endpoint import CallFailed, EndpointConfig
 from telephony.sip.message import Request, Response
-from tests.peers import LOCAL, sdp_offer, sip_request
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 
+from harness.peers import LOCAL, SipPeer
 from telephony.endpoint import EndpointConfig
 from telephony.sip.auth import verify
 from telephony.sip.message import Request
 from telephony.sip.registration import RegistrationConfig, backoff
 from telephony.sip.transaction import Timers
-from tests.peers import LOCAL, SipPeer
 
 pytestmark = pytest.mark.timeout(30)
 

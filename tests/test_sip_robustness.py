@@ -10,10 +10,10 @@ import secrets
 import numpy as np
 import pytest
 
+from harness.peers import LOCAL, Peers, SipPeer, sdp_offer, sip_request
 from telephony.rtp_packet import parse as parse_rtp
 from telephony.sip.message import Request, Response
 from telephony.sip.transaction import Timers
-from tests.peers import LOCAL, Peers, SipPeer, sdp_offer, sip_request
 
 pytestmark = pytest.mark.timeout(60)
 FAST = Timers(t1=0.05, t2=0.4, t4=0.5)  # 64*T1 = 3.2 s

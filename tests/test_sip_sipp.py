@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 
+from harness.peers import SIPP_SHARE, Peers, best_lag_correlation, chirp, pcap_rtp, read_pcap_payloads
 from telephony.codec import PCMU
 from telephony.g711 import alaw_decode
 from telephony.rtp_packet import RtpPacket, parse
-from tests.peers import SIPP_SHARE, Peers, best_lag_correlation, chirp, pcap_rtp, read_pcap_payloads
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -208,7 +208,7 @@ async def test_blind_transfer_follows_the_notify_sipfrags(start_endpoint, peers:
 
 async def test_dial_sipp_uas_with_rtp_echo_hears_its_own_audio(start_endpoint, peers: Peers) -> None:
     endpoint = await start_endpoint()
-    from tests.peers import free_udp_port
+    from harness.peers import free_udp_port
 
     port = free_udp_port()
     process, workdir = await peers.start_sipp(None, "uas", sip_port=port, timeout_s=20, extra=("-rtp_echo",))

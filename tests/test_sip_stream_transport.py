@@ -8,12 +8,12 @@ import ssl
 
 import pytest
 
+from harness.certs import CertFiles, make_certs
 from telephony.sip.message import Request, Response, make_response
 from telephony.sip.metrics import SipMetrics
 from telephony.sip.stream_transport import StreamLimits, StreamTransport
 from telephony.sip.tls import TlsConfig, TlsConfigError
 from telephony.sip.transport import Peer
-from tests.certs import CertFiles, make_certs
 
 pytestmark = pytest.mark.timeout(30)
 

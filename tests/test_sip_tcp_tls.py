@@ -10,9 +10,9 @@ import shutil
 import numpy as np
 import pytest
 
+from harness.certs import CertFiles
+from harness.peers import LOCAL, SIPP_SCENARIOS, Peers, best_lag_correlation, chirp, read_wav, write_wav
 from telephony.sip.tls import TlsConfig
-from tests.certs import CertFiles
-from tests.peers import LOCAL, SIPP_SCENARIOS, Peers, best_lag_correlation, chirp, read_wav, write_wav
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -162,7 +162,7 @@ def test_a_bad_tls_or_tcp_setting_is_a_config_error_naming_it(tmp_path, certs: C
 
     files = {"CERT": str(certs.cert), "KEY": str(certs.key)}
     if "OTHER_KEY" in keys.values():
-        from tests.certs import make_certs
+        from harness.certs import make_certs
 
         files["OTHER_KEY"] = str(make_certs(tmp_path / "other").key)
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -175,7 +175,7 @@ async def test_voiceswarm_echo_answers_sipp_over_tcp(peers: Peers) -> None:
     import sys
     from pathlib import Path
 
-    from tests.peers import free_sip_port
+    from harness.peers import free_sip_port
 
     port = free_sip_port()
     code = ("import callcenter.cli as c, sys; c.COMMAND_MODULES = ('callcenter.commands.echo',); "

@@ -8,9 +8,9 @@ import secrets
 
 import pytest
 
+from harness.peers import SipPeer, sdp_offer, sip_request
 from telephony.sip.message import Response
 from telephony.sip.transaction import Timers
-from tests.peers import SipPeer, sdp_offer, sip_request
 
 pytestmark = pytest.mark.timeout(30)
 FAST = Timers(t1=0.05, t2=0.4, t4=0.5)  # a retransmission would come within 0.05 s, 0.15 s, 0.35 s ...

@@ -16,10 +16,10 @@ import pytest
 
 import telephony.rtp as rtp_module
 from callcenter.commands.echo import echo_call
+from harness.peers import LOCAL, Peers, best_lag_correlation, chirp, read_wav, sdp_offer, sip_request, write_wav
 from telephony.g711 import ulaw_decode
 from telephony.rtp_packet import is_rtcp, parse
 from telephony.sip.message import Response
-from tests.peers import LOCAL, Peers, best_lag_correlation, chirp, read_wav, sdp_offer, sip_request, write_wav
 
 needs_baresip = pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")
 pytestmark = pytest.mark.timeout(90)

@@ -14,8 +14,8 @@ import pytest
 from callcenter.records import CallRecord, CallRecords
 from callcenter.shop import NotReturnable, OutOfStock, Shop
 from callcenter.store import DatabaseError, SchemaTooNew, open_database, parse_url
+from harness.postgres import count_rows
 from swarm.events import AgentChanged, ToolCalled, UserText
-from tests.postgres import count_rows
 
 T = TypeVar("T")
 ONE_LEFT = "sku,name,description,price_eur,stock,category\nLE-1,Limited edition speaker,The last one,99.00,1,audio\n"

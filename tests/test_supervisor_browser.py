@@ -36,8 +36,8 @@ from callcenter.config import (
 )
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
+from harness.peers import Peers
 from swarm.events import ToolCalled, UserText
-from tests.peers import Peers
 from tests.test_voice_e2e import _NOTIFY, _SIPP_CALL, OPERATOR
 
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import speech_corpus as corpus
 from jiwer import wer
 from whisper_normalizer.english import EnglishTextNormalizer
 
+from harness import speech_corpus as corpus
 from speech.audio import resample, write_wav
 from speech.transcriber import Thresholds, Transcriber, Transcript, compression_ratio
 

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from fake_ollama import FakeOllama, Reply
 from prometheus_client.parser import text_string_to_metric_families
 
 from callcenter.caller import TestCaller
@@ -31,7 +30,8 @@ from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.conversation import VoiceSettings
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
-from tests.peers import Peers
+from harness.fake_ollama import FakeOllama, Reply
+from harness.peers import Peers
 
 pytestmark = pytest.mark.timeout(150)
 
