@@ -124,7 +124,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        tiers = set(MODULE_TIERS.get(item.module.__name__.rpartition(".")[2], ())) if item.module else set()
+        module = getattr(item, "module", None)
+        tiers = set(MODULE_TIERS.get(module.__name__.rpartition(".")[2], ())) if module is not None else set()
         if fixtures & PEER_FIXTURES:
             tiers.add("peers")
         if fixtures & MODEL_FIXTURES or item.get_closest_marker("llm"):
