@@ -132,6 +132,8 @@ class VoiceConfig:
     # Where Prometheus scrapes /metrics; empty: no metrics server.
     metrics_listen: str = "127.0.0.1:9460"
     shutdown_deadline_s: float = 30.0
+    # Said at the deadline to each call still live (after the caller's current sentence), then BYE.
+    drain_goodbye: str = "I'm sorry, we have to end this call now. Please call again, you will be answered at once. Goodbye."
     # Admission control (0: off): past any limit, new calls and the dispatcher's OPTIONS get 503 + Retry-After.
     max_active_calls: int = 0
     max_cpu_percent: float = 0.0

@@ -29,6 +29,8 @@ from telephony.call import Call
 
 log = logging.getLogger(__name__)
 
+# At a drain's deadline, a caller who is talking gets this long to finish before the goodbye.
+DRAIN_GRACE_S = 5.0
 # A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
 QUESTION_END_SAMPLES = 8000
 
@@ -119,6 +121,9 @@ class Conversation:
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
         self._reprompts = 0  # since the caller last said something
+        self._caller_quiet = asyncio.Event()  # clear while the caller is in the middle of an utterance
+        self._caller_quiet.set()
+        self.drained = False  # ended by end_for_drain(): the node went away
 
     async def run(self) -> str:
         """Serve the call until it ends; returns the disposition: completed, transferred, abandoned (the caller
@@ -155,6 +160,7 @@ class Conversation:
             for event in self.endpointer.feed(frame):
                 if isinstance(event, SpeechStarted):
                     self._last_activity = time.monotonic()
+                    self._caller_quiet.clear()
                     if not self._closing and self._playback.pause():
                         # Silent within the VAD's onset; whether it was an interruption, the words will tell.
                         log.info("event=agent_paused call=%s heard=%d/%d", self.call.call_id,
@@ -163,6 +169,7 @@ class Conversation:
                     self._transcribe_early(event)
                 elif isinstance(event, SpeechEnded):
                     self._last_activity = time.monotonic()
+                    self._caller_quiet.set()
                     self._hear(event)
 
     def _transcribe_early(self, pause: SpeechPaused) -> None:
@@ -280,6 +287,20 @@ class Conversation:
         self.session.escalation = reason
         self._start_turn(self._handover())
         return True
+
+    def end_for_drain(self, goodbye: str) -> bool:
+        """The node is going away: stop the agent, let the caller finish the sentence they are in (up to
+        DRAIN_GRACE_S; what they say is not answered), say `goodbye`, hang up. False when already ending."""
+        if self._closing:
+            return False
+        self._closing = self.drained = True
+        self._start_turn(self._drain_goodbye(goodbye))
+        return True
+
+    async def _drain_goodbye(self, goodbye: str) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._caller_quiet.wait(), DRAIN_GRACE_S)
+        await self._goodbye(goodbye)
 
     @property
     def state(self) -> str:

@@ -137,7 +137,7 @@ class VoiceService:
             self.metrics.calls.labels(disposition).inc()
             call.tap = None
             record = CallRecord(call.call_id, call.caller, call.called, started, time.time(), disposition,
-                                answered_at=started, end_reason=call.end_reason, transcript=conversation.transcript.lines,
+                                answered_at=started, end_reason="drained" if conversation.drained else call.end_reason, transcript=conversation.transcript.lines,
                                 turns=[t.breakdown() for t in conversation.transcript.turns])
             record.add_session_events(session.swarm.default_agent, session.events)
             if recorder is None:

@@ -25,6 +25,9 @@ from telephony.endpoint import SipEndpoint
 
 log = logging.getLogger(__name__)
 
+# After the drain deadline, the goodbyes (the caller's last sentence, then the agent's) get this long before BYE.
+GOODBYE_TIMEOUT_S = 15.0
+
 
 def register(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser("serve", help="answer phone calls over SIP")
@@ -163,18 +166,37 @@ class VoiceServer:
 
     async def drain(self) -> None:
         """What SIGTERM does: refuse new calls (503 to INVITE and OPTIONS), let live calls finish up to the
-        deadline, then end them with BYE."""
+        deadline, then end them with a spoken goodbye and BYE."""
         self.endpoint.drain()
         log.info("event=node_draining deadline_s=%s live_calls=%d", self.config.voice.shutdown_deadline_s,
                  len(self.endpoint.calls))
 
+    async def _end_live_calls(self) -> None:
+        """Live calls get until the deadline; then each still live hears voice.drain_goodbye and is hung up (its
+        record's end_reason: drained). Returns once their conversations have ended (bounded)."""
+        voice = self.config.voice
+        await self._until_no_calls(voice.shutdown_deadline_s)
+        ending = [live.conversation for live in list(self.service.live.calls.values())]
+        if ending:
+            said = sum(conversation.end_for_drain(voice.drain_goodbye) for conversation in ending)
+            log.info("event=drain_deadline live_calls=%d goodbyes=%d", len(ending), said)
+            await self._until_no_calls(GOODBYE_TIMEOUT_S)
+
+    async def _until_no_calls(self, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.service.live.calls and loop.time() < deadline:
+            await asyncio.sleep(0.1)
+
     async def __aexit__(self, *exc_info: object) -> None:
-        # Live calls get until the deadline to finish; then the endpoint says BYE.
-        deadline = self.config.voice.shutdown_deadline_s
-        if self.audiosocket is not None:
-            await asyncio.gather(self.endpoint.stop(deadline), self.audiosocket.stop(deadline))
-        else:
-            await self.endpoint.stop(deadline)
+        # No new call from now on (the PBX is told first); the live ones end by themselves or by the goodbye,
+        # before the endpoint stops: its stop cancels what is still running, a record being written included.
+        self.endpoint.drain()
+        if self.endpoint.registration is not None:
+            await self.endpoint.registration.stop()
+        audiosocket = self.audiosocket.stop(self.config.voice.shutdown_deadline_s + GOODBYE_TIMEOUT_S) if self.audiosocket else None
+        await asyncio.gather(self._end_live_calls(), *([audiosocket] if audiosocket else []))
+        await self.endpoint.stop(1.0)  # BYE to any call the goodbye did not end
         if self._web is not None:
             await self._web.cleanup()
         if self._supervisor is not None:
