@@ -139,6 +139,9 @@ class VoiceConfig:
     max_cpu_percent: float = 0.0
     max_stt_delay_s: float = 0.0
     retry_after_s: float = 30.0
+    # Over a limit, a new call is "refuse"d (503 + Retry-After: the dispatcher tries the next node) or answered
+    # and handed to voice.operator ("transfer": a short notice, then REFER). The probes get 503 either way.
+    overload: str = "refuse"
     # Call recordings (README "Recordings"): "off", "on", or "announce" (the notice is spoken before the greeting).
     # One stereo WAV per call (caller left, agent right) under recording_dir/YYYY-MM-DD/; files older than
     # recording_days are deleted at start-up and daily (0: kept forever).
@@ -298,6 +301,10 @@ def _validated(config: Config) -> Config:
     if not 0.0 < voice.turn_threshold < 1.0:
         raise ConfigError(f"voice.turn_threshold is {voice.turn_threshold}; use a probability between 0 and 1")
     _validate_recording(voice)
+    if voice.overload not in ("refuse", "transfer"):
+        raise ConfigError(f"voice.overload is {voice.overload!r}; use 'refuse' or 'transfer'")
+    if voice.overload == "transfer" and not voice.operator.strip():
+        raise ConfigError("voice.overload is \"transfer\" but voice.operator is empty: name the operator queue to hand calls to")
     if config.privacy.phone_region not in PHONE_REGIONS:
         raise ConfigError(f"privacy.phone_region is {config.privacy.phone_region!r}; use a two-letter country code like DE or US")
     low, _, high = config.sip.rtp_ports.partition("-")

@@ -61,6 +61,8 @@ class VoiceSettings:
     operator: str | None = None
     handover: str = "Please hold, I'm putting you through to a colleague."
     no_operator: str = "I'm sorry, no colleague can take your call right now. Please call again later. Goodbye."
+    # A call the node took over its admission limits (voice.overload = "transfer") hears this instead of the greeting.
+    overload_notice: str = "All our agents are busy, I'm putting you through to a colleague."
     # Digits a tool asked for end with #, at the tool's maximum, or after this pause.
     digit_timeout_s: float = 3.0
     digits_not_taken: str = "Sorry, I couldn't use those digits. Could you say the number instead?"
@@ -125,13 +127,14 @@ class Conversation:
         self._caller_quiet.set()
         self.drained = False  # ended by end_for_drain(): the node went away
 
-    async def run(self) -> str:
+    async def run(self, *, overflow: bool = False) -> str:
         """Serve the call until it ends; returns the disposition: completed, transferred, abandoned (the caller
-        hung up before any turn, or stayed silent), or failed (no operator took an escalation, media stopped)."""
+        hung up before any turn, or stayed silent), or failed (no operator took an escalation, media stopped).
+        An `overflow` call (the node is over its limits) is handed to the operator after the overload notice."""
         started = time.monotonic()
         helpers = [asyncio.create_task(c) for c in (self._listen(), self._keys(), self._watch(started))]
         try:
-            self._start_turn(self._say_prepared(self.settings.greeting))
+            self._start_turn(self._overflow() if overflow else self._say_prepared(self.settings.greeting))
             closed = asyncio.create_task(self.call.closed.wait())
             finished = asyncio.create_task(self._finished.wait())
             await asyncio.wait({closed, finished}, return_when=asyncio.FIRST_COMPLETED)
@@ -462,6 +465,12 @@ class Conversation:
             self._finished.set()
         else:
             await self._goodbye(self.settings.no_operator, "failed")
+
+    async def _overflow(self) -> None:
+        self._closing = True  # the notice is said to its end
+        self.session.escalation = "all agents busy: the node is over its admission limits"
+        await self._say_prepared(self.settings.overload_notice)
+        await self._handover()
 
     async def _goodbye(self, text: str, disposition: str = "completed") -> None:
         self._closing = True

@@ -27,6 +27,8 @@ from telephony.call import Call
 
 log = logging.getLogger(__name__)
 
+OVERFLOW_PENDING = 1000  # over-limit calls answered but not yet handled, at most
+
 
 @dataclass
 class SpeechModels:
@@ -109,6 +111,15 @@ class VoiceService:
         self.announcing = replace(self.settings, greeting=f"{voice.recording_notice} {voice.greeting}")
         self.prompt = domain_prompt(app)
         self.live = LiveCalls()  # what the supervisor's page watches
+        self._overflow: dict[str, bool] = {}  # call ids taken over the admission limits, to hand to a person
+
+    def take_overflow(self, call_id: str) -> bool:
+        """For SipEndpoint.overflow (voice.overload = "transfer"): answer this call over the limits; it is
+        handed to the operator. Bounded: ids of calls whose set-up then failed are dropped, oldest first."""
+        self._overflow[call_id] = True
+        while len(self._overflow) > OVERFLOW_PENDING:
+            del self._overflow[next(iter(self._overflow))]
+        return True
 
     async def handle_call(self, call: Call) -> None:
         """Serve one answered call to its end; every failure still ends in a record."""
@@ -127,7 +138,10 @@ class VoiceService:
         log.info("event=call_answered call=%s caller=%s called=%s", call.call_id, redact(call.caller, self.region), call.called)
         disposition = "failed"
         try:
-            disposition = await conversation.run()
+            overflow = self._overflow.pop(call.call_id, False)
+            if overflow:
+                log.info("event=call_overflow call=%s operator=%s", call.call_id, self.settings.operator)
+            disposition = await conversation.run(overflow=overflow)
         except Exception:
             log.exception("event=call_failed call=%s", call.call_id)
             await call.hangup()
@@ -167,7 +181,8 @@ class VoiceService:
         settings = self.settings
         audio = []
         greetings = (settings.greeting, self.announcing.greeting) if self.recordings and self.recordings.announce else (settings.greeting,)
-        for text in (*greetings, settings.repeat, settings.reprompt, settings.handover):
+        overflow = (settings.overload_notice,) if self.app.config.voice.overload == "transfer" else ()
+        for text in (*greetings, *overflow, settings.repeat, settings.reprompt, settings.handover):
             audio += [chunk async for chunk in self.speech.synthesizer.synthesize_stream(text, "warm-up")]
         await self.speech.transcriber.transcribe(np.concatenate(audio[:2]), prompt=self.prompt, call_id="warm-up")
         log.info("event=speech_warmed seconds=%.2f", time.monotonic() - started)

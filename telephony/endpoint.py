@@ -144,6 +144,9 @@ class SipEndpoint:
         # Admission control: None admits a new call; a number of seconds refuses it (and fails OPTIONS, so a
         # dispatcher sends the next calls elsewhere) with 503 and that Retry-After.
         self.admission: Callable[[], float | None] | None = None
+        # Over the limits, an INVITE for which this says True is answered all the same (the application hands
+        # that call to a person); OPTIONS still get 503, so the dispatcher sends the next calls elsewhere.
+        self.overflow: Callable[[Request], bool] | None = None
 
     @property
     def local_address(self) -> tuple[str, int]:
@@ -212,11 +215,11 @@ class SipEndpoint:
         return self._stopping
 
     def _unavailable(self, ua: UserAgent, request: Request) -> Response | None:
-        """503 while draining or over the admission limits, else None."""
+        """503 while draining or over the admission limits (unless `overflow` takes the INVITE), else None."""
         if self._stopping:
             return ua.response(request, 503, "Service Unavailable (shutting down)")
         retry_after = self.admission() if self.admission is not None else None
-        if retry_after is not None:
+        if retry_after is not None and not (request.method == "INVITE" and self.overflow and self.overflow(request)):
             return ua.response(request, 503, "Service Unavailable (overloaded)",
                                headers={"Retry-After": str(max(1, round(retry_after)))})
         return None

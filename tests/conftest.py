@@ -68,6 +68,7 @@ MODEL_FIXTURES = {"local_05b", "local_15b"}
 MODULE_TIERS = {
     # real SIP peers (sipp, baresip, Kamailio) or PostgreSQL, started by the test
     "test_dispatcher": ("peers", "models"),
+    "test_drain": ("peers", "models"),  # our own dialer calls the voice server
     "test_echo_command": ("peers",),
     "test_kamailio": ("peers",),
     "test_recording_e2e": ("peers", "models"),  # our own dialer calls the voice server

@@ -96,6 +96,8 @@ def test_empty_environment_variable_is_ignored(tmp_path: Path) -> None:
         ('[voice]\nrecording_days = "90"\n', {}, "voice.recording_days must be a int"),
         ('[voice]\nrecording = "on"\nrecording_dir = " "\n', {}, "voice.recording_dir"),
         ('[voice]\nrecording = "announce"\nrecording_notice = ""\n', {}, "voice.recording_notice"),
+        ('[voice]\noverload = "queue"\n', {}, "voice.overload is 'queue'; use 'refuse' or 'transfer'"),
+        ('[voice]\noverload = "transfer"\n', {}, "voice.operator is empty"),
         ('[privacy]\nphone_region = "Germany"\n', {}, "privacy.phone_region is 'Germany'"),
         ("[privacy]\nredact_transcripts = 1\n", {}, "privacy.redact_transcripts must be a bool"),
         ('[sip]\nlisten = "0.0.0.0:5060"\n', {}, "needs sip.advertised"),

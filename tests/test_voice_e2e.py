@@ -31,7 +31,7 @@ from callcenter.conversation import VoiceSettings
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
 from harness.fake_ollama import FakeOllama, Reply
-from harness.peers import Peers
+from harness.peers import Peers, sip_request
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -489,6 +489,28 @@ async def test_dtmf_0_transfers_to_the_operator_with_refer(serve, peers, tmp_pat
     assert record.disposition == "transferred" and record.end_reason == "transferred"
     assert "Please hold, I'm putting you through to a colleague." in agent_lines(record)
     assert server.endpoint.metrics.transfers_succeeded == 1
+
+
+# Take the REFER straight after the answer (no key pressed): the call the node took over its limits.
+ACCEPT_TRANSFER = PRESS_0_AND_ACCEPT_TRANSFER.replace("""
+  <pause milliseconds="1500"/>
+  <nop><action><exec play_pcap_audio="pcap/dtmf_2833_0.pcap"/></action></nop>""", "", 1)
+
+
+async def test_over_the_limit_a_call_is_answered_and_handed_to_the_operator(serve, speech, peers, tmp_path,
+                                                                            sip_peer) -> None:
+    server = await serve(operator=OPERATOR, max_active_calls=1, overload="transfer")
+    async with TestCaller(speech, caller_id=CALLER).connected(uri(server)):  # the one call the limit allows
+        probe = await sip_peer()
+        probe.send(sip_request("OPTIONS", probe.port, server.address[1], call_id="probe", branch="p1"), server.address[1])
+        answer = await probe.expect(lambda message: getattr(message, "status", None) is not None)
+        assert answer.status == 503 and answer.headers.get("Retry-After") == "30"  # the dispatcher goes elsewhere
+        run = await run_sipp(peers, tmp_path, server, ACCEPT_TRANSFER, "overflow.xml")
+        record = await record_of(server)
+    refer = run.logs["messages.log"].split("REFER sip:", 1)[1].split("\n\n", 1)[0]
+    assert f"Refer-To: <sip:{OPERATOR}@127.0.0.1" in refer
+    assert record.disposition == "transferred" and record.caller == "+4930123456"
+    assert agent_lines(record) == ["All our agents are busy, I'm putting you through to a colleague."]
 
 
 @pytest.mark.parametrize("operator", [OPERATOR, ""])

@@ -81,6 +81,8 @@ class VoiceServer:
         self.node = NodeState(limits, lambda: len(self.endpoint.calls), lambda: tuple(self.metrics.recent_stt),
                               lambda: self.endpoint.draining)
         self.endpoint.admission = self.node.admission
+        if voice.overload == "transfer":
+            self.endpoint.overflow = lambda request: self.service.take_overflow(request.call_id)
         self.audiosocket = await self._serve_audiosocket(self.config.sip.audiosocket_listen)
         self._web = await self._serve_metrics(voice.metrics_listen)
         self._supervisor = await self._serve_supervisor(self.config.supervisor)
