@@ -105,20 +105,21 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     and throw its tests away: a few seconds of `make test-fast`."""
     tiers = MODULE_TIERS.get(collection_path.stem)
     expression = config.getoption("markexpr", "")
-    if not tiers or not expression:
-        return None
+    return True if tiers and expression and deselects_whole(expression, tiers) else None
+
+
+def deselects_whole(expression: str, tiers: tuple[str, ...]) -> bool:
+    """Whether `-m expression` selects no test of a module in these tiers, whatever other marks its tests have."""
     try:
         from _pytest.mark.expression import Expression  # pytest's own -m parser
     except ImportError:
-        return None
+        return False
     compiled = Expression.compile(expression)
-    # Marks other than the module's tiers may be on some of its tests: it is left out only if no set of them
-    # would select a test.
     others = sorted(set(re.findall(r"[A-Za-z_][\w.]*", expression)) - {"and", "or", "not"} - set(tiers))
     for present in itertools.product((False, True), repeat=len(others)):
         marks = set(tiers) | {name for name, on in zip(others, present, strict=True) if on}
         if compiled.evaluate(marks.__contains__):
-            return None
+            return False
     return True
 
 
