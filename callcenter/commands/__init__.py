@@ -1,1 +1,1 @@
-"""`voiceswarm` subcommands that live in their own module (see cli.COMMAND_MODULES)."""
+"""The `voiceswarm` commands, one module each: `register(subparsers)` adds its parser (see cli.COMMAND_MODULES)."""
