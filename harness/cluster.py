@@ -10,6 +10,7 @@ import asyncio
 import os
 import re
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -111,3 +112,37 @@ def node_config(database_url: str, *, deadline_s: float = 5.0, metrics_listen: s
 async def node(database_url: str, speech: SpeechModels, **options: object) -> AsyncIterator[VoiceServer]:
     async with VoiceServer(node_config(database_url, **options), speech=speech) as server:  # type: ignore[arg-type]
         yield server
+
+
+@dataclass
+class NodeProcess:
+    process: asyncio.subprocess.Process
+    address: tuple[str, int]
+
+
+@asynccontextmanager
+async def node_process(database_url: str, workdir: Path, *, start_timeout_s: float = 120.0) -> AsyncIterator[NodeProcess]:
+    """`voiceswarm serve` in a process of its own (the same config as node()), for tests that SIGKILL a node;
+    its log is workdir/node.log. Killed afterwards if still running."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "voiceswarm.toml"
+    config.write_text(f'[llm]\nprovider = "offline"\n\n[shop]\ndatabase = "{database_url}"\n\n'
+                      f'[sip]\nlisten = "{LOCAL}:0"\nno_media_timeout_s = 30.0\n\n'
+                      f'[voice]\nwhisper_model = "tiny.en"\ncalls_database = "{database_url}"\nmetrics_listen = ""\n')
+    with open(workdir / "node.log", "wb") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "callcenter.cli", "--config", str(config), "serve",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log, start_new_session=True)
+    try:
+        async with asyncio.timeout(start_timeout_s):
+            assert process.stdout is not None
+            while not (line := (await process.stdout.readline()).decode()).startswith("voiceswarm: answering"):
+                if not line:
+                    raise RuntimeError(f"the node exited ({await process.wait()}):\n"
+                                       + (workdir / "node.log").read_text(errors="replace")[-4000:])
+        host, port = re.search(r"on (\S+):(\d+) ", line).groups()  # type: ignore[union-attr]
+        yield NodeProcess(process, (host, int(port)))
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
+import signal
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -17,12 +20,16 @@ import pytest
 from callcenter.config import VoiceConfig
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
-from harness.cluster import dispatcher, node
+from harness.cluster import dispatcher, node, node_process
 from harness.peers import LOCAL, Peers
 from harness.postgres import Cluster
+from telephony.endpoint import EndpointConfig, SipEndpoint
+from telephony.sip_call import SipCall
 
 pytestmark = pytest.mark.timeout(240)
 CALL_MS = "1500"  # how long each sipp call stays up
+# The caller's side gives up on a call whose audio stopped after this long, as a PBX's RTP timeout does.
+CALLER_MEDIA_TIMEOUT_S = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +99,47 @@ async def test_calls_spread_fail_over_and_drain_behind_the_dispatcher(
         for stack in stacks:
             await stack.aclose()
     print(f"dispatcher marked the dead node down after {down_s:.2f} s")
+
+
+async def _refuse(call: SipCall) -> None:
+    await call.hangup()  # the caller only dials out
+
+
+async def test_a_killed_nodes_caller_is_ended_by_its_media_timeout_and_new_calls_reach_the_others(
+        postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels) -> None:
+    """SIGKILL: the node sends no BYE and Kamailio (which does not carry the media) cannot tell. What ends its
+    caller's call is the caller's side noticing that the audio stopped, as a PBX's RTP timeout does; here our
+    own endpoint as the caller, with a 3 s no-media timeout. The other node's call goes on."""
+    if shutil.which("kamailio") is None or shutil.which("sipp") is None:
+        pytest.skip("apt-get install kamailio sip-tester")
+    url = postgres.new_schema()
+    async with node(url, speech) as a, node_process(url, tmp_path / "killed") as killed:
+        async with dispatcher(tmp_path / "kamailio", [a.address, killed.address]) as kamailio:
+            for address in (a.address, killed.address):
+                await kamailio.until_state(address, True, 10)
+            caller = SipEndpoint(EndpointConfig(listen_host=LOCAL, listen_port=0, rtp_port_range=(32000, 34000),
+                                                no_media_timeout_s=CALLER_MEDIA_TIMEOUT_S), _refuse)
+            await caller.start()
+            try:
+                calls = [await caller.dial(f"sip:shop@{LOCAL}:{kamailio.port}") for _ in range(2)]
+                on_a = {call.call_id for call in a.endpoint.calls}
+                [to_a] = [call for call in calls if call.call_id in on_a]  # round robin: one call on each node
+                [to_killed] = [call for call in calls if call.call_id not in on_a]
+                await asyncio.sleep(1.0)  # both calls up, audio flowing both ways
+                os.kill(killed.process.pid, signal.SIGKILL)
+                killed_at = time.monotonic()
+                await asyncio.wait_for(to_killed.closed.wait(), CALLER_MEDIA_TIMEOUT_S + 5)
+                ended_s = time.monotonic() - killed_at
+                assert to_killed.end_reason == "media_timeout"
+                assert not to_a.closed.is_set()  # the live node's call is untouched
+                down_s = await kamailio.until_state(killed.address, False, 20) + ended_s
+                run = await peers.sipp((LOCAL, kamailio.port), "record_route.xml", calls=3, rate=10, limit=3,
+                                       timeout_s=40, extra=("-d", CALL_MS))
+                assert (run.successful, run.failed) == (3, 0), run.logs.get("errors.log", "")
+                await to_a.hangup()
+            finally:
+                await caller.stop(1.0)
+        records = await records_settled(a.records, 4)
+    assert len(records) == 4 and {r.node for r in records} == {a.records.node}, records
+    assert to_killed.call_id not in {r.call_id for r in records}  # its node died before writing it: the one lost
+    print(f"killed node's caller hung up after {ended_s:.2f} s; dispatcher marked it down after {down_s:.2f} s")
