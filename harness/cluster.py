@@ -36,7 +36,7 @@ def dispatcher_config(port: int, list_file: Path, ctl_socket: Path, ping_interva
         r'"ds_ping_interval", \d+': f'"ds_ping_interval", {ping_interval_s}',
     }
     for pattern, replacement in replacements.items():
-        text, found = re.subn(pattern, lambda _, replacement=replacement: replacement, text)
+        text, found = re.subn(pattern, replacement.replace("\\", "\\\\"), text)  # the replacement as it is
         assert found == 1, f"{DOCS_CONFIG} no longer has {pattern!r}"
     return text
 

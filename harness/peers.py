@@ -16,6 +16,7 @@ import socket
 import wave
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -352,7 +353,7 @@ async def start_endpoint():
         await call.closed.wait()
 
     async def start(on_call=None, **overrides) -> SipEndpoint:
-        options = {"listen_host": LOCAL, "listen_port": 0, "rtp_port_range": (40000, 49999)} | overrides
+        options: dict[str, Any] = {"listen_host": LOCAL, "listen_port": 0, "rtp_port_range": (40000, 49999)} | overrides
         endpoint = SipEndpoint(EndpointConfig(**options), on_call or until_closed)
         await endpoint.start()
         started.append(endpoint)
@@ -377,7 +378,7 @@ class SipPeer(asyncio.DatagramProtocol):
         _, peer = await loop.create_datagram_endpoint(cls, local_addr=(LOCAL, 0))
         return peer
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         self.transport = transport
 
     def datagram_received(self, data: bytes, addr: tuple) -> None:

@@ -12,6 +12,7 @@ import json
 import subprocess
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,7 @@ def corpus(voice: str, texts: list[str], cache_dir: Path) -> list[tuple[str, np.
     audio = [phone_path(*speak(text)) for text in texts]
     cache_dir.mkdir(parents=True, exist_ok=True)
     temp = file.with_suffix(".tmp.npz")
-    np.savez(temp, **{f"a{i}": pcm for i, pcm in enumerate(audio)})
+    arrays: dict[str, Any] = {f"a{i}": pcm for i, pcm in enumerate(audio)}
+    np.savez(temp, **arrays)
     temp.replace(file)
     return list(zip(texts, audio, strict=True))
