@@ -206,7 +206,7 @@ class Session:
     async def _run_turn(self) -> AsyncIterator[str]:
         calls_left = self.config.max_tool_calls
         results: dict[str, str] = {}  # this turn's calls (agent, name, arguments) and what they returned
-        handed_over: set[str] = set()  # agents that passed the caller on during this turn
+        hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
         spoke = False
         while True:
             agent = self.registry.agents[self._agent]
@@ -228,18 +228,18 @@ class Session:
                 if key in results:
                     # A small model shown a result often calls the same tool again instead of speaking
                     # it: running it again would only loop, so its "say" line is what the caller hears.
-                    yield self._say_result(agent, results[key])
+                    yield self._say_last(agent, [*results.values(), results[key]], "repeated_call")
                     return
                 results[key] = await self._run_tool(agent, call)
                 if self._agent != agent.name:
-                    handed_over.add(agent.name)
-                    if self._agent in handed_over:
-                        # Back to an agent that already passed the caller on this turn: a small model passing
-                        # the caller around (seen: four hand-overs after a return was written, a completion
-                        # each) would only loop to the call limit.
+                    if (agent.name, self._agent) in hand_overs:
+                        # The same hand-over twice in one turn: a small model passing the caller around (seen:
+                        # four hand-overs after a return was written, a completion each) would only loop to the
+                        # call limit. A corrected one (triage -> sales -> triage -> refund) repeats none.
                         if not spoke:
-                            yield self._after_handover_loop(agent, list(results.values()))
+                            yield self._say_last(agent, list(results.values()), "handover_loop")
                         return
+                    hand_overs.add((agent.name, self._agent))
                     break  # the new agent answers; calls meant for the old one are dropped
 
     async def _checked_completion(self, agent: Agent) -> AsyncIterator[str | _Outcome]:
@@ -292,15 +292,17 @@ class Session:
     def _context(self, agent: Agent) -> ToolContext:
         return ToolContext(self.client_id, agent.name, self, self.metadata, self.session_id)
 
-    def _say_result(self, agent: Agent, result: str) -> str:
-        try:
-            say = json.loads(result).get("say")
-        except (ValueError, AttributeError):
-            say = None
-        if isinstance(say, str) and say and not spoken_text_errors(say):
-            self._record(Rescued(agent.name, "repeated_call", "the result's say line was spoken"))
-            return self.emit(say)
-        return self._placeholder(agent, "the same tool call twice in one turn")
+    def _say_last(self, agent: Agent, results: list[str], stage: str) -> str:
+        """The last of these tool results' "say" lines (a navigation's result has none), else a placeholder."""
+        for result in reversed(results):
+            try:
+                say = json.loads(result).get("say")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(say, str) and say and not spoken_text_errors(say):
+                self._record(Rescued(agent.name, stage, "a tool result's say line was spoken"))
+                return self.emit(say)
+        return self._placeholder(agent, f"{stage}: no tool result to say")
 
     async def _run_tool(self, agent: Agent, call: ToolCall) -> str:
         tool = self.registry.tools[call.name]
@@ -321,18 +323,6 @@ class Session:
         text = result_text(result)
         self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, text))
         return text
-
-    def _after_handover_loop(self, agent: Agent, results: list[str]) -> str:
-        """What the caller hears when hand-overs went in a circle: the turn's last say line, else a placeholder."""
-        for result in reversed(results):
-            try:
-                say = json.loads(result).get("say")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(say, str) and say and not spoken_text_errors(say):
-                self._record(Rescued(agent.name, "handover_loop", "the turn's last say line was spoken"))
-                return self.emit(say)
-        return self._placeholder(agent, "the caller was handed back to an agent that had handed them over")
 
     def _placeholder(self, agent: Agent, detail: str) -> str:
         text = self.config.placeholders[self._rescues % len(self.config.placeholders)]

@@ -237,7 +237,6 @@ async def test_commit_heard_keeps_only_what_the_caller_heard():
     assert "It comes in blue." not in " ".join(m.content for m in sales.requests[-1].messages)
 
 
-
 def quote(sku: str) -> dict:
     """Quote a price.
 
@@ -247,21 +246,46 @@ def quote(sku: str) -> dict:
     return {"sku": sku, "say": "That makes ten euros."}
 
 
-async def test_hand_overs_in_a_circle_end_the_turn_with_its_last_say_line():
-    # Seen on the 1.5B model: a return written, then the caller passed refund -> sales -> refund -> ... in one turn.
-    triage = ScriptedProvider([reply("", ("navigate_to_sales", {})), "never asked"], name="triage-model")
-    sales = ScriptedProvider([reply("", ("quote", {"sku": "HP-100"})), reply("", ("navigate_back", {}))], name="sales-model")
+def circle(triage_script: list, sales_script: list) -> tuple[Registry, ScriptedProvider, ScriptedProvider]:
+    triage = ScriptedProvider(triage_script + ["never asked"], name="triage-model")
+    sales = ScriptedProvider(sales_script + ["never asked"], name="sales-model")
     registry = Registry()
     for provider in (triage, sales):
         registry.add_completion(provider.name, provider)
-    for tool in (navigate_tool("sales", "Hand over to sales."), navigate_back_tool(), tool_from_function(quote)):
+    for tool in (navigate_tool("sales", "To sales."), navigate_tool("triage", "To triage."), navigate_back_tool(),
+                 tool_from_function(quote)):
         registry.add_tool(tool)
     registry.add_agent(Agent("triage", "You triage.", "triage-model", ("navigate_to_sales",)))
-    registry.add_agent(Agent("sales", "You sell.", "sales-model", ("quote", "navigate_back")))
+    registry.add_agent(Agent("sales", "You sell.", "sales-model", ("quote", "navigate_to_triage", "navigate_back")))
     registry.add_swarm(SwarmSpec("shop", ("triage", "sales"), "triage"))
+    return registry, triage, sales
+
+
+async def test_the_same_hand_over_twice_in_a_turn_ends_it_with_its_last_say_line():
+    # Seen on the 1.5B model: a return written, then refund -> sales -> refund -> sales (by navigate_back)...
+    to_sales, to_triage, back = (reply("", (name, {})) for name in ("navigate_to_sales", "navigate_to_triage", "navigate_back"))
+    registry, triage, sales = circle([to_sales], [reply("", ("quote", {"sku": "HP-100"})), to_triage, back])
     session = registry.session("c1", "shop")
+    session.change_agent("sales")
     said = await session.complete("the headphones, please")
-    # Back in triage, which had handed over: the turn ends with quote's say line, no completion more.
+    # sales -> triage, triage -> sales, then sales -> triage again: the turn ends with quote's say line.
     assert said == "That makes ten euros."
     assert [e.stage for e in session.events if e.kind == "rescue"] == ["handover_loop"]
-    assert (len(triage.requests), len(sales.requests)) == (1, 2)
+    assert (len(triage.requests), len(sales.requests)) == (1, 3)
+
+
+async def test_a_repeated_hand_over_call_speaks_the_turns_last_say_line():
+    to_sales, back = reply("", ("navigate_to_sales", {})), reply("", ("navigate_back", {}))
+    registry, triage, sales = circle([to_sales, to_sales], [reply("", ("quote", {"sku": "HP-100"})), back])
+    session = registry.session("c1", "shop")
+    assert await session.complete("the headphones, please") == "That makes ten euros."  # not a placeholder
+    assert [e.stage for e in session.events if e.kind == "rescue"] == ["repeated_call"]
+
+
+async def test_a_corrected_hand_over_is_not_a_loop():
+    # Triage -> sales -> back to triage, which answers: a wrong hand-over corrected, each hand-over once.
+    registry, triage, sales = build([reply("", ("navigate_to_sales", {})), "Refund speaking."],
+                                    [reply("", ("navigate_back", {}))])
+    session = registry.session("c1", "shop")
+    assert await session.complete("I want to return these") == "Refund speaking."
+    assert not [e for e in session.events if e.kind == "rescue"] and (len(triage.requests), len(sales.requests)) == (2, 1)
