@@ -7,14 +7,21 @@
    - kill: node c's SIP socket is closed with calls live on it (as a crash looks from the network); reported:
      seconds until the dispatcher holds it inactive, calls lost among those live on it and among new ones;
    - drain: node b drains (what SIGTERM does) with calls live on it; calls lost, live and new.
+3. Talking load: two `serve` processes (each its own Whisper tiny.en and event loop) on one PostgreSQL behind
+   the same Kamailio; N callers per node (benchmarks/voice_to_voice.py's callers, in a child process: Piper
+   lines as RTP, three each) against a scripted model answering after 200 ms; per node and N, voice-to-voice
+   and speech-to-text from the call records, and whether `max_stt_delay_s = 2` (docs/several-nodes.md) would
+   have the node refuse new calls. Both nodes share this machine's cores: the row for N per node is the load
+   of 2N calls on one machine, not what N calls cost a node of its own.
 
-Usage: .venv/bin/python benchmarks/several_nodes.py [--orders 25] [--calls 6]
+Usage: .venv/bin/python benchmarks/several_nodes.py [--orders 25] [--calls 6] [--talking 1,2,3 (0: skip)]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -24,15 +31,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.voice_to_voice import MODEL_DELAY_S, pct, run_callers
+from benchmarks.voice_to_voice import model as scripted_model
 from callcenter.config import VoiceConfig
+from callcenter.records import CallRecords
 from callcenter.shop import Shop
 from callcenter.store import open_database
 from callcenter.voice import SpeechModels
-from harness.cluster import dispatcher, node
+from harness.cluster import dispatcher, node, node_process
+from harness.fake_ollama import FakeOllama
 from harness.peers import LOCAL, Peers
 from harness.postgres import cluster
 
 WRITERS = 20
+STT_LIMIT_S = 2.0  # docs/several-nodes.md's max_stt_delay_s
 
 
 def order_latencies(url: str, orders_each: int) -> list[float]:
@@ -114,10 +126,51 @@ async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, obje
     return result
 
 
+async def talking_benchmark(url: str, workdir: Path, counts: list[int]) -> list[tuple[int, str, int, list[dict]]]:
+    """(calls per node, node, lines of all callers that got no reply, that node's turn timings) for each N."""
+    rows = []
+    async with FakeOllama(scripted_model) as llm, contextlib.AsyncExitStack() as stack:
+        lines = f'provider = "ollama"\nhost = "{llm.url}"\ntimeout = 30.0'
+        nodes = [await stack.enter_async_context(node_process(url, workdir / name, llm=lines)) for name in ("a", "b")]
+        async with dispatcher(workdir / "kamailio-talking", [n.address for n in nodes]) as kamailio:
+            for each in nodes:
+                await kamailio.until_state(each.address, True, 10)
+            records = CallRecords(url)
+            try:
+                for n in counts:
+                    started = time.time()
+                    heard = await run_callers(f"sip:shop@{LOCAL}:{kamailio.port}", 2 * n, n, "scripted")
+                    found: list = []
+                    async with asyncio.timeout(30):
+                        while len(found) < 2 * n:
+                            await asyncio.sleep(0.5)
+                            found = [r for r in await asyncio.to_thread(records.recent, 200) if r.started_at >= started]
+                    for name in sorted({r.node for r in found}):
+                        mine = [r for r in found if r.node == name]
+                        rows.append((n, name, heard.count(None), [t for r in mine for t in r.turns]))
+            finally:
+                records.close()
+    return rows
+
+
+def talking_table(rows: list[tuple[int, str, int, list[dict]]]) -> None:
+    print(f"\ntalking load: two serve processes, a scripted model ({MODEL_DELAY_S * 1000:.0f} ms), Whisper tiny.en, "
+          f"seconds; load average now {os.getloadavg()[0]:.1f}")
+    print(f"| calls per node | node | turns | v2v p50 | v2v p95 | stt p50 | stt p95 | max_stt_delay_s {STT_LIMIT_S:g} | unanswered (all) |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
+    for n, name, unanswered, turns in rows:
+        v2v = [t["voice_to_voice_s"] for t in turns if t["voice_to_voice_s"] is not None]
+        stt = [t["stt_s"] for t in turns if t["stt_s"] is not None]
+        admission = "would refuse" if stt and statistics.median(stt) >= STT_LIMIT_S else "serving"
+        print(f"| {n} | {name} | {len(v2v)} | {pct(v2v, 50):.2f} | {pct(v2v, 95):.2f} | {pct(stt, 50):.2f} | "
+              f"{pct(stt, 95):.2f} | {admission} | {unanswered} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--orders", type=int, default=25, help="orders per writer")
     parser.add_argument("--calls", type=int, default=6, help="calls per phase and node")
+    parser.add_argument("--talking", default="1,2,3", help="talking calls per node, comma-separated; 0: skip")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -127,6 +180,10 @@ def main() -> int:
         rows.append(("PostgreSQL 15 (fsync on, pool of 20)", order_latencies(server.new_schema(), args.orders)))
         with tempfile.TemporaryDirectory() as folder:
             nodes = asyncio.run(nodes_benchmark(server.new_schema(), Path(folder), args.calls))
+        talking = [int(n) for n in args.talking.split(",") if int(n)]
+        if talking:
+            with tempfile.TemporaryDirectory() as folder:
+                talked = asyncio.run(talking_benchmark(server.new_schema(), Path(folder), talking))
     print(f"\norder writes, {WRITERS} concurrent writers x {args.orders} orders")
     print("| database | p50 ms | p99 ms |\n| --- | ---: | ---: |")
     for name, values in rows:
@@ -140,6 +197,8 @@ def main() -> int:
     print(f"| kill: new calls lost right after the kill | {kill_new} of {total} |")
     print(f"| drain: calls lost of those live (draining node had {on_b} live) | {drain_old} |")
     print(f"| drain: new calls lost during the drain | {drain_new} of {total} |")
+    if talking:
+        talking_table(talked)
     return 0
 
 

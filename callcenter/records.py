@@ -3,7 +3,7 @@
 A record is written once, when the call ends, by a writer thread of its own: `save` only queues it, so the
 event loop that paces every call's RTP never waits for a disk or a database server (a synchronous SQLite
 write took 6 ms median, 23 ms worst there). With PostgreSQL the records of every node are in one place, and
-so are the session events: a caller who calls back is recognised on any node (`calls_from`).
+so are the session events: a caller who calls back can be found from any node (`calls_from`; no agent reads it yet).
 """
 from __future__ import annotations
 

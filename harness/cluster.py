@@ -121,12 +121,14 @@ class NodeProcess:
 
 
 @asynccontextmanager
-async def node_process(database_url: str, workdir: Path, *, start_timeout_s: float = 120.0) -> AsyncIterator[NodeProcess]:
-    """`voiceswarm serve` in a process of its own (the same config as node()), for tests that SIGKILL a node;
-    its log is workdir/node.log. Killed afterwards if still running."""
+async def node_process(database_url: str, workdir: Path, *, llm: str = 'provider = "offline"',
+                       start_timeout_s: float = 120.0) -> AsyncIterator[NodeProcess]:
+    """`voiceswarm serve` in a process of its own (the same config as node(); `llm`: the [llm] table's lines),
+    for tests that SIGKILL a node and benchmarks whose nodes must not share one event loop; its log is
+    workdir/node.log. Killed afterwards if still running."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "voiceswarm.toml"
-    config.write_text(f'[llm]\nprovider = "offline"\n\n[shop]\ndatabase = "{database_url}"\n\n'
+    config.write_text(f'[llm]\n{llm}\n\n[shop]\ndatabase = "{database_url}"\n\n'
                       f'[sip]\nlisten = "{LOCAL}:0"\nno_media_timeout_s = 30.0\n\n'
                       f'[voice]\nwhisper_model = "tiny.en"\ncalls_database = "{database_url}"\nmetrics_listen = ""\n')
     with open(workdir / "node.log", "wb") as log:
