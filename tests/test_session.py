@@ -247,8 +247,8 @@ def quote(sku: str) -> dict:
 
 
 def circle(triage_script: list, sales_script: list) -> tuple[Registry, ScriptedProvider, ScriptedProvider]:
-    triage = ScriptedProvider(triage_script + ["never asked"], name="triage-model")
-    sales = ScriptedProvider(sales_script + ["never asked"], name="sales-model")
+    triage = ScriptedProvider([*triage_script, "never asked"], name="triage-model")
+    sales = ScriptedProvider([*sales_script, "never asked"], name="sales-model")
     registry = Registry()
     for provider in (triage, sales):
         registry.add_completion(provider.name, provider)
@@ -276,7 +276,7 @@ async def test_the_same_hand_over_twice_in_a_turn_ends_it_with_its_last_say_line
 
 async def test_a_repeated_hand_over_call_speaks_the_turns_last_say_line():
     to_sales, back = reply("", ("navigate_to_sales", {})), reply("", ("navigate_back", {}))
-    registry, triage, sales = circle([to_sales, to_sales], [reply("", ("quote", {"sku": "HP-100"})), back])
+    registry, _triage, _sales = circle([to_sales, to_sales], [reply("", ("quote", {"sku": "HP-100"})), back])
     session = registry.session("c1", "shop")
     assert await session.complete("the headphones, please") == "That makes ten euros."  # not a placeholder
     assert [e.stage for e in session.events if e.kind == "rescue"] == ["repeated_call"]
