@@ -28,13 +28,15 @@ SETS = {
     "tuning": "triage_tuning.jsonl",
     "untouched": "triage_untouched.jsonl",
     "heldout": "triage_heldout.jsonl",
+    "fresh": "triage_fresh.jsonl",  # written before the 1.5B prompts were tuned, read only for totals
 }
 
 
 def judge(session: Any, reply: str, intent: str) -> str:
     """The outcome of one turn, named by the intent it serves ("wrong" when none fits)."""
     names = {type(e).__name__: e for e in session.events}
-    called = [e.name for e in session.events if type(e).__name__ == "ToolCalled"]
+    # Triage may ask its one question through a tool (callcenter/agents.py): that is still no hand-over.
+    called = [e.name for e in session.events if type(e).__name__ == "ToolCalled" and e.name != "ask_buy_or_return"]
     placeholder = any(type(e).__name__ == "Rescued" and e.stage in ("placeholder", "provider_error") for e in session.events)
     agent = session.get_agent_name()
     if agent == "sales":

@@ -13,35 +13,51 @@ from swarm.tools import Tool, ToolContext
 
 SWARM = "shop"
 
-# Rules every agent follows: the caller hears these replies through a phone speaker.
+# Rules every agent follows: the caller hears these replies through a phone speaker. The prompts are written
+# for a 1.5B model (Qwen2.5-Coder, the local brain): short, one job per agent, numbered steps and example
+# calls in words (no format: the tool mode adds its own), measured with benchmarks/triage_llm.py. They are
+# the same every turn, so the server's prompt cache keeps them.
 VOICE_RULES = (
-    "You are on a phone call. The caller hears your words through text-to-speech. "
-    "Speak in one to three short sentences. Never use lists, markdown, JSON, emoji or abbreviations. "
-    "Say prices in words, like twenty four euros ninety. Do not read out product codes unless asked. "
-    "Never invent products, prices, stock or orders: only say what the tools return. "
-    "When a tool result has a 'say' field, you may say it as it is."
+    "You are on a phone call: the caller hears your words. Speak in one or two short sentences of plain words, "
+    "no lists, markdown, JSON or emoji. Say prices in words, like twenty four euros ninety. "
+    "Never invent products, prices, stock or orders: say only what the tools return. "
+    "When a tool result has a 'say' line, say it as it is."
 )
 
 TRIAGE_PROMPT = (
-    "You are the first voice of an online shop's phone line. Find out whether the caller wants to buy "
-    "something or to return something they bought. If they want to buy, call navigate_to_sales. If they want "
-    "a return, refund, exchange, or have a problem with an order, call navigate_to_refund. If they ask for a "
-    "person, call transfer_to_operator. If it is unclear, ask one short question: buy or return?"
+    "You answer the phone for an online shop. Your one job: send the caller to the right place. "
+    "Never answer questions yourself; always call one of your tools.\n"
+    "- To buy or order something, or a question about a product, its price or stock: call navigate_to_sales.\n"
+    "- To return, refund or exchange something, or a problem with something they received: call navigate_to_refund.\n"
+    "- They ask for a person, a human, an agent, a representative or a manager: call transfer_to_operator.\n"
+    "- They say goodbye (bye, that's all): call end_call.\n"
+    "- Anything else (a greeting, yes, no, okay, half a sentence, another question): call ask_buy_or_return.\n"
+    "Examples:\n"
+    "\"do you sell coffee machines\" -> navigate_to_sales\n"
+    "\"the radio I got is broken\" -> navigate_to_refund\n"
+    "\"let me speak to someone\" -> transfer_to_operator\n"
+    "\"hello\" -> ask_buy_or_return\n"
+    "\"what's your address\" -> ask_buy_or_return"
 )
 
 SALES_PROMPT = (
-    "You are the shop's sales assistant. Use search_products to find what the caller wants and tell them the "
-    "price and whether it is in stock. To order, call place_order without confirmed first; it reads the order "
-    "back. Only after the caller clearly says yes, call place_order again with confirmed true. Then tell them "
-    "the order number. If the caller wants to return something instead, call navigate_back."
+    "You are the shop's sales assistant on the phone.\n"
+    "1. The caller names a product: call search_products with their words for it.\n"
+    "2. Say the result's say line: the product, its price, and whether they want it.\n"
+    "3. The caller says yes: call place_order with the sku and quantity from the result and confirmed true. "
+    "Then say the order number.\n"
+    "4. The caller says no: order nothing, and ask if there is anything else.\n"
+    "If the caller wants to return something, call navigate_to_refund. If they ask for a person, call transfer_to_operator."
 )
 
 REFUND_PROMPT = (
-    "You are the shop's returns assistant. Use find_order to find the caller's order, by the order number if "
-    "they give one, otherwise by their phone number, which the tool knows, and the product they name. Read back "
-    "which item from which order will be returned. Only after the caller clearly says yes, call create_return "
-    "with confirmed true, then tell them the return number. If the caller wants to buy something instead, "
-    "call navigate_back."
+    "You are the shop's returns assistant on the phone.\n"
+    "1. Call find_order with the product the caller names, and the order number if they say one.\n"
+    "2. Say the result's say line: which item from which order, and whether to return it.\n"
+    "3. The caller says yes: call create_return with the order_number, sku and quantity from the result and "
+    "confirmed true. Then say the return number.\n"
+    "4. The caller says no: return nothing, and ask if there is anything else.\n"
+    "If the caller wants to buy something, call navigate_to_sales. If they ask for a person, call transfer_to_operator."
 )
 
 UNCLEAR = {
@@ -64,6 +80,18 @@ def transfer_to_operator_tool() -> Tool:
         call,
         examples=OPERATOR_PHRASES,
     )
+
+
+def ask_buy_or_return_tool() -> Tool:
+    """Triage's one question, as a tool: a small model told to classify picks a tool far more reliably than it
+    holds back from answering a stray question itself ("what time is it" -> a made-up time)."""
+
+    async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
+        return {"say": UNCLEAR["triage"]}
+
+    # No examples: the offline router asks its own question (UNCLEAR) when nothing matches.
+    return Tool("ask_buy_or_return", "Ask whether the caller wants to buy or to return, when it is not clear yet.",
+                {"type": "object", "properties": {}}, call)
 
 
 AGENTS = ("triage", "sales", "refund")
@@ -93,6 +121,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
         navigate_back_tool(),
         transfer_to_operator_tool(),
         end_call_tool(),
+        ask_buy_or_return_tool(),
         *shop_tools(shop),
     ]
     for tool in tools:
@@ -100,7 +129,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
     # The router's phrases come from the tools themselves, so both brains share one vocabulary.
     registry.add_completion("offline", OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE))
     agents = {
-        "triage": (TRIAGE_PROMPT, ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator", "end_call")),
+        "triage": (TRIAGE_PROMPT, ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator", "end_call", "ask_buy_or_return")),
         "sales": (SALES_PROMPT, ("search_products", "place_order", "navigate_to_refund", "navigate_back", "transfer_to_operator", "end_call")),
         "refund": (REFUND_PROMPT, ("find_order", "create_return", "navigate_to_sales", "navigate_back", "transfer_to_operator", "end_call")),
     }

@@ -1,8 +1,11 @@
 """Constrained decoding: the server may only produce "say this" or "call one of these tools with these arguments".
 
-The reply is a JSON object that a schema pins down (llama.cpp's server and vLLM through `response_format`,
-Ollama through `format`): `{"say": "..."}` or `{"tool": "<one of the agent's tools>", "arguments": {...}}`
-with the tool's own parameter schema. "say" comes first and is extracted from the stream as it grows, so
+The reply is a JSON object with one key that a schema pins down (llama.cpp's server and vLLM through
+`response_format`, Ollama through `format`): `{"say": "..."}`, or `{"<one of the agent's tools>": {...}}`
+with the tool's own parameter schema as the value. The key is the choice, and it is the first thing the
+model writes: it picks among "say" and the tools' own names in one step (measured on Qwen2.5-Coder 1.5B,
+benchmarks/triage_llm.py: better than a `{"tool": NAME, ...}` shape, where the model first chooses between
+"say" and "tool" without seeing any name). The "say" string is extracted from the stream as it grows, so
 the first sentence reaches the synthesizer before the reply is complete.
 """
 from __future__ import annotations
@@ -30,12 +33,7 @@ def reply_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
         "additionalProperties": False,
     }
     calls = [
-        {
-            "type": "object",
-            "properties": {"tool": {"const": t.name}, "arguments": _closed(t.parameters)},
-            "required": ["tool", "arguments"],
-            "additionalProperties": False,
-        }
+        {"type": "object", "properties": {t.name: _closed(t.parameters)}, "required": [t.name], "additionalProperties": False}
         for t in tools
     ]
     return {"anyOf": [say, *calls]} if calls else say
@@ -51,34 +49,44 @@ def _closed(parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def constrained_prompt(tools: Sequence[ToolSpec]) -> str:
-    """The system message that explains the two kinds of reply, with one example of each."""
-    lines = [f"- {t.name}: {t.description}{_argument_hint(t)}" for t in tools]
-    example = tools[0].name if tools else "tool_name"
+    """The system message that explains the two kinds of reply, with an example call of every tool."""
+    lines = [f"{json.dumps({t.name: _example_arguments(t)})} : {t.description}" for t in tools]
     return (
-        "Reply with one JSON object, nothing else. To speak to the caller: "
-        '{"say": "one or two short spoken sentences"}. To use a tool instead: '
-        f'{{"tool": "{example}", "arguments": {{}}}}. Your tools:\n' + "\n".join(lines)
+        "Reply with one JSON object and nothing else.\n"
+        'To speak to the caller: {"say": "one or two short spoken sentences"}\n'
+        "To use a tool, write its name as the key and its arguments as the value:\n" + "\n".join(lines)
     )
 
 
-def _argument_hint(tool: ToolSpec) -> str:
+def _example_arguments(tool: ToolSpec) -> dict[str, Any]:
+    """Placeholders a small model copies the shape of: "..." for text, 1 for numbers, false for flags."""
+    placeholders = {"string": "...", "integer": 1, "number": 1, "boolean": False}
     properties = tool.parameters.get("properties", {})
-    if not properties:
-        return ""
-    required = set(tool.parameters.get("required", ()))
-    named = ", ".join(f"{name}{'' if name in required else ' (optional)'}" for name in properties)
-    return f" Arguments: {named}."
+    return {name: placeholders.get(_type_of(schema), "...") for name, schema in properties.items()}
+
+
+def _type_of(schema: dict[str, Any]) -> str:
+    if isinstance(schema.get("type"), str):
+        return str(schema["type"])
+    # Optional parameters come as anyOf [type, null].
+    types = [t.get("type") for t in schema.get("anyOf", ()) if t.get("type") != "null"]
+    return str(types[0]) if types else "string"
 
 
 def render_reply_call(call: ToolCall) -> str:
     """A past tool call, as the model itself would have written it in this mode."""
     if call.raw_arguments is not None:
         return call.raw_arguments
-    return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    return json.dumps({call.name: call.arguments}, ensure_ascii=False)
+
+
+def render_reply_text(text: str) -> str:
+    """Past speech as the model wrote it: every reply it sees of its own is the JSON it must write."""
+    return json.dumps({"say": text}, ensure_ascii=False)
 
 
 def to_constrained_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return to_text_protocol_messages(messages, tools, constrained_prompt(tools), render_call=render_reply_call)
+    return to_text_protocol_messages(messages, tools, constrained_prompt(tools), render_reply_call, render_reply_text)
 
 
 class SayStream:
@@ -104,6 +112,11 @@ class SayStream:
             data = None
         if isinstance(data, dict) and isinstance(data.get("say"), str):
             return _spoken(data["say"]), ()
+        if isinstance(data, dict) and len(data) == 1:
+            ((name, arguments),) = data.items()
+            if name in tool_names and isinstance(arguments, dict):
+                return "", (ToolCall("call_0", name, arguments),)
+        # A server that ignored the schema: the model may have written a call in any of the usual forms.
         found = extract_tool_calls(self.text, tool_names)
         if found is not None and found.calls:
             return "", found.calls

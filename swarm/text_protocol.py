@@ -51,11 +51,12 @@ def to_text_protocol_messages(
     tools: Sequence[ToolSpec],
     instructions: str | None = None,
     render_call: Callable[[ToolCall], str] | None = None,
+    render_text: Callable[[str], str] | None = None,
 ) -> list[dict[str, Any]]:
     """Chat messages for a model that knows only system, user and assistant text.
 
-    Constrained decoding describes the tools and writes past calls its own way: `instructions` and
-    `render_call` replace the tool prompt and the `<tool_call>` block.
+    Constrained decoding describes the tools and writes past replies its own way: `instructions`,
+    `render_call` and `render_text` replace the tool prompt, the `<tool_call>` block and plain speech.
     """
     render = render_call or render_tool_call
     out: list[dict[str, Any]] = []
@@ -70,6 +71,8 @@ def to_text_protocol_messages(
             last_was_tool = True
             continue
         content = m.content
+        if m.role == "assistant" and render_text is not None and content and not m.tool_calls:
+            content = render_text(content)
         if m.role == "assistant" and m.tool_calls:
             content = "\n".join([content, *map(render, m.tool_calls)]).lstrip("\n")
         out.append({"role": m.role, "content": content})

@@ -24,12 +24,13 @@ BACK = ToolSpec("navigate_back", "Hand the caller back.")
 def test_schema_allows_say_or_a_valid_call_and_nothing_else() -> None:
     validator = jsonschema.Draft202012Validator(reply_schema((SEARCH, BACK)))
     assert validator.is_valid({"say": "Hello."})
-    assert validator.is_valid({"tool": "search_products", "arguments": {"query": "kettle"}})
-    assert validator.is_valid({"tool": "navigate_back", "arguments": {}})
-    assert not validator.is_valid({"tool": "place_order", "arguments": {}})  # not this agent's
-    assert not validator.is_valid({"tool": "search_products", "arguments": {}})  # required argument missing
-    assert not validator.is_valid({"tool": "navigate_back", "arguments": {"x": 1}})  # invented argument
-    assert not validator.is_valid({"say": "Hi.", "tool": "navigate_back"})
+    assert validator.is_valid({"search_products": {"query": "kettle"}})
+    assert validator.is_valid({"navigate_back": {}})
+    assert not validator.is_valid({"place_order": {}})  # not this agent's
+    assert not validator.is_valid({"search_products": {}})  # required argument missing
+    assert not validator.is_valid({"navigate_back": {"x": 1}})  # invented argument
+    assert not validator.is_valid({"say": "Hi.", "navigate_back": {}})
+    assert not validator.is_valid({"search_products": {"query": "a"}, "navigate_back": {}})  # one choice only
     assert not validator.is_valid({"say": ""})
 
 
@@ -47,7 +48,7 @@ def test_first_sentence_is_out_before_the_reply_is_complete() -> None:
 
 def test_a_call_is_never_given_out_as_speech() -> None:
     stream = SayStream()
-    reply = '{"tool": "search_products", "arguments": {"query": "say \\"hi\\""}}'
+    reply = '{"search_products": {"query": "say \\"hi\\""}}'
     assert "".join(stream.feed(ch) for ch in reply) == ""
     assert stream.finish(["search_products"]) == ("", (ToolCall("call_0", "search_products", {"query": 'say "hi"'}),))
 
@@ -89,7 +90,7 @@ async def test_openai_text_protocol_parses_blocks_and_never_streams_them(server:
 
 
 async def test_ollama_constrained_sends_the_schema_as_format() -> None:
-    async with FakeOllama([Reply('{"tool": "navigate_back", "arguments": {}}')]) as fake:
+    async with FakeOllama([Reply('{"navigate_back": {}}')]) as fake:
         done = await collect(OllamaProvider(fake.url, "qwen3:4b", tool_mode="constrained", timeout=5),
                              request(Message("user", "I want a return"), tools=(SEARCH, BACK)))
     assert done == Completion("", (ToolCall("call_0", "navigate_back", {}),))
