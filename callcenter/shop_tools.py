@@ -71,7 +71,10 @@ def shop_tools(shop: Shop) -> list[Tool]:
             order_number: the order number if the caller gave it
             product: words about the product the order contained
         """
-        orders = shop.find_orders(order_number=order_number, customer_phone=None if order_number else _caller(context), product_text=product)
+        orders = shop.find_orders(order_number=order_number, product_text=product) if order_number else []
+        if not orders:
+            # A wrong number (misheard, or invented: a small model writes "12345"): the caller's own orders.
+            orders = shop.find_orders(customer_phone=_caller(context), product_text=product)
         if not orders:
             # The caller may type the number instead of saying it: the voice layer runs this tool with it.
             keypad = keypad_request("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, product=product)

@@ -5,6 +5,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -351,6 +352,7 @@ class _Attempt:
         self.held: list[str] = []
         self.looping = False
         self.completion: Completion | None = None
+        self.caller_words = _words(session.get_last_user_message() or "")
 
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
@@ -438,13 +440,24 @@ class _Attempt:
             # A small model that repeats itself would go on until the token limit: stop it here.
             self.looping = True
             return False
-        problems = spoken_text_errors(sentence)
+        problems = spoken_text_errors(sentence) or self._echo_errors(sentence)
         if problems:
             self.errors = problems
             self.held.append(sentence)
             return False
         self.said.append(sentence)
         return True
+
+    def _echo_errors(self, sentence: str) -> list[str]:
+        """A small model often says the caller's own words back (seen with Qwen2.5-Coder 1.5B): never an answer."""
+        words = _words(sentence)
+        if len(words.split()) >= 4 and f" {words} " in f" {self.caller_words} ":
+            return ["the reply repeats the caller's words: answer them, or call one of your tools"]
+        return []
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
 
 
 def _feedback(agent: str, completion: Completion, errors: list[str]) -> list[Message]:

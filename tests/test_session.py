@@ -289,3 +289,16 @@ async def test_a_corrected_hand_over_is_not_a_loop():
     session = registry.session("c1", "shop")
     assert await session.complete("I want to return these") == "Refund speaking."
     assert not [e for e in session.events if e.kind == "rescue"] and (len(triage.requests), len(sales.requests)) == (2, 1)
+
+
+async def test_the_callers_words_said_back_go_back_to_the_model():
+    registry, _, _ = build(["I want to return my kettle.", reply("", ("navigate_to_sales", {}))],
+                                ["What would you like to buy?"])
+    session = registry.session("c1", "shop")
+    said = await session.complete("I want to return my kettle")
+    assert "return my kettle" not in said and session.get_agent_name() == "sales"
+    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    assert "repeats the caller's words" in errors[0]
+    # A short yes is no echo: "Yes." may answer "yes".
+    registry, _, _ = build(["Yes."])
+    assert await registry.session("c2", "shop").complete("yes") == "Yes."
