@@ -152,3 +152,18 @@ async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply
         first_heard.set()
     await provider.aclose()
     assert said == ["We have it in stock.", "Shall I order one?"]
+
+
+def test_past_replies_are_shown_as_the_json_the_model_writes() -> None:
+    from swarm.constrained import to_constrained_messages
+
+    history = (Message("system", "You sell."), Message("user", "kettle?"),
+               Message("assistant", "", tool_calls=(ToolCall("c0", "search_products", {"query": "kettle"}),)),
+               Message("tool", '{"say": "We have one."}', tool_name="search_products"),
+               Message("assistant", "We have one."), Message("user", "yes"))
+    sent = to_constrained_messages(history, (SEARCH, BACK))
+    assert [m["role"] for m in sent] == ["system", "system", "user", "assistant", "user", "assistant", "user"]
+    assert json.loads(sent[3]["content"]) == {"search_products": {"query": "kettle"}}
+    assert json.loads(sent[5]["content"]) == {"say": "We have one."}
+    # Every tool's call is written out in the instructions, in the one shape the schema allows.
+    assert '{"navigate_back": {}}' in sent[1]["content"] and '{"search_products": {"query": "..."}}' in sent[1]["content"]

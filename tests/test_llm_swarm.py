@@ -76,8 +76,6 @@ async def converse(registry: Registry, lines: list[str], db: Path, table: str, a
     return replies
 
 
-@pytest.mark.xfail(reason="issue 10 is open: in constrained mode the 1.5B model often repeats the caller's words "
-                          "or searches for them, and the order is not written (measured 2026-12-01)", strict=False)
 async def test_purchase_writes_exactly_the_order(shop_swarm: tuple[Registry, Path]) -> None:
     registry, db = shop_swarm
     before = len(rows(db, "orders"))
