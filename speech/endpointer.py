@@ -31,6 +31,12 @@ from speech.vad import PHONE_RATE, VadModel
 
 log = logging.getLogger(__name__)
 
+# Silero's recurrent state drifts over a long silence: after 12-20 s of it (a caller waiting for a slow
+# model), a short "Yes." (Piper or espeak-ng, ~0.4 s) scores 0-3 windows >= 0.5 where it scores 8-10
+# after 0.5-5 s, too few for start_ms, and the answer is never heard. Between utterances the state holds
+# nothing worth keeping, so after this much silence it starts afresh, as at the start of the call.
+FORGET_AFTER_MS = 2000
+
 
 class FrameError(ValueError):
     """A frame that is not 8 kHz PCM16 as a 1-D numpy int16 array."""
@@ -101,6 +107,7 @@ class Endpointer:
             raise ValueError(f"need 0 < turn_silence_ms < end_silence_ms, got {turn_silence_ms}")
         self.call_id = call_id
         self._vad = model.stream()
+        self._forget_samples = FORGET_AFTER_MS * PHONE_RATE // 1000
         self.reset()
 
     def reset(self) -> None:
@@ -118,6 +125,7 @@ class Endpointer:
         self._started = False
         self._verdict: Future[float] | None = None  # the judge's run on the current silence
         self._last_probability: float | None = None
+        self._quiet = 0  # consecutive samples below stay_threshold outside any utterance
 
     def feed(self, frame: np.ndarray) -> list[Event]:
         if not isinstance(frame, np.ndarray) or frame.dtype != np.int16 or frame.ndim != 1:
@@ -138,8 +146,16 @@ class Endpointer:
             self._open(frame)
         if self._utterance is not None:
             self._advance(frame.size, events)
+        else:
+            self._idle(frame.size)
         self._position += frame.size
         return events
+
+    def _idle(self, samples: int) -> None:
+        self._quiet = self._quiet + samples if self._prob < self.stay_threshold else 0
+        if self._quiet >= self._forget_samples:
+            self._vad.forget()
+            self._quiet = 0
 
     def _remember(self, frame: np.ndarray) -> None:
         # Always the last pre_roll_ms of the call, so a turn that starts soon after another has its lead-in too.

@@ -85,6 +85,10 @@ class VadStream:
         self._pending = np.zeros(CONTEXT, dtype=np.float32)
         self._state = np.zeros((2, 1, 1, 128), dtype=np.float32)
 
+    def forget(self) -> None:
+        """Clear the model's recurrent state, keeping the audio stream (resampler, context) continuous."""
+        self._state = np.zeros((2, 1, 1, 128), dtype=np.float32)
+
     def push(self, pcm16: np.ndarray) -> np.ndarray:
         """Feed 8 kHz int16 samples; returns the probabilities of the windows they completed (often none)."""
         upsampled = self._resampler.resample_chunk(pcm16.astype(np.float32) / 32768.0)

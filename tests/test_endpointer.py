@@ -62,6 +62,15 @@ def test_speech_started_comes_within_300_ms_of_the_voice(model, text):
     assert onset - 0.1 <= started.at_s <= returned_at
 
 
+@pytest.mark.parametrize("voice", ["espeak", "piper"])
+def test_a_short_yes_after_a_long_silence_is_heard(model, piper, voice):
+    # The caller waits 20 s for a slow model, then answers in one word: the demo's lost "Yes."
+    yes = espeak("Yes.") if voice == "espeak" else piper("Yes.")
+    turns = ended(run(Endpointer(model), np.concatenate([silence(20), yes, silence(1.0)])))
+    assert len(turns) == 1
+    assert 20 - 0.35 <= turns[0].start_s <= 20
+
+
 def _noise(seconds: float, dbfs: float) -> np.ndarray:
     rng = np.random.default_rng(7)
     return np.clip(rng.normal(0, 32768 * 10 ** (dbfs / 20), int(seconds * RATE)), -32768, 32767).astype(np.int16)
