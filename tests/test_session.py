@@ -297,7 +297,7 @@ async def test_the_callers_words_said_back_go_back_to_the_model():
     session = registry.session("c1", "shop")
     said = await session.complete("I want to return my kettle")
     assert "return my kettle" not in said and session.get_agent_name() == "sales"
-    errors = [e for e in session.events if e.kind == "validation_error"][0].errors
+    errors = next(e for e in session.events if e.kind == "validation_error").errors
     assert "repeats the caller's words" in errors[0]
     # A short yes is no echo: "Yes." may answer "yes".
     registry, _, _ = build(["Yes."])
