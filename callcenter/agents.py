@@ -14,9 +14,9 @@ from swarm.tools import Tool, ToolContext
 SWARM = "shop"
 
 # Rules every agent follows: the caller hears these replies through a phone speaker. The prompts are written
-# for a 1.5B model (Qwen2.5-Coder, the local brain): short, one job per agent, numbered steps and example
-# calls in words (no format: the tool mode adds its own), measured with benchmarks/triage_llm.py. They are
-# the same every turn, so the server's prompt cache keeps them.
+# for a 1.5B model (Qwen2.5-Coder, the local brain): short, one job per agent, one line per situation and the
+# tool it calls, example calls in words (no format: the tool mode adds its own), measured with
+# benchmarks/triage_llm.py. They are the same every turn, so the server's prompt cache keeps them.
 VOICE_RULES = (
     "You are on a phone call: the caller hears your words. Speak in one or two short sentences of plain words, "
     "no lists, markdown, JSON or emoji. Say prices in words, like twenty four euros ninety. "
