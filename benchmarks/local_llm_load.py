@@ -14,6 +14,7 @@ start-up's prefill (warm), then the --callers'th caller's (10); first sentence a
 Usage: .venv/bin/python benchmarks/local_llm_load.py [--model qwen2.5-coder-1.5b] [--seconds 12] [--calls 10]
        [--configs 1x0,1x10,2x0,2x10] [--callers 10] [--skip-load] [--skip-first-turn]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,7 +85,9 @@ class Listener(threading.Thread):
             self.latencies.append(time.perf_counter() - started)
 
 
-def load_row(label: str, server: LocalServer | None, transcriber: Transcriber, pcm: np.ndarray, calls: int, seconds: float) -> str:
+def load_row(
+    label: str, server: LocalServer | None, transcriber: Transcriber, pcm: np.ndarray, calls: int, seconds: float
+) -> str:
     generator = Generator(server.url) if server else None
     listener = Listener(transcriber, pcm)
     if generator:
@@ -102,8 +105,10 @@ def load_row(label: str, server: LocalServer | None, transcriber: Transcriber, p
             speeds = f"{statistics.median(generator.gen):.1f} | {statistics.median(generator.prompt):.0f}"
     whisper = sorted(listener.latencies)
     p95 = whisper[min(len(whisper) - 1, int(0.95 * len(whisper)))]
-    return (f"| {label} | {rtp.p99:.1f} | {rtp.max_ms:.1f} | {rtp.skipped} | {statistics.median(whisper):.2f} | {p95:.2f} "
-            f"| {len(whisper)} | {speeds or '- | -'} |")
+    return (
+        f"| {label} | {rtp.p99:.1f} | {rtp.max_ms:.1f} | {rtp.skipped} | {statistics.median(whisper):.2f} | {p95:.2f} "
+        f"| {len(whisper)} | {speeds or '- | -'} |"
+    )
 
 
 def load_table(model: str, configs: list[tuple[int, int]], calls: int, seconds: float) -> None:
@@ -111,8 +116,10 @@ def load_table(model: str, configs: list[tuple[int, int]], calls: int, seconds: 
     transcriber = Transcriber("tiny.en")
     pcm = utterance()
     transcriber.transcribe_sync(pcm)  # warm-up
-    print(f"| {model} server (child process) | RTP send p99 ms | max ms | skipped | Whisper 3 s p50 s | p95 s | "
-          "Whispers | LLM gen tok/s | LLM prompt tok/s |")
+    print(
+        f"| {model} server (child process) | RTP send p99 ms | max ms | skipped | Whisper 3 s p50 s | p95 s | "
+        "Whispers | LLM gen tok/s | LLM prompt tok/s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(load_row("no LLM", None, transcriber, pcm, calls, seconds), flush=True)
     for threads, nice in configs:
@@ -176,8 +183,10 @@ def main() -> None:
     parser.add_argument("--skip-load", action="store_true")
     parser.add_argument("--skip-first-turn", action="store_true")
     args = parser.parse_args()
-    print(f"# local_llm_load on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start "
-          "(other work on the machine inflates times)\n")
+    print(
+        f"# local_llm_load on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start "
+        "(other work on the machine inflates times)\n"
+    )
     if not args.skip_load:
         configs = [tuple(int(n) for n in c.split("x")) for c in args.configs.split(",")]
         load_table(args.model, configs, args.calls, args.seconds)  # type: ignore[arg-type]

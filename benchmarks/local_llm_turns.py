@@ -12,6 +12,7 @@ agent asks a question, the caller answers (demo.ANSWERS, at most twice), as in t
 Usage: .venv/bin/python benchmarks/local_llm_turns.py [--model qwen2.5-coder-1.5b] [--repeat 1] [--threads N]
        [--parallel 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,12 +74,21 @@ class Recorder:
             if isinstance(item, Delta) and first is None:
                 first = time.perf_counter() - started
             if isinstance(item, Completion):
-                self.calls.append(Call(request.agent, time.perf_counter() - started, first, dict(item.timings or {}),
-                                       tuple(c.name for c in item.tool_calls)))
+                self.calls.append(
+                    Call(
+                        request.agent,
+                        time.perf_counter() - started,
+                        first,
+                        dict(item.timings or {}),
+                        tuple(c.name for c in item.tool_calls),
+                    )
+                )
             yield item
 
 
-async def run_call(registry, recorder: Recorder, title: str, lines: list[str], shop: Shop, n: int) -> tuple[list[Turn], list]:
+async def run_call(
+    registry, recorder: Recorder, title: str, lines: list[str], shop: Shop, n: int
+) -> tuple[list[Turn], list]:
     session = registry.session(f"{title}-{n}", SWARM, metadata={"caller": CALLER})
     turns: list[Turn] = []
 
@@ -113,8 +123,10 @@ def _cell(calls: list[Call], key: str) -> str:
 
 
 def turn_table(turns: list[Turn]) -> None:
-    print("| call | caller says | completions (agent: tools) | prompt tok | cached tok | generated tok | prompt s | "
-          "generate s | first sentence s | turn s | reply |")
+    print(
+        "| call | caller says | completions (agent: tools) | prompt tok | cached tok | generated tok | prompt s | "
+        "generate s | first sentence s | turn s | reply |"
+    )
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for t in turns:
         print(_row(t))
@@ -125,9 +137,11 @@ def _row(t: Turn) -> str:
     agents = ", ".join(f"{c.agent}{': ' + '/'.join(c.tool_calls) if c.tool_calls else ''}" for c in t.completions)
     prompt_s = "+".join(f"{c.timings.get('prompt_ms', 0) / 1000:.1f}" for c in t.completions)
     gen_s = "+".join(f"{c.timings.get('predicted_ms', 0) / 1000:.1f}" for c in t.completions)
-    return (f"| {t.call.split()[-1]} | {t.said} | {len(t.completions)} ({agents}) | {_cell(t.completions, 'prompt_n')} "
-            f"| {_cell(t.completions, 'cache_n')} | {_cell(t.completions, 'predicted_n')} | {prompt_s} | {gen_s} "
-            f"| {t.first_sentence_s:.1f} | {t.seconds:.1f} | {t.reply[:70]} |")
+    return (
+        f"| {t.call.split()[-1]} | {t.said} | {len(t.completions)} ({agents}) | {_cell(t.completions, 'prompt_n')} "
+        f"| {_cell(t.completions, 'cache_n')} | {_cell(t.completions, 'predicted_n')} | {prompt_s} | {gen_s} "
+        f"| {t.first_sentence_s:.1f} | {t.seconds:.1f} | {t.reply[:70]} |"
+    )
 
 
 def summary(turns: list[Turn], events: list, outcomes: list[str]) -> None:
@@ -136,14 +150,18 @@ def summary(turns: list[Turn], events: list, outcomes: list[str]) -> None:
     print("| per turn (median over the turns) | value |")
     print("|---|---:|")
     print(f"| turns | {len(turns)} |")
-    print(f"| completions per turn | {med([len(t.completions) for t in turns]):.1f} (mean {len(calls) / max(1, len(turns)):.2f}) |")
+    print(
+        f"| completions per turn | {med([len(t.completions) for t in turns]):.1f} (mean {len(calls) / max(1, len(turns)):.2f}) |"
+    )
     print(f"| first sentence s | {med([t.first_sentence_s for t in turns]):.1f} |")
     print(f"| whole turn s | {med([t.seconds for t in turns]):.1f} |")
     print(f"| prompt tokens processed per completion | {med([c.timings.get('prompt_n', 0) for c in calls]):.0f} |")
     print(f"| prompt tokens from the cache per completion | {med([c.timings.get('cache_n', 0) for c in calls]):.0f} |")
     print(f"| tokens generated per completion | {med([c.timings.get('predicted_n', 0) for c in calls]):.0f} |")
-    print(f"| prompt s / generate s per completion | {med([c.timings.get('prompt_ms', 0) / 1000 for c in calls]):.1f} / "
-          f"{med([c.timings.get('predicted_ms', 0) / 1000 for c in calls]):.1f} |")
+    print(
+        f"| prompt s / generate s per completion | {med([c.timings.get('prompt_ms', 0) / 1000 for c in calls]):.1f} / "
+        f"{med([c.timings.get('predicted_ms', 0) / 1000 for c in calls]):.1f} |"
+    )
     print(f"| outcome of each call | {'; '.join(outcomes)} |")
     print()
     counts = Counter()
@@ -156,8 +174,13 @@ def summary(turns: list[Turn], events: list, outcomes: list[str]) -> None:
             counts[f"tool call repaired ({event.form})"] += 1
     print("| per 100 turns | count |")
     print("|---|---:|")
-    for name in ("validation failed (a feedback round)", "rescue: flush", "rescue: placeholder", "rescue: repeated_call",
-                 "rescue: provider_error"):
+    for name in (
+        "validation failed (a feedback round)",
+        "rescue: flush",
+        "rescue: placeholder",
+        "rescue: repeated_call",
+        "rescue: provider_error",
+    ):
         counts.setdefault(name, 0)
     for name, count in sorted(counts.items()):
         print(f"| {name} | {100 * count / max(1, len(turns)):.0f} |")
@@ -172,9 +195,11 @@ async def main() -> None:
     parser.add_argument("--threads", type=int, default=LLMConfig().local_threads)
     args = parser.parse_args()
     llm = LLMConfig(local_threads=args.threads)
-    print(f"# local_llm_turns: {args.model}, {llm.local_threads} threads, "
-          f"{args.parallel} slots; {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f} at start (other work on the machine inflates times)\n")
+    print(
+        f"# local_llm_turns: {args.model}, {llm.local_threads} threads, "
+        f"{args.parallel} slots; {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f} at start (other work on the machine inflates times)\n"
+    )
     server = local_server(args.model, threads=llm.local_threads, ctx=llm.local_ctx, parallel=args.parallel)
     provider = LocalProvider(server, model=server.spec.name, timeout=180.0, name=f"local:{server.spec.name}")
     started = time.perf_counter()

@@ -13,6 +13,7 @@ intervals' p99 of each.
 
 Usage: .venv/bin/python benchmarks/recording.py [--seconds 60] [--runs 3] [--calls 1,20,100]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,10 +72,18 @@ async def main() -> None:
     parser.add_argument("--pacing-seconds", type=float, default=5.0)
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    print(f"{args.runs} run(s), medians; {args.seconds:.0f} s of call audio per recorder; load average {load:.1f} "
-          f"on {os.cpu_count()} cores")
-    header = ["calls", "loop µs / slot / call", "writer µs / s / call", "loop % of a core / call",
-              "total % of a core / call", "MB / call-minute"]
+    print(
+        f"{args.runs} run(s), medians; {args.seconds:.0f} s of call audio per recorder; load average {load:.1f} "
+        f"on {os.cpu_count()} cores"
+    )
+    header = [
+        "calls",
+        "loop µs / slot / call",
+        "writer µs / s / call",
+        "loop % of a core / call",
+        "total % of a core / call",
+        "MB / call-minute",
+    ]
     print(" | ".join(header))
     print(" | ".join("-" * len(h) for h in header))
     for calls in (int(c) for c in args.calls.split(",")):
@@ -86,14 +95,25 @@ async def main() -> None:
         writer_cpu = statistics.median(r[1] for r in results)
         written = statistics.median(r[2] for r in results)
         audio = calls * args.seconds  # seconds of call audio recorded
-        print(" | ".join([f"{calls:5d}", f"{loop_cpu / (audio * 50) * 1e6:21.1f}", f"{writer_cpu / audio * 1e6:20.0f}",
-                          f"{loop_cpu / audio * 100:23.3f}", f"{(loop_cpu + writer_cpu) / audio * 100:24.3f}",
-                          f"{written / audio * 60 / 1e6:16.2f}"]))
+        print(
+            " | ".join(
+                [
+                    f"{calls:5d}",
+                    f"{loop_cpu / (audio * 50) * 1e6:21.1f}",
+                    f"{writer_cpu / audio * 1e6:20.0f}",
+                    f"{loop_cpu / audio * 100:23.3f}",
+                    f"{(loop_cpu + writer_cpu) / audio * 100:24.3f}",
+                    f"{written / audio * 60 / 1e6:16.2f}",
+                ]
+            )
+        )
     await pacing(args.pacing_calls, args.pacing_seconds, args.runs)
 
 
 async def pacing(calls: int, seconds: float, runs: int) -> None:
-    print(f"\nreal time: {calls} RTP sessions in pairs, {seconds:.0f} s a run, {runs} runs each way, alternating, medians")
+    print(
+        f"\nreal time: {calls} RTP sessions in pairs, {seconds:.0f} s a run, {runs} runs each way, alternating, medians"
+    )
     print("recording | CPU % of a core | CPU %/call | send p99 ms | skipped slots")
     print("--------- | --------------- | ---------- | ----------- | -------------")
     results: dict[bool, list] = {False: [], True: []}
@@ -113,8 +133,10 @@ async def pacing(calls: int, seconds: float, runs: int) -> None:
         recordings.close()
     for on in (False, True):
         cpu = statistics.median(r.cpu_percent for r in results[on])
-        print(f"{'on' if on else 'off':>9} | {cpu:15.1f} | {cpu / calls:10.2f} | "
-              f"{statistics.median(r.p99 for r in results[on]):11.1f} | {statistics.median(r.skipped for r in results[on]):13.0f}")
+        print(
+            f"{'on' if on else 'off':>9} | {cpu:15.1f} | {cpu / calls:10.2f} | "
+            f"{statistics.median(r.p99 for r in results[on]):11.1f} | {statistics.median(r.skipped for r in results[on]):13.0f}"
+        )
 
 
 if __name__ == "__main__":

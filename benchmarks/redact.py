@@ -6,6 +6,7 @@ and whether it was masked. The lines are the shop's own sentences and what calle
 
 Usage: .venv/bin/python benchmarks/redact.py [--repeat 200] [--rounds 7]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    print(f"redact() per line, median of {args.rounds} rounds x {args.repeat} calls; load average {load:.1f} "
-          f"on {os.cpu_count()} cores\n")
+    print(
+        f"redact() per line, median of {args.rounds} rounds x {args.repeat} calls; load average {load:.1f} "
+        f"on {os.cpu_count()} cores\n"
+    )
     print("| line | chars | µs per line | masked |")
     print("|---|---:|---:|---|")
     for name, line in LINES.items():

@@ -12,6 +12,7 @@ one core, in total and per session (one call's media).
 
 Usage: .venv/bin/python benchmarks/rtp_pacing.py [--seconds 10] [--runs 3] [--calls 1,10,50,100]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,16 @@ async def one_run(calls: int, seconds: float, prepare: Callable[[RtpSession], No
     for stat in stats:
         intervals.merge(stat.send_intervals)
     lost = sum(stats[i].packets_sent - stats[partners[i]].packets_received for i in range(calls))
-    return Run(intervals.percentile(50), intervals.percentile(99), intervals.max_ms, sum(s.packets_sent for s in stats),
-               lost, sum(s.send_skipped for s in stats), statistics.fmean(s.jitter_ms for s in stats), cpu_percent)
+    return Run(
+        intervals.percentile(50),
+        intervals.percentile(99),
+        intervals.max_ms,
+        sum(s.packets_sent for s in stats),
+        lost,
+        sum(s.send_skipped for s in stats),
+        statistics.fmean(s.jitter_ms for s in stats),
+        cpu_percent,
+    )
 
 
 async def bare_timer(seconds: float) -> IntervalHistogram:
@@ -104,13 +113,27 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--calls", default="1,10,50,100")
     args = parser.parse_args()
-    print(f"{args.runs} run(s) of {args.seconds:.0f} s each, medians; PCMU 20 ms both ways per call; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"{args.runs} run(s) of {args.seconds:.0f} s each, medians; PCMU 20 ms both ways per call; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     floor = await bare_timer(args.seconds)
-    print(f"reference, a bare asyncio 20 ms timer: p50 {floor.percentile(50):.1f} ms, p99 {floor.percentile(99):.1f} ms, "
-          f"max {floor.max_ms:.1f} ms\n")
-    header = ("calls", "pkts sent/s", "send p50 ms", "p99 ms", "max ms", "lost", "skipped", "jitter ms",
-              "CPU % core", "CPU %/call")
+    print(
+        f"reference, a bare asyncio 20 ms timer: p50 {floor.percentile(50):.1f} ms, p99 {floor.percentile(99):.1f} ms, "
+        f"max {floor.max_ms:.1f} ms\n"
+    )
+    header = (
+        "calls",
+        "pkts sent/s",
+        "send p50 ms",
+        "p99 ms",
+        "max ms",
+        "lost",
+        "skipped",
+        "jitter ms",
+        "CPU % core",
+        "CPU %/call",
+    )
     print(" | ".join(header))
     print(" | ".join("-" * len(h) for h in header))
     for calls in (int(n) for n in args.calls.split(",")):
@@ -120,10 +143,23 @@ async def main() -> None:
             return statistics.median(getattr(run, field) for run in runs)  # noqa: B023 (only called in this iteration)
 
         cpu = median("cpu_percent")
-        print(" | ".join([f"{calls:5d}", f"{median('sent') / args.seconds:11.0f}", f"{median('p50'):11.1f}",
-                          f"{median('p99'):6.1f}", f"{median('max_ms'):6.1f}", f"{median('lost'):4.0f}",
-                          f"{median('skipped'):7.0f}", f"{median('jitter_ms'):9.2f}", f"{cpu:10.1f}",
-                          f"{cpu / calls:10.2f}"]), flush=True)
+        print(
+            " | ".join(
+                [
+                    f"{calls:5d}",
+                    f"{median('sent') / args.seconds:11.0f}",
+                    f"{median('p50'):11.1f}",
+                    f"{median('p99'):6.1f}",
+                    f"{median('max_ms'):6.1f}",
+                    f"{median('lost'):4.0f}",
+                    f"{median('skipped'):7.0f}",
+                    f"{median('jitter_ms'):9.2f}",
+                    f"{cpu:10.1f}",
+                    f"{cpu / calls:10.2f}",
+                ]
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

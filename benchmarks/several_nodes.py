@@ -16,6 +16,7 @@
 
 Usage: .venv/bin/python benchmarks/several_nodes.py [--orders 25] [--calls 6] [--talking 1,2,3 (0: skip)]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,9 +77,12 @@ def percentile(values: list[float], p: float) -> float:
     return statistics.quantiles(values, n=100)[int(p) - 1] if len(values) > 1 else values[0]
 
 
-async def failures(peers: Peers, target: tuple[str, int], count: int, call_ms: int) -> tuple[asyncio.subprocess.Process, Path]:
-    return await peers.start_sipp(target, "record_route.xml", calls=count, rate=10, limit=count, timeout_s=60,
-                                  extra=("-d", str(call_ms)))
+async def failures(
+    peers: Peers, target: tuple[str, int], count: int, call_ms: int
+) -> tuple[asyncio.subprocess.Process, Path]:
+    return await peers.start_sipp(
+        target, "record_route.xml", calls=count, rate=10, limit=count, timeout_s=60, extra=("-d", str(call_ms))
+    )
 
 
 async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, object]:
@@ -102,8 +106,9 @@ async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, obje
             await c.endpoint._transport.close()  # a crash, as the network sees it
             await kamailio.until_state(c.address, False, 30)
             result["dead_s"] = time.monotonic() - killed
-            new = await peers.sipp(target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60,
-                                   extra=("-d", "1000"))
+            new = await peers.sipp(
+                target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60, extra=("-d", "1000")
+            )
             old = await peers.wait_sipp(*live, 90)
             result["kill"] = (old.failed, on_c, new.failed, calls)
             # Drain: calls live on a and b, then b drains.
@@ -113,8 +118,9 @@ async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, obje
                     await asyncio.sleep(0.05)
             on_b = len(b.endpoint.calls)
             await b.drain()
-            new = await peers.sipp(target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60,
-                                   extra=("-d", "1000"))
+            new = await peers.sipp(
+                target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60, extra=("-d", "1000")
+            )
             old = await peers.wait_sipp(*live, 90)
             result["drain"] = (old.failed, on_b, new.failed, calls)
     finally:
@@ -154,16 +160,22 @@ async def talking_benchmark(url: str, workdir: Path, counts: list[int]) -> list[
 
 
 def talking_table(rows: list[tuple[int, str, int, list[dict]]]) -> None:
-    print(f"\ntalking load: two serve processes, a scripted model ({MODEL_DELAY_S * 1000:.0f} ms), Whisper tiny.en, "
-          f"seconds; load average now {os.getloadavg()[0]:.1f}")
-    print(f"| calls per node | node | turns | v2v p50 | v2v p95 | stt p50 | stt p95 | max_stt_delay_s {STT_LIMIT_S:g} | unanswered (all) |")
+    print(
+        f"\ntalking load: two serve processes, a scripted model ({MODEL_DELAY_S * 1000:.0f} ms), Whisper tiny.en, "
+        f"seconds; load average now {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"| calls per node | node | turns | v2v p50 | v2v p95 | stt p50 | stt p95 | max_stt_delay_s {STT_LIMIT_S:g} | unanswered (all) |"
+    )
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
     for n, name, unanswered, turns in rows:
         v2v = [t["voice_to_voice_s"] for t in turns if t["voice_to_voice_s"] is not None]
         stt = [t["stt_s"] for t in turns if t["stt_s"] is not None]
         admission = "would refuse" if stt and statistics.median(stt) >= STT_LIMIT_S else "serving"
-        print(f"| {n} | {name} | {len(v2v)} | {pct(v2v, 50):.2f} | {pct(v2v, 95):.2f} | {pct(stt, 50):.2f} | "
-              f"{pct(stt, 95):.2f} | {admission} | {unanswered} |")
+        print(
+            f"| {n} | {name} | {len(v2v)} | {pct(v2v, 50):.2f} | {pct(v2v, 95):.2f} | {pct(stt, 50):.2f} | "
+            f"{pct(stt, 95):.2f} | {admission} | {unanswered} |"
+        )
 
 
 def main() -> int:

@@ -8,6 +8,7 @@ than the request (amplification <= 1).
 
 Usage: .venv/bin/python benchmarks/sip_refusal.py [--wait 35]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from telephony.endpoint import EndpointConfig, SipEndpoint
 
 LOCAL = "127.0.0.1"
-SDP = (f"v=0\r\no=peer 1 1 IN IP4 {LOCAL}\r\ns=-\r\nc=IN IP4 {LOCAL}\r\nt=0 0\r\n"
-       "m=audio 4000 RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n")
+SDP = (
+    f"v=0\r\no=peer 1 1 IN IP4 {LOCAL}\r\ns=-\r\nc=IN IP4 {LOCAL}\r\nt=0 0\r\n"
+    "m=audio 4000 RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n"
+)
 
 
 class Counter(asyncio.DatagramProtocol):
@@ -36,11 +39,19 @@ class Counter(asyncio.DatagramProtocol):
 
 def invite(port: int, target_port: int, *, uri: str | None = None, extra: str = "") -> bytes:
     uri = uri or f"sip:shop@{LOCAL}:{target_port}"
-    lines = [f"INVITE {uri} SIP/2.0", f"Via: SIP/2.0/UDP {LOCAL}:{port};branch=z9hG4bK{secrets.token_hex(6)};rport",
-             f"From: <sip:scanner@{LOCAL}>;tag={secrets.token_hex(4)}", f"To: <sip:shop@{LOCAL}>",
-             f"Call-ID: {secrets.token_hex(8)}", "CSeq: 1 INVITE", f"Contact: <sip:scanner@{LOCAL}:{port}>",
-             "Max-Forwards: 70", *([extra] if extra else []), "Content-Type: application/sdp",
-             f"Content-Length: {len(SDP)}"]
+    lines = [
+        f"INVITE {uri} SIP/2.0",
+        f"Via: SIP/2.0/UDP {LOCAL}:{port};branch=z9hG4bK{secrets.token_hex(6)};rport",
+        f"From: <sip:scanner@{LOCAL}>;tag={secrets.token_hex(4)}",
+        f"To: <sip:shop@{LOCAL}>",
+        f"Call-ID: {secrets.token_hex(8)}",
+        "CSeq: 1 INVITE",
+        f"Contact: <sip:scanner@{LOCAL}:{port}>",
+        "Max-Forwards: 70",
+        *([extra] if extra else []),
+        "Content-Type: application/sdp",
+        f"Content-Length: {len(SDP)}",
+    ]
     return ("\r\n".join(lines) + "\r\n\r\n" + SDP).encode()
 
 

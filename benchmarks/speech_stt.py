@@ -12,6 +12,7 @@ base, <= 12% with tiny.en; on espeak-ng, >= 20% fewer errors than the baseline w
 them; "a retried turn" is the latency such a turn costs).
 Run: `.venv/bin/python benchmarks/speech_stt.py [--big]` (--big adds triage_tuning.jsonl: 107 sentences).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,9 +42,12 @@ MODELS = ("tiny.en", "base")
 RUNS = 5
 CACHE = Path(tempfile.gettempdir()) / "voiceswarm-speech-corpus"
 # Each latency utterance is padded with silence to exactly its length.
-LATENCY_TEXTS = {1: "Yes, please.", 3: "I want to return the wireless headphones I bought last week.",
-                 8: "I want to return the headphones I bought last week. They stopped working after two days, "
-                    "and I would like a refund to my card, please."}
+LATENCY_TEXTS = {
+    1: "Yes, please.",
+    3: "I want to return the wireless headphones I bought last week.",
+    8: "I want to return the headphones I bought last week. They stopped working after two days, "
+    "and I would like a refund to my card, please.",
+}
 
 
 def main() -> None:
@@ -55,11 +59,15 @@ def main() -> None:
         print(json.dumps(CHILDREN[args.child]()))
         return
     load = os.getloadavg()[0]
-    print(f"# speech_stt on {os.cpu_count()} cores, load average {load:.1f} at start (other work on the machine inflates times)\n")
+    print(
+        f"# speech_stt on {os.cpu_count()} cores, load average {load:.1f} at start (other work on the machine inflates times)\n"
+    )
     latency_table()
     threads_table()
     wer_table(args.big)
-    print(f"| one core, 3 s utterances (taskset to 1 CPU, workers=1, cpu_threads=1) | {'utterances/s':>12} | {'CPU s each':>10} |")
+    print(
+        f"| one core, 3 s utterances (taskset to 1 CPU, workers=1, cpu_threads=1) | {'utterances/s':>12} | {'CPU s each':>10} |"
+    )
     print("|---|---:|---:|")
     for model in MODELS:
         result = child("one_core_" + model)
@@ -67,14 +75,17 @@ def main() -> None:
     print()
     print("| peak RSS (VmHWM, fresh process) | MB |")
     print("|---|---:|")
-    for mode, label in (("rss_both", "tiny.en + base loaded, one utterance each"), ("rss_base_voice", "base + Piper voice, one utterance + one sentence")):
+    for mode, label in (
+        ("rss_both", "tiny.en + base loaded, one utterance each"),
+        ("rss_base_voice", "base + Piper voice, one utterance + one sentence"),
+    ):
         print(f"| {label} | {child(mode)['rss_mb']:.0f} |")
 
 
 def utterance(seconds: int) -> np.ndarray:
     [(_, padded)] = corpus.corpus("piper", [LATENCY_TEXTS[seconds]], CACHE)
     voiced = np.nonzero(np.abs(padded) > 300)[0]
-    speech = padded[voiced[0]: voiced[-1] + 1]
+    speech = padded[voiced[0] : voiced[-1] + 1]
     room = seconds * corpus.PHONE_RATE - speech.size
     assert room >= 0, f"{LATENCY_TEXTS[seconds]!r} is longer than {seconds} s"
     return np.concatenate([np.zeros(room // 3, np.int16), speech, np.zeros(room - room // 3, np.int16)])
@@ -103,26 +114,36 @@ def plain_transcribe(plain, path: Path) -> str:
 
 def latency_table() -> None:
     prompt = corpus.domain_prompt()
-    print("| STT latency, p50 of 5 (min) | utterance | plain faster-whisper | greedy, no retry | Transcriber + prompt "
-          "| a retried turn (greedy, then beam 5) | + prompt, always beam 5 |")
+    print(
+        "| STT latency, p50 of 5 (min) | utterance | plain faster-whisper | greedy, no retry | Transcriber + prompt "
+        "| a retried turn (greedy, then beam 5) | + prompt, always beam 5 |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as scratch:
         for model in MODELS:
             plain = plain_model(model)
             greedy = Transcriber(model, workers=1, retry_beam_size=1)
             transcriber = Transcriber(model, workers=1)
-            retrying = Transcriber(model, workers=1, thresholds=Thresholds(retry_below_logprob=1.0))  # every turn retried
+            retrying = Transcriber(
+                model, workers=1, thresholds=Thresholds(retry_below_logprob=1.0)
+            )  # every turn retried
             beam5 = Transcriber(model, workers=1, beam_size=5)
             for seconds in LATENCY_TEXTS:
                 pcm = utterance(seconds)
                 wav = Path(scratch) / f"{seconds}s-16k.wav"
                 write_wav(wav, resample(pcm, corpus.PHONE_RATE, 16000), 16000)
-                cells = [timed(partial(plain_transcribe, plain, wav)),
-                         timed(partial(greedy.transcribe_sync, pcm)),
-                         timed(partial(transcriber.transcribe_sync, pcm, prompt=prompt)),
-                         timed(partial(retrying.transcribe_sync, pcm, prompt=prompt)),
-                         timed(partial(beam5.transcribe_sync, pcm, prompt=prompt))]
-                print(f"| {model} | {seconds} s | " + " | ".join(f"{statistics.median(t):.3f} s ({min(t):.3f})" for t in cells) + " |")
+                cells = [
+                    timed(partial(plain_transcribe, plain, wav)),
+                    timed(partial(greedy.transcribe_sync, pcm)),
+                    timed(partial(transcriber.transcribe_sync, pcm, prompt=prompt)),
+                    timed(partial(retrying.transcribe_sync, pcm, prompt=prompt)),
+                    timed(partial(beam5.transcribe_sync, pcm, prompt=prompt)),
+                ]
+                print(
+                    f"| {model} | {seconds} s | "
+                    + " | ".join(f"{statistics.median(t):.3f} s ({min(t):.3f})" for t in cells)
+                    + " |"
+                )
             for each in (greedy, transcriber, retrying, beam5):
                 each.close()
             del plain
@@ -159,8 +180,10 @@ def wer_table(big: bool) -> None:
     names = ("caller_utterances.jsonl", "triage_tuning.jsonl") if big else ("caller_utterances.jsonl",)
     texts = corpus.sentences(*names)
     prompt = corpus.domain_prompt()
-    print(f"| WER, {len(texts)} sentences ({' + '.join(names)}) | voice | plain faster-whisper | greedy, no prompt "
-          "| greedy + prompt | Transcriber + prompt | + prompt, always beam 5 | Transcriber + prompt vs plain | retried |")
+    print(
+        f"| WER, {len(texts)} sentences ({' + '.join(names)}) | voice | plain faster-whisper | greedy, no prompt "
+        "| greedy + prompt | Transcriber + prompt | + prompt, always beam 5 | Transcriber + prompt vs plain | retried |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     trust = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -180,24 +203,36 @@ def wer_table(big: bool) -> None:
                 prompted = [greedy.transcribe_sync(pcm, prompt=prompt) for _, pcm in items]
                 ours = [transcriber.transcribe_sync(pcm, prompt=prompt) for _, pcm in items]
                 wide = [beam5.transcribe_sync(pcm, prompt=prompt) for _, pcm in items]
-                rates = [score(texts, plain_out)] + [score(texts, [t.text for t in out]) for out in (bare, prompted, ours, wide)]
+                rates = [score(texts, plain_out)] + [
+                    score(texts, [t.text for t in out]) for out in (bare, prompted, ours, wide)
+                ]
                 fewer = f"{(rates[0] - rates[3]) / rates[0]:+.0%}" if rates[0] else "-"
-                print(f"| {model} | {voice} | " + " | ".join(f"{r:.1%}" for r in rates) + f" | {fewer} | {sum(t.retried for t in ours)}/{len(ours)} |")
+                print(
+                    f"| {model} | {voice} | "
+                    + " | ".join(f"{r:.1%}" for r in rates)
+                    + f" | {fewer} | {sum(t.retried for t in ours)}/{len(ours)} |"
+                )
                 for label, out in (("Transcriber + prompt", ours), ("beam 5 + prompt", wide)):
                     sure = [i for i, t in enumerate(out) if t.confident]
                     doubt = [i for i, t in enumerate(out) if not t.confident]
-                    trust.append(f"| {model} | {voice}, {label} | {len(doubt) / len(out):.1%} | "
-                                 f"{score([texts[i] for i in sure], [out[i].text for i in sure]):.1%} | "
-                                 f"{score([texts[i] for i in doubt], [out[i].text for i in doubt]):.1%} | "
-                                 f"{max(t.no_speech_prob for t in out):.2f} | {min(t.avg_logprob for t in out):.2f} |")
+                    trust.append(
+                        f"| {model} | {voice}, {label} | {len(doubt) / len(out):.1%} | "
+                        f"{score([texts[i] for i in sure], [out[i].text for i in sure]):.1%} | "
+                        f"{score([texts[i] for i in doubt], [out[i].text for i in doubt]):.1%} | "
+                        f"{max(t.no_speech_prob for t in out):.2f} | {min(t.avg_logprob for t in out):.2f} |"
+                    )
             for name, pcm in corpus.bad_input().items():
                 t = transcriber.transcribe_sync(pcm)
-                trust.append(f"| {model} | no speech: {name} | {'NO' if t.confident else 'yes'} | {t.text[:30]!r} | | {t.no_speech_prob:.2f} | {t.avg_logprob:.2f} |")
+                trust.append(
+                    f"| {model} | no speech: {name} | {'NO' if t.confident else 'yes'} | {t.text[:30]!r} | | {t.no_speech_prob:.2f} | {t.avg_logprob:.2f} |"
+                )
             for each in (greedy, transcriber, beam5):
                 each.close()
             del plain
     print()
-    print("| confidence (default Thresholds) | audio | not confident | WER when confident (speech) / text (noise) | WER when not | max no_speech_prob | min avg_logprob |")
+    print(
+        "| confidence (default Thresholds) | audio | not confident | WER when confident (speech) / text (noise) | WER when not | max no_speech_prob | min avg_logprob |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|")
     print("\n".join(trust))
     print()
@@ -205,8 +240,11 @@ def wer_table(big: bool) -> None:
 
 # ---- measured in a fresh process -----------------------------------------------------------------------
 
+
 def child(mode: str) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True, timeout=900, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", mode], capture_output=True, text=True, timeout=900, check=True
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -248,8 +286,12 @@ def _one_core(model: str) -> dict:
     return {"per_s": runs / (time.perf_counter() - started), "cpu_s": (time.process_time() - cpu) / runs}
 
 
-CHILDREN = {"rss_both": _rss_both, "rss_base_voice": _rss_base_voice,
-            "one_core_tiny.en": lambda: _one_core("tiny.en"), "one_core_base": lambda: _one_core("base")}
+CHILDREN = {
+    "rss_both": _rss_both,
+    "rss_base_voice": _rss_base_voice,
+    "one_core_tiny.en": lambda: _one_core("tiny.en"),
+    "one_core_base": lambda: _one_core("base"),
+}
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ Time to first audio: from the call of synthesize_stream until its first 8 kHz PC
 Piper, resampling, levelling). RTF: synthesis time of the whole text / duration of its audio. Other
 processes on the machine inflate the medians; the minimum is the figure for an idle core.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,15 +60,19 @@ async def main() -> None:
     started = time.perf_counter()
     piper_voice_paths()
     verify = time.perf_counter() - started
-    print(f"voice load (PiperVoice.load, median of 3): {1000 * statistics.median(loads):.0f} ms; "
-          f"sha256 check of the voice files: {1000 * verify:.0f} ms; cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}\n")
+    print(
+        f"voice load (PiperVoice.load, median of 3): {1000 * statistics.median(loads):.0f} ms; "
+        f"sha256 check of the voice files: {1000 * verify:.0f} ms; cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}\n"
+    )
 
     # No cache: every run renders, as the first time a sentence is said.
     split = Synthesizer(SynthesizerConfig(cached_pieces=0))
     whole = Synthesizer(SynthesizerConfig(split_first_clause=False, cached_pieces=0))
     await measure(split, "Warming up.")
-    print("| words | sentence | first piece words | TTFA whole ms (median / min) | TTFA split ms (median / min) "
-          "| total ms | audio s | RTF |")
+    print(
+        "| words | sentence | first piece words | TTFA whole ms (median / min) | TTFA split ms (median / min) "
+        "| total ms | audio s | RTF |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for label, text in SENTENCES:
         runs_whole, runs_split = [], []
@@ -77,8 +82,10 @@ async def main() -> None:
         head = speech_pieces(normalize_for_speech(text))[0]
         total = statistics.median(r[1] for r in runs_split)
         audio = statistics.median(r[2] for r in runs_split)
-        print(f"| {label} | {text} | {len(head.split())} | {_ms(r[0] for r in runs_whole)} | {_ms(r[0] for r in runs_split)} "
-              f"| {1000 * total:.0f} | {audio:.2f} | {total / audio:.3f} |")
+        print(
+            f"| {label} | {text} | {len(head.split())} | {_ms(r[0] for r in runs_whole)} | {_ms(r[0] for r in runs_split)} "
+            f"| {1000 * total:.0f} | {audio:.2f} | {total / audio:.3f} |"
+        )
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     split.close()
     whole.close()

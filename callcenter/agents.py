@@ -1,4 +1,5 @@
 """The shop's swarm: triage hands over to sales or refund, which call tools against the shop."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -33,11 +34,11 @@ TRIAGE_PROMPT = (
     "- They say goodbye (bye, that's all): call end_call.\n"
     "- Anything else (a greeting, yes, no, okay, half a sentence, another question): call ask_buy_or_return.\n"
     "Examples:\n"
-    "\"do you sell coffee machines\" -> navigate_to_sales\n"
-    "\"the radio I got is broken\" -> navigate_to_refund\n"
-    "\"let me speak to someone\" -> transfer_to_operator\n"
-    "\"hello\" -> ask_buy_or_return\n"
-    "\"what's your address\" -> ask_buy_or_return"
+    '"do you sell coffee machines" -> navigate_to_sales\n'
+    '"the radio I got is broken" -> navigate_to_refund\n'
+    '"let me speak to someone" -> transfer_to_operator\n'
+    '"hello" -> ask_buy_or_return\n'
+    '"what\'s your address" -> ask_buy_or_return'
 )
 
 SALES_PROMPT = (
@@ -49,8 +50,8 @@ SALES_PROMPT = (
     "- The caller says no: order nothing, and ask if there is anything else.\n"
     "- They want to return something: call navigate_to_refund. They ask for a person: call transfer_to_operator.\n"
     "Examples:\n"
-    "\"do you have desk fans\" -> search_products with query \"desk fans\"\n"
-    "\"yes please\" after the price -> place_order with confirmed true"
+    '"do you have desk fans" -> search_products with query "desk fans"\n'
+    '"yes please" after the price -> place_order with confirmed true'
 )
 
 REFUND_PROMPT = (
@@ -64,8 +65,8 @@ REFUND_PROMPT = (
     "- The caller says no: return nothing, and ask if there is anything else.\n"
     "- They want to buy something: call navigate_to_sales. They ask for a person: call transfer_to_operator.\n"
     "Examples:\n"
-    "\"my toaster stopped working\" -> find_order with product \"toaster\"\n"
-    "\"yes\" after the read-back -> create_return with confirmed true"
+    '"my toaster stopped working" -> find_order with product "toaster"\n'
+    '"yes" after the read-back -> create_return with confirmed true'
 )
 
 UNCLEAR = {
@@ -98,8 +99,12 @@ def ask_buy_or_return_tool() -> Tool:
         return {"say": UNCLEAR["triage"]}
 
     # No examples: the offline router asks its own question (UNCLEAR) when nothing matches.
-    return Tool("ask_buy_or_return", "Ask whether the caller wants to buy or to return, when it is not clear yet.",
-                {"type": "object", "properties": {}}, call)
+    return Tool(
+        "ask_buy_or_return",
+        "Ask whether the caller wants to buy or to return, when it is not clear yet.",
+        {"type": "object", "properties": {}},
+        call,
+    )
 
 
 AGENTS = ("triage", "sales", "refund")
@@ -125,7 +130,9 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
     registry = Registry()
     tools = [
         navigate_tool("sales", "Hand the caller over to sales when they want to buy something.", SALES_PHRASES),
-        navigate_tool("refund", "Hand the caller over to returns when they want to return, refund or exchange.", RETURN_PHRASES),
+        navigate_tool(
+            "refund", "Hand the caller over to returns when they want to return, refund or exchange.", RETURN_PHRASES
+        ),
         navigate_back_tool(),
         transfer_to_operator_tool(),
         end_call_tool(),
@@ -135,11 +142,29 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
     for tool in tools:
         registry.add_tool(tool)
     # The router's phrases come from the tools themselves, so both brains share one vocabulary.
-    registry.add_completion("offline", OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE))
+    registry.add_completion(
+        "offline", OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE)
+    )
     agents = {
-        "triage": (TRIAGE_PROMPT, ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator", "end_call", "ask_buy_or_return")),
-        "sales": (SALES_PROMPT, ("search_products", "place_order", "navigate_to_refund", "navigate_back", "transfer_to_operator", "end_call")),
-        "refund": (REFUND_PROMPT, ("find_order", "create_return", "navigate_to_sales", "navigate_back", "transfer_to_operator", "end_call")),
+        "triage": (
+            TRIAGE_PROMPT,
+            ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator", "end_call", "ask_buy_or_return"),
+        ),
+        "sales": (
+            SALES_PROMPT,
+            (
+                "search_products",
+                "place_order",
+                "navigate_to_refund",
+                "navigate_back",
+                "transfer_to_operator",
+                "end_call",
+            ),
+        ),
+        "refund": (
+            REFUND_PROMPT,
+            ("find_order", "create_return", "navigate_to_sales", "navigate_back", "transfer_to_operator", "end_call"),
+        ),
     }
     for name, (prompt, tool_names) in agents.items():
         provider = brains.get(name)

@@ -1,4 +1,5 @@
 """Assembles the application from config: the shop, the brains and the swarm registry."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """Which LLM serves the agents: built from config, with "auto" probing Ollama, then the local model, at start-up."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,26 +36,43 @@ class Brains:
 
 def _ollama(llm: LLMConfig, model: str) -> OllamaProvider:
     return OllamaProvider(
-        llm.host, model, options=dict(llm.options), timeout=llm.timeout, native_tools=llm.native_tools,
-        name=f"ollama:{model}", tool_mode=resolve_tool_mode(llm.tool_mode, "ollama", llm.native_tools),
+        llm.host,
+        model,
+        options=dict(llm.options),
+        timeout=llm.timeout,
+        native_tools=llm.native_tools,
+        name=f"ollama:{model}",
+        tool_mode=resolve_tool_mode(llm.tool_mode, "ollama", llm.native_tools),
     )
 
 
 def _openai(llm: LLMConfig, model: str) -> Provider:
     from swarm.providers.openai_compat import OpenAIProvider
 
-    return OpenAIProvider(model, llm.base_url, api_key=os.environ.get(llm.api_key_env, "unused"), timeout=llm.timeout,
-                          name=f"openai:{model}", tool_mode=resolve_tool_mode(llm.tool_mode, "openai"))
+    return OpenAIProvider(
+        model,
+        llm.base_url,
+        api_key=os.environ.get(llm.api_key_env, "unused"),
+        timeout=llm.timeout,
+        name=f"openai:{model}",
+        tool_mode=resolve_tool_mode(llm.tool_mode, "openai"),
+    )
 
 
 async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> Brains:
     """Start the local model's server (joining its file on first use); raises ProviderError or ModelError."""
     # A slot per agent: two calls' turns run at once, batched, instead of one after the other (measured with
     # two prefilled prompts: 15.4 s for both with two slots, 17.8 s with one, the second reply starting 8 s late).
-    server = await asyncio.to_thread(local_server, llm.local_model, threads=llm.local_threads, ctx=llm.local_ctx,
-                                     parallel=len(agents))
-    provider = LocalProvider(server, model=server.spec.name, timeout=llm.timeout, name=f"local:{server.spec.name}",
-                             tool_mode=resolve_tool_mode(llm.tool_mode, "local"))
+    server = await asyncio.to_thread(
+        local_server, llm.local_model, threads=llm.local_threads, ctx=llm.local_ctx, parallel=len(agents)
+    )
+    provider = LocalProvider(
+        server,
+        model=server.spec.name,
+        timeout=llm.timeout,
+        name=f"local:{server.spec.name}",
+        tool_mode=resolve_tool_mode(llm.tool_mode, "local"),
+    )
     await provider.start()
     description = f"local model {server.spec.name} (llama.cpp on {server.url}, {llm.local_threads} threads){why}"
     return Brains(dict.fromkeys(agents, provider), description, (provider,))
@@ -130,7 +148,9 @@ async def prefill(registry: Registry, swarm: str, brains: Brains) -> None:
                 # The request a caller's first turn with this agent starts with, built by the session itself.
                 agent = registry.agents[name]
                 tools = session._tools(agent)
-                request = CompletionRequest(name, "prefill", tuple(session._view(agent)), tuple(t.spec() for t in tools.values()))
+                request = CompletionRequest(
+                    name, "prefill", tuple(session._view(agent)), tuple(t.spec() for t in tools.values())
+                )
                 await provider.prefill(request)
     finally:
         session.dispose()

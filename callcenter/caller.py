@@ -13,6 +13,7 @@ or step by step (to talk over the agent, or to look at the shop between two line
         await caller.agent_speaking()
         await caller.say("Sorry, stop.")  # over the agent: a barge-in
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,14 +73,23 @@ async def _refuse(call: SipCall) -> None:
 class TestCaller:
     __test__ = False  # not a pytest test class
 
-    def __init__(self, speech: SpeechModels, *, caller_id: str = "+442079460321", host: str = "127.0.0.1",
-                 rtp_ports: tuple[int, int] = (30000, 32000), timing: CallerTiming = CallerTiming(),
-                 on_line: Callable[[str, str], None] | None = None, transcribe: bool = True) -> None:
+    def __init__(
+        self,
+        speech: SpeechModels,
+        *,
+        caller_id: str = "+442079460321",
+        host: str = "127.0.0.1",
+        rtp_ports: tuple[int, int] = (30000, 32000),
+        timing: CallerTiming = CallerTiming(),
+        on_line: Callable[[str, str], None] | None = None,
+        transcribe: bool = True,
+    ) -> None:
         """`transcribe=False` skips Whisper on what the agent says (benchmarks: the caller's CPU is not the agent's)."""
         self.speech, self.caller_id, self.timing, self.on_line = speech, caller_id, timing, on_line
         self.transcribe = transcribe
-        self.endpoint = SipEndpoint(EndpointConfig(listen_host=host, listen_port=0, rtp_port_range=rtp_ports,
-                                                   no_media_timeout_s=None), _refuse)
+        self.endpoint = SipEndpoint(
+            EndpointConfig(listen_host=host, listen_port=0, rtp_port_range=rtp_ports, no_media_timeout_s=None), _refuse
+        )
         self.exchange = Exchange()
         self._call: SipCall | None = None
         self._listener: asyncio.Task[None] | None = None
@@ -150,7 +160,11 @@ class TestCaller:
         deadline = time.monotonic() + self.timing.turn_timeout_s
         while time.monotonic() < deadline and not call.closed.is_set():
             quiet = time.monotonic() - self._last_agent_speech
-            if self._agent_turns > turns_before and not self._agent_speaking and quiet >= self.timing.agent_done_after_s:
+            if (
+                self._agent_turns > turns_before
+                and not self._agent_speaking
+                and quiet >= self.timing.agent_done_after_s
+            ):
                 break
             await asyncio.sleep(0.05)
         # Note what the agent said before the caller's next line.
@@ -231,5 +245,5 @@ def _dbfs(frame: np.ndarray) -> float:
 
 def _trailing_silence_s(audio: np.ndarray, frame: int = 160) -> float:
     """Seconds after the last 20 ms frame with speech in it."""
-    loud = [i for i in range(0, len(audio), frame) if _dbfs(audio[i:i + frame]) > SILENCE_DBFS]
+    loud = [i for i in range(0, len(audio), frame) if _dbfs(audio[i : i + frame]) > SILENCE_DBFS]
     return (len(audio) - min(len(audio), loud[-1] + frame)) / 8000 if loud else len(audio) / 8000

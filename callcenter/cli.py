@@ -1,4 +1,5 @@
 """The `voiceswarm` command line: each command lives in its own module of callcenter.commands."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """Configuration: a TOML file, then environment variables on top (what a systemd unit or container sets)."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -133,7 +134,9 @@ class VoiceConfig:
     metrics_listen: str = "127.0.0.1:9460"
     shutdown_deadline_s: float = 30.0
     # Said at the deadline to each call still live (after the caller's current sentence), then BYE.
-    drain_goodbye: str = "I'm sorry, we have to end this call now. Please call again, you will be answered at once. Goodbye."
+    drain_goodbye: str = (
+        "I'm sorry, we have to end this call now. Please call again, you will be answered at once. Goodbye."
+    )
     # Admission control (0: off): past any limit, new calls and the dispatcher's OPTIONS get 503 + Retry-After.
     max_active_calls: int = 0
     max_cpu_percent: float = 0.0
@@ -245,8 +248,15 @@ def _build(data: dict[str, Any]) -> Config:
     database = shop.get("database", Config.database)
     if not isinstance(database, str):
         raise ConfigError(f"shop.database must be a path or a URL (sqlite:///..., postgresql://...), not {database!r}")
-    return Config(_section(LLMConfig, llm, "llm"), database, _section(SessionConfig, session, "session"), sip, voice,
-                  supervisor=supervisor, privacy=privacy)
+    return Config(
+        _section(LLMConfig, llm, "llm"),
+        database,
+        _section(SessionConfig, session, "session"),
+        sip,
+        voice,
+        supervisor=supervisor,
+        privacy=privacy,
+    )
 
 
 def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -293,20 +303,28 @@ def _validated(config: Config) -> Config:
     if not 200 <= voice.end_silence_ms <= 5000:
         raise ConfigError(f"voice.end_silence_ms is {voice.end_silence_ms}; use 200 to 5000 (milliseconds)")
     if voice.early_transcript_ms and not EARLY_TAIL_MS <= voice.early_transcript_ms < voice.end_silence_ms:
-        raise ConfigError(f"voice.early_transcript_ms is {voice.early_transcript_ms}; use 0 (off) or "
-                          f"{EARLY_TAIL_MS} up to end_silence_ms ({voice.end_silence_ms})")
+        raise ConfigError(
+            f"voice.early_transcript_ms is {voice.early_transcript_ms}; use 0 (off) or "
+            f"{EARLY_TAIL_MS} up to end_silence_ms ({voice.end_silence_ms})"
+        )
     if not 100 <= voice.turn_silence_ms < voice.turn_max_silence_ms <= 5000:
-        raise ConfigError(f"voice.turn_silence_ms and turn_max_silence_ms are {voice.turn_silence_ms} and "
-                          f"{voice.turn_max_silence_ms}; use 100 <= turn_silence_ms < turn_max_silence_ms <= 5000")
+        raise ConfigError(
+            f"voice.turn_silence_ms and turn_max_silence_ms are {voice.turn_silence_ms} and "
+            f"{voice.turn_max_silence_ms}; use 100 <= turn_silence_ms < turn_max_silence_ms <= 5000"
+        )
     if not 0.0 < voice.turn_threshold < 1.0:
         raise ConfigError(f"voice.turn_threshold is {voice.turn_threshold}; use a probability between 0 and 1")
     _validate_recording(voice)
     if voice.overload not in ("refuse", "transfer"):
         raise ConfigError(f"voice.overload is {voice.overload!r}; use 'refuse' or 'transfer'")
     if voice.overload == "transfer" and not voice.operator.strip():
-        raise ConfigError("voice.overload is \"transfer\" but voice.operator is empty: name the operator queue to hand calls to")
+        raise ConfigError(
+            'voice.overload is "transfer" but voice.operator is empty: name the operator queue to hand calls to'
+        )
     if config.privacy.phone_region not in PHONE_REGIONS:
-        raise ConfigError(f"privacy.phone_region is {config.privacy.phone_region!r}; use a two-letter country code like DE or US")
+        raise ConfigError(
+            f"privacy.phone_region is {config.privacy.phone_region!r}; use a two-letter country code like DE or US"
+        )
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
@@ -323,7 +341,9 @@ def _validate_recording(voice: VoiceConfig) -> None:
     if voice.recording != "off" and not voice.recording_dir.strip():
         raise ConfigError("voice.recording_dir is empty: name the directory the recordings go to")
     if voice.recording == "announce" and not voice.recording_notice.strip():
-        raise ConfigError("voice.recording is \"announce\" but voice.recording_notice is empty: write the sentence to play")
+        raise ConfigError(
+            'voice.recording is "announce" but voice.recording_notice is empty: write the sentence to play'
+        )
 
 
 MIN_TOKEN_CHARS = 16
@@ -335,11 +355,15 @@ def _validate_supervisor(supervisor: SupervisorConfig) -> None:
         return
     host, _ = _host_port(supervisor.listen, "supervisor.listen")
     if supervisor.token and len(supervisor.token) < MIN_TOKEN_CHARS:
-        raise ConfigError(f"supervisor.token is too short: use at least {MIN_TOKEN_CHARS} characters "
-                          "(python -c 'import secrets; print(secrets.token_urlsafe())')")
+        raise ConfigError(
+            f"supervisor.token is too short: use at least {MIN_TOKEN_CHARS} characters "
+            "(python -c 'import secrets; print(secrets.token_urlsafe())')"
+        )
     if not supervisor.token and not is_loopback(host):
-        raise ConfigError(f"supervisor.listen is {supervisor.listen!r}, not a loopback address: set supervisor.token "
-                          "(or VOICESWARM_SUPERVISOR_TOKEN), or listen on 127.0.0.1")
+        raise ConfigError(
+            f"supervisor.listen is {supervisor.listen!r}, not a loopback address: set supervisor.token "
+            "(or VOICESWARM_SUPERVISOR_TOKEN), or listen on 127.0.0.1"
+        )
 
 
 def is_loopback(host: str) -> bool:
@@ -356,33 +380,50 @@ def is_loopback(host: str) -> bool:
 def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig:
     """The SIP endpoint's settings; raises ConfigError naming the [sip] key to change."""
     host, port = _host_port(listen or sip.listen, "sip.listen")
-    streams = {key: (address[0].strip("[]"), address[1]) if (address := _optional_host_port(sip, key)) else None
-               for key in ("listen_tcp", "listen_tls")}
+    streams = {
+        key: (address[0].strip("[]"), address[1]) if (address := _optional_host_port(sip, key)) else None
+        for key in ("listen_tcp", "listen_tls")
+    }
     if bool(sip.tls_cert) != bool(sip.tls_key):
         raise ConfigError("TLS needs both sip.tls_cert and sip.tls_key (PEM files)")
     try:
-        registration = RegistrationConfig(sip.registrar, sip.username, sip.password,
-                                          expires=sip.register_expires) if sip.registrar else None
+        registration = (
+            RegistrationConfig(sip.registrar, sip.username, sip.password, expires=sip.register_expires)
+            if sip.registrar
+            else None
+        )
         tls = TlsConfig(sip.tls_cert, sip.tls_key, sip.tls_ca or None) if sip.tls_cert else None
         return EndpointConfig(
-            listen_host=host.strip("[]"), listen_port=port, advertised_host=sip.advertised,
-            rtp_port_range=rtp_port_range(sip), allowed_sources=tuple(sip.allowed_sources) or None,
-            max_calls=sip.max_calls, no_media_timeout_s=sip.no_media_timeout_s, registration=registration,
-            srtp=sip.srtp, listen_tcp=streams["listen_tcp"], listen_tls=streams["listen_tls"], tls=tls,
+            listen_host=host.strip("[]"),
+            listen_port=port,
+            advertised_host=sip.advertised,
+            rtp_port_range=rtp_port_range(sip),
+            allowed_sources=tuple(sip.allowed_sources) or None,
+            max_calls=sip.max_calls,
+            no_media_timeout_s=sip.no_media_timeout_s,
+            registration=registration,
+            srtp=sip.srtp,
+            listen_tcp=streams["listen_tcp"],
+            listen_tls=streams["listen_tls"],
+            tls=tls,
         )
     except ValueError as error:
         # The endpoint names its own fields; the admin edits the [sip] keys they come from.
         message = str(error).replace("advertised_host", "sip.advertised").replace("listen_host", "sip.listen")
         message = message.replace("allowed_sources", "sip.allowed_sources").replace("srtp must", "sip.srtp must")
         message = message.replace("listen_tcp", "sip.listen_tcp").replace("listen_tls", "sip.listen_tls")
-        message = message.replace("needs tls: a TlsConfig with our certificate and key", "needs sip.tls_cert and sip.tls_key")
+        message = message.replace(
+            "needs tls: a TlsConfig with our certificate and key", "needs sip.tls_cert and sip.tls_key"
+        )
         raise ConfigError(message) from None
 
 
 def _validate_local(llm: LLMConfig) -> None:
     if llm.local_model not in PACKAGED_MODELS:
         if not llm.local_model.endswith(".gguf"):
-            raise ConfigError(f"llm.local_model is {llm.local_model!r}; use {' or '.join(PACKAGED_MODELS)}, or the path of a .gguf file")
+            raise ConfigError(
+                f"llm.local_model is {llm.local_model!r}; use {' or '.join(PACKAGED_MODELS)}, or the path of a .gguf file"
+            )
         if not Path(llm.local_model).is_file():
             raise ConfigError(f"llm.local_model: the file {llm.local_model} does not exist")
     if not 1 <= llm.local_threads <= 256:

@@ -7,6 +7,7 @@ nothing reaches the model. The agent's own voice coming back on the line is canc
 Transcription starts at the caller's first pause (SpeechPaused), before the endpointer is sure the turn
 has ended: when the silence lasts, the transcript is ready sooner by the rest of the end-of-turn silence.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -80,8 +81,13 @@ class TurnTiming:
     def breakdown(self) -> dict[str, float | bool | None]:
         llm = _minus(self.first_sentence_s, self.transcript_s)
         tts = _minus(self.first_audio_s, self.first_sentence_s)
-        return {"stt_s": self.transcript_s, "llm_s": llm, "tts_s": tts, "voice_to_voice_s": self.first_audio_s,
-                "early_transcript": self.early}
+        return {
+            "stt_s": self.transcript_s,
+            "llm_s": llm,
+            "tts_s": tts,
+            "voice_to_voice_s": self.first_audio_s,
+            "early_transcript": self.early,
+        }
 
 
 @dataclass
@@ -99,9 +105,18 @@ class Transcript:
 
 
 class Conversation:
-    def __init__(self, call: Call, session: Session, endpointer: Endpointing, transcriber: Transcribing,
-                 synthesizer: Synthesizing, settings: VoiceSettings, *, domain_prompt: str | None = None,
-                 on_turn: Callable[[TurnTiming], None] | None = None) -> None:
+    def __init__(
+        self,
+        call: Call,
+        session: Session,
+        endpointer: Endpointing,
+        transcriber: Transcribing,
+        synthesizer: Synthesizing,
+        settings: VoiceSettings,
+        *,
+        domain_prompt: str | None = None,
+        on_turn: Callable[[TurnTiming], None] | None = None,
+    ) -> None:
         self.call, self.session, self.settings = call, session, settings
         self.endpointer, self.transcriber, self.synthesizer = endpointer, transcriber, synthesizer
         self.domain_prompt = domain_prompt
@@ -140,7 +155,12 @@ class Conversation:
             await asyncio.wait({closed, finished}, return_when=asyncio.FIRST_COMPLETED)
             closed.cancel(), finished.cancel()
         finally:
-            tasks = [*helpers, *self._hearing, *([self._turn] if self._turn else []), *([self._early[1]] if self._early else [])]
+            tasks = [
+                *helpers,
+                *self._hearing,
+                *([self._turn] if self._turn else []),
+                *([self._early[1]] if self._early else []),
+            ]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -166,8 +186,12 @@ class Conversation:
                     self._caller_quiet.clear()
                     if not self._closing and self._playback.pause():
                         # Silent within the VAD's onset; whether it was an interruption, the words will tell.
-                        log.info("event=agent_paused call=%s heard=%d/%d", self.call.call_id,
-                                 self._playback.heard, self._playback.total)
+                        log.info(
+                            "event=agent_paused call=%s heard=%d/%d",
+                            self.call.call_id,
+                            self._playback.heard,
+                            self._playback.total,
+                        )
                 elif isinstance(event, SpeechPaused):
                     self._transcribe_early(event)
                 elif isinstance(event, SpeechEnded):
@@ -178,7 +202,9 @@ class Conversation:
     def _transcribe_early(self, pause: SpeechPaused) -> None:
         self._drop_early()  # the caller spoke again since the last pause
         if not self._closing:
-            task = asyncio.create_task(self.transcriber.transcribe(pause.audio, prompt=self.domain_prompt, call_id=self.call.call_id))
+            task = asyncio.create_task(
+                self.transcriber.transcribe(pause.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
+            )
             # A dropped run's failure is not the call's: retrieved here so that it is not reported as lost.
             task.add_done_callback(lambda done: done.cancelled() or done.exception())
             self._early = (pause, task)
@@ -210,7 +236,10 @@ class Conversation:
         timing = TurnTiming(early=early is not None)
         try:
             async with self._transcribing:
-                transcript = await (early or self.transcriber.transcribe(turn.audio, prompt=self.domain_prompt, call_id=self.call.call_id))
+                transcript = await (
+                    early
+                    or self.transcriber.transcribe(turn.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
+                )
         except Exception:
             self._playback.resume()  # nothing heard: the agent must not stay paused
             raise
@@ -265,10 +294,15 @@ class Conversation:
         heard = [sentence for sentence, end in self._spoken if end <= played]
         if len(heard) < len(self._spoken):
             self.session.commit_heard(" ".join(heard))
-            unheard = {id(line) for line in self._agent_lines[len(heard):]}
+            unheard = {id(line) for line in self._agent_lines[len(heard) :]}
             self.transcript.lines = [line for line in self.transcript.lines if id(line) not in unheard]
-            log.info("event=agent_interrupted call=%s reason=%s heard=%d/%d sentences", self.call.call_id, reason,
-                     len(heard), len(self._spoken))
+            log.info(
+                "event=agent_interrupted call=%s reason=%s heard=%d/%d sentences",
+                self.call.call_id,
+                reason,
+                len(heard),
+                len(self._spoken),
+            )
         self._spoken, self._agent_lines = [], []
 
     async def _keys(self) -> None:
@@ -326,7 +360,9 @@ class Conversation:
         if keypad.press(key):
             self._submit_digits()
         else:
-            self._keypad_pause = asyncio.get_running_loop().call_later(self.settings.digit_timeout_s, self._submit_digits)
+            self._keypad_pause = asyncio.get_running_loop().call_later(
+                self.settings.digit_timeout_s, self._submit_digits
+            )
 
     def _submit_digits(self) -> None:
         keypad = self._close_keypad("typed")
@@ -334,8 +370,13 @@ class Conversation:
             self._start_turn(self._typed(keypad.request, keypad.digits))
 
     def _open_keypad(self, request: DigitRequest) -> None:
-        log.info("event=keypad_open call=%s tool=%s argument=%s max_digits=%d", self.call.call_id, request.tool,
-                 request.argument, request.max_digits)
+        log.info(
+            "event=keypad_open call=%s tool=%s argument=%s max_digits=%d",
+            self.call.call_id,
+            request.tool,
+            request.argument,
+            request.max_digits,
+        )
         self._keypad = Keypad(request)
 
     def _close_keypad(self, reason: str) -> Keypad | None:
@@ -401,14 +442,21 @@ class Conversation:
             self.transcript.turns.append(timing)
             if self.on_turn:
                 self.on_turn(timing)
-            log.info("event=turn call=%s %s", self.call.call_id,
-                     " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None))
+            log.info(
+                "event=turn call=%s %s",
+                self.call.call_id,
+                " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None),
+            )
         await self._after_turn()
 
-    async def _speak(self, sentences: AsyncGenerator[str, None], ended: float | None = None, timing: TurnTiming | None = None) -> None:
+    async def _speak(
+        self, sentences: AsyncGenerator[str, None], ended: float | None = None, timing: TurnTiming | None = None
+    ) -> None:
         async with contextlib.aclosing(sentences):
             async for sentence in sentences:
-                async with contextlib.aclosing(self.synthesizer.synthesize_stream(sentence, self.call.call_id)) as chunks:
+                async with contextlib.aclosing(
+                    self.synthesizer.synthesize_stream(sentence, self.call.call_id)
+                ) as chunks:
                     async for chunk in chunks:
                         if timing is not None and ended is not None and timing.first_audio_s is None:
                             timing.first_audio_s = time.monotonic() - ended

@@ -5,6 +5,7 @@ caller hears (the agent's voice, transcribed by Whisper). The agents' brain is t
 server with the packaged Qwen2.5-Coder-1.5B), unless VOICESWARM_LLM names another provider; when the local
 model cannot run, the demo says why and uses the offline router.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,7 +45,9 @@ def demo_config(folder: Path) -> Config:
     config = load_config()
     if not os.environ.get("VOICESWARM_LLM"):
         # A demo on a busy or slow machine should still finish: the model gets longer than a caller would wait.
-        config = replace(config, llm=replace(config.llm, provider="local", timeout=max(config.llm.timeout, DEMO_LLM_TIMEOUT_S)))
+        config = replace(
+            config, llm=replace(config.llm, provider="local", timeout=max(config.llm.timeout, DEMO_LLM_TIMEOUT_S))
+        )
     return replace(
         config,
         database=str(folder / "shop.db"),
@@ -71,8 +74,11 @@ async def main() -> int:
             print(f"The local model cannot run ({missing}): the offline router answers instead.", flush=True)
             provider = "offline"
         if provider == "local":
-            print(f"Starting the local model ({config.llm.local_model}) and filling its prompt cache with the agents' "
-                  "prompts (a minute on 2 cores)...", flush=True)
+            print(
+                f"Starting the local model ({config.llm.local_model}) and filling its prompt cache with the agents' "
+                "prompts (a minute on 2 cores)...",
+                flush=True,
+            )
         async with contextlib.AsyncExitStack() as stack:
             try:
                 server = await stack.enter_async_context(VoiceServer(config, provider=provider, speech=speech))
@@ -85,8 +91,12 @@ async def main() -> int:
             for title, lines in CALLS.items():
                 print(f"\n=== {title}: the built-in caller dials sip:shop@{host}:{port}", flush=True)
                 # The caller waits for a reply as long as the model may take (a turn can be two replies).
-                caller = TestCaller(speech, caller_id=CALLER, on_line=show_line(time.monotonic()),
-                                    timing=CallerTiming(turn_timeout_s=2 * server.config.llm.timeout + 10))
+                caller = TestCaller(
+                    speech,
+                    caller_id=CALLER,
+                    on_line=show_line(time.monotonic()),
+                    timing=CallerTiming(turn_timeout_s=2 * server.config.llm.timeout + 10),
+                )
                 await converse(caller, f"sip:shop@{host}:{port}", lines, ANSWERS[title], written(server.app.shop))
             await asyncio.sleep(0.5)  # the server writes its call records as the calls end
             show_rows(server.app.shop, server.records)
@@ -96,6 +106,7 @@ async def main() -> int:
 
 def written(shop) -> Callable[[], bool]:  # the demo's Shop
     """True once the shop holds a new order or a new return for the caller."""
+
     def count() -> tuple[int, int]:
         orders = shop.find_orders(customer_phone=CALLER)
         return len(orders), sum(line.returned_quantity for order in orders for line in order.lines)
@@ -124,11 +135,15 @@ def show_rows(shop, records: CallRecords) -> None:  # the demo's Shop
         items = ", ".join(f"{line.quantity} x {line.name}" for line in order.lines)
         returned = sum(line.returned_quantity for line in order.lines)
         note = f", {returned} returned" if returned else ""
-        print(f"  order {order.order_number} of {order.created_at:%d %b}: {items}, {order.total_cents / 100:.2f} EUR{note}")
+        print(
+            f"  order {order.order_number} of {order.created_at:%d %b}: {items}, {order.total_cents / 100:.2f} EUR{note}"
+        )
     print("\n=== call records")
     for record in reversed(records.recent(2)):
-        print(f"  {record.call_id[:16]}  {record.disposition:<11} agents {' > '.join(record.agents)}; "
-              f"orders {record.orders or '-'}; returns {record.returns or '-'}")
+        print(
+            f"  {record.call_id[:16]}  {record.disposition:<11} agents {' > '.join(record.agents)}; "
+            f"orders {record.orders or '-'}; returns {record.returns or '-'}"
+        )
         for turn in record.turns:
             v2v = turn.get("voice_to_voice_s")
             if v2v is not None:

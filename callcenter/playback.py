@@ -5,6 +5,7 @@ A sound from the caller pauses the agent at once (so a real interruption silence
 is a flush that remembers where the caller stopped hearing, and a resume queues the rest again.
 Positions count samples of this turn's audio (its "timeline"), whatever was flushed and queued again.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -76,7 +77,7 @@ class Playback:
         """The audio sent to the caller since the last call, as `samples` samples (zeros where none was sent):
         the echo canceller's reference, aligned with the caller's frame of the same length."""
         heard = self.heard
-        new = self._audio()[self._sent:heard] if heard > self._sent else np.zeros(0, dtype=np.int16)
+        new = self._audio()[self._sent : heard] if heard > self._sent else np.zeros(0, dtype=np.int16)
         self._sent = max(self._sent, heard)
         if new.size >= samples:
             return new[-samples:]

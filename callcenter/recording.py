@@ -13,6 +13,7 @@ each write, so a file whose process died is a valid WAV up to its last second an
 but needs libsndfile (not installed here) and settles its header only when the stream is closed;
 `voiceswarm calls ID --export call.flac` converts one (with sox).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -94,7 +95,7 @@ class WavWriter:
         frames = len(agent) // 2
         stereo = np.zeros((frames, 2), dtype="<i2")
         left = np.frombuffer(caller, dtype="<i2")[:frames]
-        stereo[:left.size, 0] = left
+        stereo[: left.size, 0] = left
         stereo[:, 1] = np.frombuffer(agent, dtype="<i2")
         try:
             file.write(stereo.tobytes())
@@ -132,8 +133,22 @@ class WavWriter:
 
 def wav_header(data_bytes: int) -> bytes:
     """The 44-byte RIFF header of 8 kHz 16-bit stereo PCM holding `data_bytes` of samples."""
-    return struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + data_bytes, b"WAVE", b"fmt ", 16, 1, 2, RATE, 4 * RATE, 4, 16,
-                       b"data", data_bytes)
+    return struct.pack(
+        "<4sI4s4sIHHIIHH4sI",
+        b"RIFF",
+        36 + data_bytes,
+        b"WAVE",
+        b"fmt ",
+        16,
+        1,
+        2,
+        RATE,
+        4 * RATE,
+        4,
+        16,
+        b"data",
+        data_bytes,
+    )
 
 
 def open_exclusive(path: Path) -> tuple[BinaryIO, Path]:
@@ -168,7 +183,9 @@ class CallRecorder:
             await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._opening)), OPEN_TIMEOUT_S)
         except TimeoutError:
             self._stopped = True
-            self._executor.submit(self._writer.give_up, f"{self._writer.path.parent} did not answer within {OPEN_TIMEOUT_S:.0f} s")
+            self._executor.submit(
+                self._writer.give_up, f"{self._writer.path.parent} did not answer within {OPEN_TIMEOUT_S:.0f} s"
+            )
             return False
         return self.recording
 
@@ -213,7 +230,7 @@ class CallRecorder:
         start = 2 * (at - self._written)
         if len(self._caller) < start:
             self._caller += bytes(start - len(self._caller))
-        self._caller[start:start + 2 * frame.size] = frame.astype("<i2", copy=False).tobytes()
+        self._caller[start : start + 2 * frame.size] = frame.astype("<i2", copy=False).tobytes()
         self._caller_end = at + frame.size
 
     def finish(self, then: Callable[[RecordingOutcome], None]) -> None:
@@ -245,7 +262,9 @@ class CallRecorder:
             self._pending.popleft()
         if len(self._pending) >= MAX_PENDING_WRITES:
             self._stopped = True
-            self._executor.submit(self._writer.give_up, f"stopped after about {upto / RATE:.0f} s: the disk did not keep up")
+            self._executor.submit(
+                self._writer.give_up, f"stopped after about {upto / RATE:.0f} s: the disk did not keep up"
+            )
             return
         self._pending.append(self._executor.submit(self._writer.write, caller, agent))
 

@@ -5,6 +5,7 @@ event loop that paces every call's RTP never waits for a disk or a database serv
 write took 6 ms median, 23 ms worst there). With PostgreSQL the records of every node are in one place, and
 so are the session events: a caller who calls back can be found from any node (`calls_from`; no agent reads it yet).
 """
+
 from __future__ import annotations
 
 import json
@@ -102,7 +103,9 @@ class CallRecord:
         for event in events:
             if not isinstance(event, ToolCalled):
                 continue
-            self.tool_calls.append({"agent": event.agent, "name": event.name, "arguments": event.arguments, "result": event.result})
+            self.tool_calls.append(
+                {"agent": event.agent, "name": event.name, "arguments": event.arguments, "result": event.result}
+            )
             result = _json(event.result)
             if isinstance(result, dict) and "order_number" in result and event.name == "place_order":
                 self.orders.append(str(result["order_number"]))
@@ -119,8 +122,14 @@ class CallRecords:
     With `redaction` (e.g. callcenter.redact.redact), what the caller and the agents said is stored through it:
     the transcript, the tool calls' arguments and results, the session events' texts."""
 
-    def __init__(self, path: str | Path, *, node: str | None = None, database: Database | None = None,
-                 redaction: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        node: str | None = None,
+        database: Database | None = None,
+        redaction: Callable[[str], str] | None = None,
+    ) -> None:
         self._db = database or open_database(path, pool_size=2)
         self.node = node
         self.redaction = redaction
@@ -163,13 +172,19 @@ class CallRecords:
         updates = ", ".join(f"{name} = excluded.{name}" for name in row if name != "call_id")
 
         def insert(conn: Connection) -> None:
-            conn.execute(f"INSERT INTO calls ({names}) VALUES ({marks}) ON CONFLICT (call_id) DO UPDATE SET {updates}",
-                         list(row.values()))
+            conn.execute(
+                f"INSERT INTO calls ({names}) VALUES ({marks}) ON CONFLICT (call_id) DO UPDATE SET {updates}",
+                list(row.values()),
+            )
             conn.execute("DELETE FROM session_events WHERE call_id = ?", (record.call_id,))
             if record.events:
-                conn.executemany("INSERT INTO session_events (call_id, seq, event) VALUES (?, ?, ?)",
-                                 [(record.call_id, seq, json.dumps(event, ensure_ascii=False))
-                                  for seq, event in enumerate(record.events)])
+                conn.executemany(
+                    "INSERT INTO session_events (call_id, seq, event) VALUES (?, ?, ?)",
+                    [
+                        (record.call_id, seq, json.dumps(event, ensure_ascii=False))
+                        for seq, event in enumerate(record.events)
+                    ],
+                )
 
         self._db.write(insert)
 
@@ -189,12 +204,21 @@ class CallRecords:
         if not key:
             return []
         self.flush()
-        rows = self._db.read(lambda conn: conn.all(
-            "SELECT * FROM calls WHERE caller_key = ? ORDER BY started_at DESC LIMIT ?", (key, limit)))
+        rows = self._db.read(
+            lambda conn: conn.all(
+                "SELECT * FROM calls WHERE caller_key = ? ORDER BY started_at DESC LIMIT ?", (key, limit)
+            )
+        )
         return [_record(row) for row in rows]
 
-    def search(self, number: str = "", since: float | None = None, until: float | None = None,
-               disposition: str = "", limit: int = 50) -> list[CallRecord]:
+    def search(
+        self,
+        number: str = "",
+        since: float | None = None,
+        until: float | None = None,
+        disposition: str = "",
+        limit: int = 50,
+    ) -> list[CallRecord]:
         """Calls newest first: by the caller's number (any spelling, or only its last digits), started in
         [since, until), with a disposition. Raises ValueError for an unknown disposition."""
         if disposition and disposition not in DISPOSITIONS:
@@ -207,21 +231,28 @@ class CallRecords:
         if key:
             where.append("caller_key LIKE ?")  # digits only: no LIKE wildcard comes from the number
             params.append(f"%{key}")
-        for clause, value in (("started_at >= ?", since), ("started_at < ?", until), ("disposition = ?", disposition or None)):
+        for clause, value in (
+            ("started_at >= ?", since),
+            ("started_at < ?", until),
+            ("disposition = ?", disposition or None),
+        ):
             if value is not None:
                 where.append(clause)
                 params.append(value)
         params.append(max(1, min(int(limit), 200)))
         matching = f"WHERE {' AND '.join(where)}" if where else ""
         self.flush()
-        rows = self._db.read(lambda conn: conn.all(f"SELECT * FROM calls {matching} ORDER BY started_at DESC LIMIT ?", params))
+        rows = self._db.read(
+            lambda conn: conn.all(f"SELECT * FROM calls {matching} ORDER BY started_at DESC LIMIT ?", params)
+        )
         return [_record(row) for row in rows]
 
     def session_events(self, call_id: str) -> list[Event]:
         """What happened in the call's session, in order: enough to replay it."""
         self.flush()
-        rows = self._db.read(lambda conn: conn.all(
-            "SELECT event FROM session_events WHERE call_id = ? ORDER BY seq", (call_id,)))
+        rows = self._db.read(
+            lambda conn: conn.all("SELECT event FROM session_events WHERE call_id = ? ORDER BY seq", (call_id,))
+        )
         return [event_from_dict(json.loads(row["event"])) for row in rows]
 
     def recordings_deleted(self, paths: list[str], reason: str) -> int:
@@ -231,9 +262,11 @@ class CallRecords:
         def update(conn: Connection) -> int:
             changed = 0
             for start in range(0, len(paths), 500):  # well under SQLite's limit of bound parameters
-                batch = paths[start:start + 500]
+                batch = paths[start : start + 500]
                 marks = ", ".join("?" * len(batch))
-                cursor = conn.execute(f"UPDATE calls SET recording_error = ? WHERE recording IN ({marks})", [reason, *batch])
+                cursor = conn.execute(
+                    f"UPDATE calls SET recording_error = ? WHERE recording IN ({marks})", [reason, *batch]
+                )
                 changed += max(cursor.rowcount, 0)
             return changed
 
@@ -263,8 +296,13 @@ class CallRecords:
 def redacted(record: CallRecord, redact: Callable[[str], str]) -> CallRecord:
     """A copy with the spoken and typed texts through `redact`. The caller's number stays: it is what a call
     record is found by, as in any PBX's call log."""
+
     def tool_call(call: dict[str, Any]) -> dict[str, Any]:
-        return {**call, "arguments": redact_values(call.get("arguments"), redact), "result": _redact_result(call.get("result"), redact)}
+        return {
+            **call,
+            "arguments": redact_values(call.get("arguments"), redact),
+            "result": _redact_result(call.get("result"), redact),
+        }
 
     def event(data: dict[str, Any]) -> dict[str, Any]:
         data = {**data, **{key: redact(data[key]) for key in ("text", "detail") if isinstance(data.get(key), str)}}
@@ -274,9 +312,15 @@ def redacted(record: CallRecord, redact: Callable[[str], str]) -> CallRecord:
             data["result"] = _redact_result(data["result"], redact)
         return data
 
-    return replace(record, transcript=[{**line, "text": redact(line["text"])} if isinstance(line.get("text"), str) else line
-                                       for line in record.transcript],
-                   tool_calls=[tool_call(call) for call in record.tool_calls], events=[event(e) for e in record.events])
+    return replace(
+        record,
+        transcript=[
+            {**line, "text": redact(line["text"])} if isinstance(line.get("text"), str) else line
+            for line in record.transcript
+        ],
+        tool_calls=[tool_call(call) for call in record.tool_calls],
+        events=[event(e) for e in record.events],
+    )
 
 
 def redact_values(value: Any, redact: Callable[[str], str]) -> Any:

@@ -12,6 +12,7 @@ its last digits, enough for a supervisor to tell two callers apart and no more:
     phone sip:+4930123456@pbx   -> sip:+********56@pbx   (last 2)
     email jane.doe@example.com  -> ***@***.com
 """
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,19 @@ from dataclasses import dataclass
 import phonenumbers
 from stdnum import iban, luhn
 
-DIGIT_WORDS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
-               "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+DIGIT_WORDS = {
+    "zero": "0",
+    "oh": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+}
 # The countries phonenumbers knows the numbering plans of: what privacy.phone_region may be.
 PHONE_REGIONS = frozenset(phonenumbers.SUPPORTED_REGIONS)
 MASK = "*"
@@ -41,16 +53,21 @@ _TOKEN = r"(?:\d+|(?:" + "|".join(DIGIT_WORDS) + r")\b)"
 # Digits separated by spaces, dashes, slashes, parentheses or commas ("4, 1, 1, 1" is how Whisper writes
 # digits read out slowly). Dots are not separators: "24.90" is a price and "01.12.2026" a date.
 _SEP = r"(?:[ \t]*[-/,][ \t]*|[ \t]+|[ \t]*\)[ \t]*|[ \t]*\([ \t]*)"
-_RUN = re.compile(r"(?<![\w*])(?P<plus>\+[ \t]?|plus[ \t]+)?\(?(?P<body>" + _TOKEN + r"(?:" + _SEP + _TOKEN + r")*)(?![\w*])",
-                  re.IGNORECASE)
+_RUN = re.compile(
+    r"(?<![\w*])(?P<plus>\+[ \t]?|plus[ \t]+)?\(?(?P<body>" + _TOKEN + r"(?:" + _SEP + _TOKEN + r")*)(?![\w*])",
+    re.IGNORECASE,
+)
 _PIECE = re.compile(_TOKEN, re.IGNORECASE)
 _DATE = re.compile(r"^(\d{1,2}[-/]\d{1,2}[-/](\d{2}|\d{4})|\d{4}[-/]\d{1,2}[-/]\d{1,2})$")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b")
 _IN_SIP_USER = re.compile(r"sips?:[^\s<>\"@]*$", re.IGNORECASE)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?P<tld>[A-Za-z]{2,})\b")
 # "jane dot doe at example dot com": only with a known top-level domain, as "at" is a common word.
-_SPOKEN_EMAIL = re.compile(r"\b[a-z0-9]+(?: (?:dot|underscore|dash) [a-z0-9]+)* at [a-z0-9]+(?: dot [a-z0-9]+)*"
-                           r" dot (?P<tld>com|org|net|de|uk|eu|fr|nl|at|ch|it|es|info|io)\b", re.IGNORECASE)
+_SPOKEN_EMAIL = re.compile(
+    r"\b[a-z0-9]+(?: (?:dot|underscore|dash) [a-z0-9]+)* at [a-z0-9]+(?: dot [a-z0-9]+)*"
+    r" dot (?P<tld>com|org|net|de|uk|eu|fr|nl|at|ch|it|es|info|io)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -125,8 +142,13 @@ def _mask_run(match: re.Match[str], region: str) -> str:
     # whole run that is not one number may still hold one ("129 0151 23456789").
     while start < len(pieces):
         for stop in range(min(len(pieces), start + MAX_PIECES), start, -1):
-            keep = _classify(pieces[start:stop], region, international and start == 0, card_context,
-                             whole=start == 0 and stop == len(pieces))
+            keep = _classify(
+                pieces[start:stop],
+                region,
+                international and start == 0,
+                card_context,
+                whole=start == 0 and stop == len(pieces),
+            )
             if keep is not None:
                 masks.append((start, stop, keep))
                 start = stop
@@ -145,7 +167,9 @@ def _classify(pieces: list[_Piece], region: str, international: bool, card_conte
         return PHONE_KEEP if len(digits) >= PHONE_MIN_DIGITS and _is_phone(digits, region, True) else None
     if 13 <= len(digits) <= 19 and _card_shaped(pieces) and (luhn.is_valid(digits) or card_context):
         return CARD_KEEP
-    if len(digits) >= (PHONE_MIN_DIGITS if whole else PHONE_MIN_DIGITS + 2) and _is_phone(digits, region, international):
+    if len(digits) >= (PHONE_MIN_DIGITS if whole else PHONE_MIN_DIGITS + 2) and _is_phone(
+        digits, region, international
+    ):
         return PHONE_KEEP
     return None
 
@@ -153,8 +177,12 @@ def _classify(pieces: list[_Piece], region: str, international: bool, card_conte
 def _card_shaped(pieces: list[_Piece]) -> bool:
     """Cards are written as one block, in fours (Amex 4-6-5), or read out digit by digit."""
     sizes = [len(p.digits) for p in pieces]
-    return (len(sizes) == 1 or all(s == 1 for s in sizes) or sizes == [4, 6, 5]
-            or (all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4))
+    return (
+        len(sizes) == 1
+        or all(s == 1 for s in sizes)
+        or sizes == [4, 6, 5]
+        or (all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4)
+    )
 
 
 def _is_phone(digits: str, region: str, international: bool) -> bool:
@@ -179,25 +207,25 @@ def _is_phone(digits: str, region: str, international: bool) -> bool:
 
 def _apply(match: re.Match[str], pieces: list[_Piece], masks: list[tuple[int, int, int]]) -> str:
     text = match.string
-    out = [text[match.start():pieces[0].start]]
+    out = [text[match.start() : pieces[0].start]]
     cursor = pieces[0].start
     for first, stop, keep in masks:
         span = pieces[first:stop]
-        out.append(text[cursor:span[0].start])
+        out.append(text[cursor : span[0].start])
         total = sum(len(p.digits) for p in span)
         seen = 0
         for index, piece in enumerate(span):
             if index:
-                out.append(text[span[index - 1].end:piece.start])
+                out.append(text[span[index - 1].end : piece.start])
             seen += len(piece.digits)
             visible = min(len(piece.digits), max(0, keep - (total - seen)))  # this piece's digits in the kept tail
-            out.append(_mask_piece(text[piece.start:piece.end], visible))
+            out.append(_mask_piece(text[piece.start : piece.end], visible))
         cursor = span[-1].end
-    out.append(text[cursor:match.end()])
+    out.append(text[cursor : match.end()])
     return "".join(out)
 
 
 def _mask_piece(written: str, visible: int) -> str:
     if not written.isdigit():
         return written if visible else MASK  # a digit word: kept whole or masked whole
-    return MASK * (len(written) - visible) + written[len(written) - visible:]
+    return MASK * (len(written) - visible) + written[len(written) - visible :]

@@ -3,6 +3,7 @@
 The parts live in callcenter.store (domain records, spoken numbers, search terms, the stores); this module
 is the shop's public face, and the names other modules have always imported from here stay here.
 """
+
 from __future__ import annotations
 
 from callcenter.store.domain import (

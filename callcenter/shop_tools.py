@@ -3,6 +3,7 @@
 Writes need the caller's explicit yes: without confirmed=true a tool only reads back what it would do
 and returns it as a "proposal", which the model (or the offline router) runs again after the yes.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -56,7 +57,11 @@ def shop_tools(shop: Shop) -> list[Tool]:
         total = euros(product.price_cents * quantity)
         if not confirmed:
             say = f"That is {quantity} {product.name} for {total} in total. Shall I place the order?"
-            return {"say": say, "needs_confirmation": True, "proposal": _proposal("place_order", sku=sku, quantity=quantity)}
+            return {
+                "say": say,
+                "needs_confirmation": True,
+                "proposal": _proposal("place_order", sku=sku, quantity=quantity),
+            }
         try:
             order = shop.place_order(_caller(context), [(sku, quantity)], f"{context.session_id}:{sku}:{quantity}")
         except ShopError as error:
@@ -86,7 +91,9 @@ def shop_tools(shop: Shop) -> list[Tool]:
         proposal = _proposal("create_return", order_number=order.order_number, sku=line.sku, quantity=1)
         return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
 
-    def create_return(context: ToolContext, order_number: str, sku: str, quantity: int = 1, reason: str = "", confirmed: bool = False) -> dict[str, Any]:
+    def create_return(
+        context: ToolContext, order_number: str, sku: str, quantity: int = 1, reason: str = "", confirmed: bool = False
+    ) -> dict[str, Any]:
         """Start a return of an item from an order. Only with confirmed=true after the caller clearly said yes.
 
         Args:
@@ -101,11 +108,15 @@ def shop_tools(shop: Shop) -> list[Tool]:
             proposal = _proposal("create_return", order_number=order_number, sku=sku, quantity=quantity, reason=reason)
             return {"say": say, "needs_confirmation": True, "proposal": proposal}
         try:
-            made = shop.create_return(order_number, sku, quantity, reason or "not given", f"{context.session_id}:{order_number}:{sku}")
+            made = shop.create_return(
+                order_number, sku, quantity, reason or "not given", f"{context.session_id}:{order_number}:{sku}"
+            )
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
-        say = (f"Your return is registered, number {_digits(made.return_number)}. "
-               "You'll get a prepaid label by email, and the refund follows when the item arrives.")
+        say = (
+            f"Your return is registered, number {_digits(made.return_number)}. "
+            "You'll get a prepaid label by email, and the refund follows when the item arrives."
+        )
         return {"return_number": made.return_number, "say": say}
 
     return [
@@ -155,23 +166,105 @@ def _digits(code: str) -> str:
 # Phrases a caller uses to buy, to return, or to reach a person; shared by triage's hand-over tools and
 # the agents' first tools, so the offline router and the LLM prompts speak one vocabulary.
 SALES_PHRASES = (
-    "buy", "by a", "purchase", "order", "place an order", "how much", "price", "cost", "cheapest", "in stock",
-    "available", "do you have", "have you got", "do you sell", "you sell", "do you carry", "looking for", "i need",
-    "i'm after", "want to get", "get one", "get a new", "delivered", "delivery", "shopping", "recommend",
-    "a present", "a gift", "want a new", "on offer", "deal", "discount", "on sale", "interested in",
+    "buy",
+    "by a",
+    "purchase",
+    "order",
+    "place an order",
+    "how much",
+    "price",
+    "cost",
+    "cheapest",
+    "in stock",
+    "available",
+    "do you have",
+    "have you got",
+    "do you sell",
+    "you sell",
+    "do you carry",
+    "looking for",
+    "i need",
+    "i'm after",
+    "want to get",
+    "get one",
+    "get a new",
+    "delivered",
+    "delivery",
+    "shopping",
+    "recommend",
+    "a present",
+    "a gift",
+    "want a new",
+    "on offer",
+    "deal",
+    "discount",
+    "on sale",
+    "interested in",
 )
 RETURN_PHRASES = (
-    "return", "refund", "money back", "send back", "send it back", "send them back", "broken", "doesn't work",
-    "does not work", "not working", "stopped working", "won't turn on", "damaged", "faulty", "defective",
-    "smashed", "cracked", "scratched", "missing", "wrong item", "wrong colour", "wrong color", "wrong size",
-    "not what i ordered", "exchange", "swap", "replace", "too small", "too big", "doesn't fit", "arrived",
-    "never came", "changed my mind", "my order", "cancel", "you sent me", "i bought", "i received",
-    "complaint", "warranty", "repair",
+    "return",
+    "refund",
+    "money back",
+    "send back",
+    "send it back",
+    "send them back",
+    "broken",
+    "doesn't work",
+    "does not work",
+    "not working",
+    "stopped working",
+    "won't turn on",
+    "damaged",
+    "faulty",
+    "defective",
+    "smashed",
+    "cracked",
+    "scratched",
+    "missing",
+    "wrong item",
+    "wrong colour",
+    "wrong color",
+    "wrong size",
+    "not what i ordered",
+    "exchange",
+    "swap",
+    "replace",
+    "too small",
+    "too big",
+    "doesn't fit",
+    "arrived",
+    "never came",
+    "changed my mind",
+    "my order",
+    "cancel",
+    "you sent me",
+    "i bought",
+    "i received",
+    "complaint",
+    "warranty",
+    "repair",
 )
 OPERATOR_PHRASES = (
-    "human", "a person", "real person", "someone real", "operator", "manager", "supervisor", "representative",
-    "agent", "transfer me", "put me through", "connect me", "speak to someone", "talk to someone",
-    "speak to somebody", "talk to a", "speak to a", "colleague", "not a machine", "not a robot",
+    "human",
+    "a person",
+    "real person",
+    "someone real",
+    "operator",
+    "manager",
+    "supervisor",
+    "representative",
+    "agent",
+    "transfer me",
+    "put me through",
+    "connect me",
+    "speak to someone",
+    "talk to someone",
+    "speak to somebody",
+    "talk to a",
+    "speak to a",
+    "colleague",
+    "not a machine",
+    "not a robot",
 )
 # On a tie, a person wins over a return, and a return over a purchase: callers with a problem use buying
 # words too ("the order I placed"), callers who want to buy rarely say "broken".

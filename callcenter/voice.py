@@ -1,4 +1,5 @@
 """The voice service: every answered call becomes a Conversation with its own session, and a call record."""
+
 from __future__ import annotations
 
 import asyncio
@@ -39,16 +40,27 @@ class SpeechModels:
     vad: VadModel
     turn: TurnModel | None = None  # None: turns end by silence alone
     # The end-of-turn model's runs, off the event loop that paces every call's audio.
-    _judges: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="turn"))
+    _judges: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="turn")
+    )
 
     @classmethod
     def load(cls, voice: VoiceConfig) -> SpeechModels:
         started = time.monotonic()
         named = voice.whisper_model in ("tiny.en", "base")
         transcriber = Transcriber(voice.whisper_model) if named else Transcriber(model_path=voice.whisper_model)
-        models = cls(transcriber, Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)), VadModel(), load_turn_model(voice))
-        log.info("event=speech_loaded whisper=%s turn_model=%s seconds=%.1f", voice.whisper_model,
-                 models.turn.path if models.turn else "off", time.monotonic() - started)
+        models = cls(
+            transcriber,
+            Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)),
+            VadModel(),
+            load_turn_model(voice),
+        )
+        log.info(
+            "event=speech_loaded whisper=%s turn_model=%s seconds=%.1f",
+            voice.whisper_model,
+            models.turn.path if models.turn else "off",
+            time.monotonic() - started,
+        )
         return models
 
     def judge(self) -> ThreadJudge | None:
@@ -75,9 +87,16 @@ def endpointer_for(speech: SpeechModels, voice: VoiceConfig, call_id: str) -> En
     """One call's endpointer: with the end-of-turn model, silence alone ends a turn only after the long wait."""
     judge = speech.judge()
     end_silence = voice.turn_max_silence_ms if judge is not None else voice.end_silence_ms
-    return Endpointer(speech.vad, end_silence_ms=end_silence, post_roll_ms=EARLY_TAIL_MS,
-                      pause_ms=voice.early_transcript_ms or None, judge=judge, turn_silence_ms=voice.turn_silence_ms,
-                      turn_threshold=voice.turn_threshold, call_id=call_id)
+    return Endpointer(
+        speech.vad,
+        end_silence_ms=end_silence,
+        post_roll_ms=EARLY_TAIL_MS,
+        pause_ms=voice.early_transcript_ms or None,
+        judge=judge,
+        turn_silence_ms=voice.turn_silence_ms,
+        turn_threshold=voice.turn_threshold,
+        call_id=call_id,
+    )
 
 
 def domain_prompt(app: App) -> str:
@@ -86,10 +105,14 @@ def domain_prompt(app: App) -> str:
     Whisper reads its prompt as the transcript before the utterance, so a caller's sentences steer it
     better than a list; the product names follow as the agent would say them. Whisper keeps only the
     prompt's last ~220 tokens, so a big catalogue is cut to what fits (~800 characters)."""
-    prompt = ("Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
-              "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell")
+    prompt = (
+        "Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
+        "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell"
+    )
     for number, product in enumerate(app.shop.products()):
-        name = product.name if product.name[:2].isupper() else product.name[:1].lower() + product.name[1:]  # "USB-C" stays
+        name = (
+            product.name if product.name[:2].isupper() else product.name[:1].lower() + product.name[1:]
+        )  # "USB-C" stays
         if len(prompt) + len(name) > 800:
             break
         prompt += f"{',' if number else ''} the {name}"
@@ -97,15 +120,24 @@ def domain_prompt(app: App) -> str:
 
 
 class VoiceService:
-    def __init__(self, app: App, speech: SpeechModels, records: CallRecords, metrics: VoiceMetrics,
-                 recordings: Recordings | None = None) -> None:
+    def __init__(
+        self,
+        app: App,
+        speech: SpeechModels,
+        records: CallRecords,
+        metrics: VoiceMetrics,
+        recordings: Recordings | None = None,
+    ) -> None:
         self.app, self.speech, self.records, self.metrics = app, speech, records, metrics
         self.recordings = recordings  # None: recording is off
         self.region = app.config.privacy.phone_region  # for the caller's number, masked in the log
         voice = app.config.voice
         self.settings = VoiceSettings(
-            greeting=voice.greeting, operator=voice.operator or None, reprompt_after_s=voice.reprompt_after_s,
-            reprompts_before_hangup=voice.reprompts_before_hangup, max_call_s=voice.max_call_s,
+            greeting=voice.greeting,
+            operator=voice.operator or None,
+            reprompt_after_s=voice.reprompt_after_s,
+            reprompts_before_hangup=voice.reprompts_before_hangup,
+            max_call_s=voice.max_call_s,
         )
         # "announce": the notice comes first, on calls whose recording has started.
         self.announcing = replace(self.settings, greeting=f"{voice.recording_notice} {voice.greeting}")
@@ -130,12 +162,24 @@ class VoiceService:
         recorder = self.recordings.start(call.call_id, started) if self.recordings is not None else None
         call.tap = recorder
         announce = recorder is not None and await self._announce(recorder)
-        conversation = Conversation(call, session, endpointer, self.speech.transcriber, self.speech.synthesizer,
-                                    self.announcing if announce else self.settings, domain_prompt=self.prompt,
-                                    on_turn=self._observe)
+        conversation = Conversation(
+            call,
+            session,
+            endpointer,
+            self.speech.transcriber,
+            self.speech.synthesizer,
+            self.announcing if announce else self.settings,
+            domain_prompt=self.prompt,
+            on_turn=self._observe,
+        )
         self.metrics.active_calls.inc()
         self.live.add(call, conversation)
-        log.info("event=call_answered call=%s caller=%s called=%s", call.call_id, redact(call.caller, self.region), call.called)
+        log.info(
+            "event=call_answered call=%s caller=%s called=%s",
+            call.call_id,
+            redact(call.caller, self.region),
+            call.called,
+        )
         disposition = "failed"
         try:
             overflow = self._overflow.pop(call.call_id, False)
@@ -150,9 +194,18 @@ class VoiceService:
             self.metrics.active_calls.dec()
             self.metrics.calls.labels(disposition).inc()
             call.tap = None
-            record = CallRecord(call.call_id, call.caller, call.called, started, time.time(), disposition,
-                                answered_at=started, end_reason="drained" if conversation.drained else call.end_reason, transcript=conversation.transcript.lines,
-                                turns=[t.breakdown() for t in conversation.transcript.turns])
+            record = CallRecord(
+                call.call_id,
+                call.caller,
+                call.called,
+                started,
+                time.time(),
+                disposition,
+                answered_at=started,
+                end_reason="drained" if conversation.drained else call.end_reason,
+                transcript=conversation.transcript.lines,
+                turns=[t.breakdown() for t in conversation.transcript.turns],
+            )
             record.add_session_events(session.swarm.default_agent, session.events)
             if recorder is None:
                 self._save(record, OFF)
@@ -161,7 +214,11 @@ class VoiceService:
             log.info("event=call_ended call=%s disposition=%s reason=%s", call.call_id, disposition, call.end_reason)
 
     def _save(self, record: CallRecord, recording: RecordingOutcome) -> None:
-        record.recording, record.recording_seconds, record.recording_error = recording.path, recording.seconds, recording.error
+        record.recording, record.recording_seconds, record.recording_error = (
+            recording.path,
+            recording.seconds,
+            recording.error,
+        )
         self.records.save(record)
 
     async def _announce(self, recorder: CallRecorder) -> bool:
@@ -180,7 +237,11 @@ class VoiceService:
         started = time.monotonic()
         settings = self.settings
         audio = []
-        greetings = (settings.greeting, self.announcing.greeting) if self.recordings and self.recordings.announce else (settings.greeting,)
+        greetings = (
+            (settings.greeting, self.announcing.greeting)
+            if self.recordings and self.recordings.announce
+            else (settings.greeting,)
+        )
         overflow = (settings.overload_notice,) if self.app.config.voice.overload == "transfer" else ()
         for text in (*greetings, *overflow, settings.repeat, settings.reprompt, settings.handover):
             audio += [chunk async for chunk in self.speech.synthesizer.synthesize_stream(text, "warm-up")]

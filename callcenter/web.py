@@ -3,6 +3,7 @@
 The client sends {"data": "caller text"} (or plain text); the server answers each event of the turn
 as JSON ({"event": "agent_change"|"tool_call"|"reply", ...}) and ends the turn with {"event": "done"}.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,7 +46,9 @@ async def _session(request: web.Request) -> web.WebSocketResponse:
             await session.complete(text)
             for item in turn_events(session.events[seen:]):
                 await socket.send_json(item)
-            await socket.send_json({"event": "done", "agent": session.get_agent_name(), "escalation": session.escalation})
+            await socket.send_json(
+                {"event": "done", "agent": session.get_agent_name(), "escalation": session.escalation}
+            )
     finally:
         session.dispose()
         log.info("websocket session closed client=%s", client_id)
@@ -68,7 +71,10 @@ async def serve(config: Config, provider: str | None, host: str, port: int) -> i
     runner = web.AppRunner(make_web_app(app))
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
-    print(f"voiceswarm: WebSocket endpoint ws://{host}:{port}/api/v1/session/{{client_id}} (brain: {app.brain})", flush=True)
+    print(
+        f"voiceswarm: WebSocket endpoint ws://{host}:{port}/api/v1/session/{{client_id}} (brain: {app.brain})",
+        flush=True,
+    )
     try:
         await asyncio.Event().wait()
     finally:

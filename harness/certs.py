@@ -1,4 +1,5 @@
 """Test certificates made with the openssl command: a CA, and certificates it signs for 127.0.0.1."""
+
 from __future__ import annotations
 
 import shutil
@@ -27,15 +28,60 @@ def make_certs(directory: Path, name: str = "server") -> CertFiles:
     directory.mkdir(parents=True, exist_ok=True)
     ca_key, ca = directory / "ca.key", directory / "ca.pem"
     if not ca.exists():
-        _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-                 "-subj", "/CN=VoiceSwarm test CA", "-keyout", str(ca_key), "-out", str(ca), cwd=directory)
+        _openssl(
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=VoiceSwarm test CA",
+            "-keyout",
+            str(ca_key),
+            "-out",
+            str(ca),
+            cwd=directory,
+        )
     key, request, cert = directory / f"{name}.key", directory / f"{name}.csr", directory / f"{name}.pem"
-    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", f"/CN={name}",
-             "-keyout", str(key), "-out", str(request), cwd=directory)
+    _openssl(
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        f"/CN={name}",
+        "-keyout",
+        str(key),
+        "-out",
+        str(request),
+        cwd=directory,
+    )
     extensions = directory / f"{name}.ext"
     extensions.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
-    _openssl("x509", "-req", "-in", str(request), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-             "-days", "2", "-extfile", str(extensions), "-out", str(cert), cwd=directory)
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(request),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        str(extensions),
+        "-out",
+        str(cert),
+        cwd=directory,
+    )
     combined = directory / f"{name}-combined.pem"
     combined.write_bytes(cert.read_bytes() + key.read_bytes())
     return CertFiles(ca, cert, key, combined)

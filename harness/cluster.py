@@ -4,6 +4,7 @@ Kamailio runs docs/kamailio-dispatcher.cfg itself, with only its addresses, its 
 replaced (and the ctl module added, so `kamcmd dispatcher.list` can say which nodes it considers up): the file
 the docs give operators is the file that is tested.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,8 @@ def dispatcher_config(port: int, list_file: Path, ctl_socket: Path, ping_interva
     text = DOCS_CONFIG.read_text()
     replacements = {
         r"listen=udp:\S+": f'listen=udp:{LOCAL}:{port}\nmpath="{MODULES}/"\nchildren=2\nlog_stderror=yes\n'
-                           f'auto_aliases=no\nalias="{LOCAL}:{port}"\nloadmodule "ctl.so"\n'
-                           f'modparam("ctl", "binrpc", "unix:{ctl_socket}")',
+        f'auto_aliases=no\nalias="{LOCAL}:{port}"\nloadmodule "ctl.so"\n'
+        f'modparam("ctl", "binrpc", "unix:{ctl_socket}")',
         r'"/etc/kamailio/dispatcher.list"': f'"{list_file}"',
         r'"ds_ping_interval", \d+': f'"ds_ping_interval", {ping_interval_s}',
     }
@@ -71,7 +72,9 @@ class Dispatcher:
 
 
 @asynccontextmanager
-async def dispatcher(workdir: Path, nodes: list[tuple[str, int]], *, ping_interval_s: int = 1) -> AsyncIterator[Dispatcher]:
+async def dispatcher(
+    workdir: Path, nodes: list[tuple[str, int]], *, ping_interval_s: int = 1
+) -> AsyncIterator[Dispatcher]:
     """Kamailio with the docs' dispatcher config in front of `nodes`; killed (with its children) afterwards."""
     workdir.mkdir(parents=True, exist_ok=True)
     port, ctl_socket, list_file = free_udp_port(), workdir / "ctl.sock", workdir / "dispatcher.list"
@@ -80,12 +83,28 @@ async def dispatcher(workdir: Path, nodes: list[tuple[str, int]], *, ping_interv
     cfg.write_text(dispatcher_config(port, list_file, ctl_socket, ping_interval_s))
     with open(workdir / "kamailio.log", "wb") as log:
         process = await asyncio.create_subprocess_exec(
-            "kamailio", "-f", str(cfg), "-DD", "-E", "-m", "32", "-M", "8", "-Y", str(workdir),
-            stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            "kamailio",
+            "-f",
+            str(cfg),
+            "-DD",
+            "-E",
+            "-m",
+            "32",
+            "-M",
+            "8",
+            "-Y",
+            str(workdir),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
     try:
         if not await _ready(port, process, START_TIMEOUT_S):
-            raise RuntimeError(f"Kamailio did not answer OPTIONS on {LOCAL}:{port} (exit {process.returncode}):\n"
-                               + (workdir / "kamailio.log").read_text(errors="replace")[-4000:])
+            raise RuntimeError(
+                f"Kamailio did not answer OPTIONS on {LOCAL}:{port} (exit {process.returncode}):\n"
+                + (workdir / "kamailio.log").read_text(errors="replace")[-4000:]
+            )
         yield Dispatcher(port, workdir, process, ctl_socket)
     finally:
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -102,10 +121,17 @@ async def dispatcher(workdir: Path, nodes: list[tuple[str, int]], *, ping_interv
 
 def node_config(database_url: str, *, deadline_s: float = 5.0, metrics_listen: str = "") -> Config:
     """A `serve` node with the offline brain whose shop and call records are at `database_url`."""
-    return Config(llm=LLMConfig(provider="offline"), database=database_url,
-                  sip=SipConfig(listen=f"{LOCAL}:0", no_media_timeout_s=30.0),
-                  voice=VoiceConfig(whisper_model="tiny.en", calls_database=database_url, metrics_listen=metrics_listen,
-                                    shutdown_deadline_s=deadline_s))
+    return Config(
+        llm=LLMConfig(provider="offline"),
+        database=database_url,
+        sip=SipConfig(listen=f"{LOCAL}:0", no_media_timeout_s=30.0),
+        voice=VoiceConfig(
+            whisper_model="tiny.en",
+            calls_database=database_url,
+            metrics_listen=metrics_listen,
+            shutdown_deadline_s=deadline_s,
+        ),
+    )
 
 
 @asynccontextmanager
@@ -121,27 +147,41 @@ class NodeProcess:
 
 
 @asynccontextmanager
-async def node_process(database_url: str, workdir: Path, *, llm: str = 'provider = "offline"',
-                       start_timeout_s: float = 120.0) -> AsyncIterator[NodeProcess]:
+async def node_process(
+    database_url: str, workdir: Path, *, llm: str = 'provider = "offline"', start_timeout_s: float = 120.0
+) -> AsyncIterator[NodeProcess]:
     """`voiceswarm serve` in a process of its own (the same config as node(); `llm`: the [llm] table's lines),
     for tests that SIGKILL a node and benchmarks whose nodes must not share one event loop; its log is
     workdir/node.log. Killed afterwards if still running."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "voiceswarm.toml"
-    config.write_text(f'[llm]\n{llm}\n\n[shop]\ndatabase = "{database_url}"\n\n'
-                      f'[sip]\nlisten = "{LOCAL}:0"\nno_media_timeout_s = 30.0\n\n'
-                      f'[voice]\nwhisper_model = "tiny.en"\ncalls_database = "{database_url}"\nmetrics_listen = ""\n')
+    config.write_text(
+        f'[llm]\n{llm}\n\n[shop]\ndatabase = "{database_url}"\n\n'
+        f'[sip]\nlisten = "{LOCAL}:0"\nno_media_timeout_s = 30.0\n\n'
+        f'[voice]\nwhisper_model = "tiny.en"\ncalls_database = "{database_url}"\nmetrics_listen = ""\n'
+    )
     with open(workdir / "node.log", "wb") as log:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "callcenter.cli", "--config", str(config), "serve",
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log, start_new_session=True)
+            sys.executable,
+            "-m",
+            "callcenter.cli",
+            "--config",
+            str(config),
+            "serve",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+        )
     try:
         async with asyncio.timeout(start_timeout_s):
             assert process.stdout is not None
             while not (line := (await process.stdout.readline()).decode()).startswith("voiceswarm: answering"):
                 if not line:
-                    raise RuntimeError(f"the node exited ({await process.wait()}):\n"
-                                       + (workdir / "node.log").read_text(errors="replace")[-4000:])
+                    raise RuntimeError(
+                        f"the node exited ({await process.wait()}):\n"
+                        + (workdir / "node.log").read_text(errors="replace")[-4000:]
+                    )
         host, port = re.search(r"on (\S+):(\d+) ", line).groups()  # type: ignore[union-attr]
         yield NodeProcess(process, (host, int(port)))
     finally:

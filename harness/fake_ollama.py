@@ -10,6 +10,7 @@ It speaks what the `ollama` client 0.6.x expects: `stream: true` (Ollama's defau
 objects) in a line of their own, then a `done: true` line with durations in nanoseconds; `stream: false`
 gives one JSON object. `GET /api/tags` lists `models`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -123,8 +124,9 @@ class FakeOllama:
             for word in re.findall(r"\s*\S+\s*|\s+", reply.content)
         ]
         if reply.tool_calls:
-            lines.append({**_head(model), "message": {"role": "assistant", "content": "", **_tool_calls(reply)},
-                          "done": False})
+            lines.append(
+                {**_head(model), "message": {"role": "assistant", "content": "", **_tool_calls(reply)}, "done": False}
+            )
         if reply.error:
             lines.append({"error": reply.error})
         else:

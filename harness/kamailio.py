@@ -5,6 +5,7 @@ passwords are written into the generated config) and a record-routing proxy to t
 bounded (an OPTIONS probe must be answered); teardown kills the group. The location table is read through
 the ctl module with `kamcmd`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,16 +27,25 @@ MODULES = Path("/usr/lib/x86_64-linux-gnu/kamailio/modules")
 START_TIMEOUT_S = 10.0
 
 
-def config(port: int, ctl_socket: Path, passwords: dict[str, str], *, algorithm: str = "MD5",
-           challenge: str = "www", max_expires: int = 0, relookup: bool = True) -> str:
+def config(
+    port: int,
+    ctl_socket: Path,
+    passwords: dict[str, str],
+    *,
+    algorithm: str = "MD5",
+    challenge: str = "www",
+    max_expires: int = 0,
+    relookup: bool = True,
+) -> str:
     """The whole kamailio.cfg. `challenge="proxy"` answers REGISTER with 407 Proxy-Authenticate instead of 401;
     `max_expires` > 0 caps the expiry granted to a binding. `relookup=False` routes in-dialog requests the way
     operators do (by their Route, else a 404), so a UAS that drops Record-Route loses the ACK and the BYE."""
     if not re.fullmatch(r"[A-Za-z0-9-]+", algorithm) or challenge not in ("www", "proxy"):
         raise ValueError(f"bad algorithm {algorithm!r} or challenge {challenge!r}")
     # $au is the digest username; an unknown one gets a random password nobody knows.
-    lookups = "\n".join(f'    if ($au == "{user}") {{ $var(password) = "{password}"; }}'
-                        for user, password in passwords.items())
+    lookups = "\n".join(
+        f'    if ($au == "{user}") {{ $var(password) = "{password}"; }}' for user, password in passwords.items()
+    )
     authenticate = "pv_www_authenticate" if challenge == "www" else "pv_proxy_authenticate"
     # sipp's built-in scenarios ignore Record-Route and send ACK and BYE to us: find the extension again
     relookup_route = '    if (uri == myself && lookup("location")) { t_relay(); exit; }'
@@ -134,8 +144,14 @@ class Kamailio:
 async def kamcmd(ctl_socket: Path, *command: str) -> str:
     """What `kamcmd` prints for one RPC command on Kamailio's ctl socket (bounded to 5 s)."""
     process = await asyncio.create_subprocess_exec(
-        "kamcmd", "-s", f"unix:{ctl_socket}", *command,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        "kamcmd",
+        "-s",
+        f"unix:{ctl_socket}",
+        *command,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         output, _ = await asyncio.wait_for(process.communicate(), 5)
     except TimeoutError:
@@ -151,9 +167,11 @@ async def _ready(port: int, process: asyncio.subprocess.Process, timeout_s: floa
         probe.bind((LOCAL, 0))
         probe.setblocking(False)
         local = probe.getsockname()[1]
-        options = (f"OPTIONS sip:{LOCAL}:{port} SIP/2.0\r\nVia: SIP/2.0/UDP {LOCAL}:{local};branch=z9hG4bK{{}}\r\n"
-                   f"From: <sip:probe@{LOCAL}>;tag=p\r\nTo: <sip:{LOCAL}:{port}>\r\nCall-ID: probe-{port}\r\n"
-                   "CSeq: {} OPTIONS\r\nMax-Forwards: 5\r\nContent-Length: 0\r\n\r\n")
+        options = (
+            f"OPTIONS sip:{LOCAL}:{port} SIP/2.0\r\nVia: SIP/2.0/UDP {LOCAL}:{local};branch=z9hG4bK{{}}\r\n"
+            f"From: <sip:probe@{LOCAL}>;tag=p\r\nTo: <sip:{LOCAL}:{port}>\r\nCall-ID: probe-{port}\r\n"
+            "CSeq: {} OPTIONS\r\nMax-Forwards: 5\r\nContent-Length: 0\r\n\r\n"
+        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         attempt = 0
@@ -189,13 +207,29 @@ async def start_kamailio(tmp_path: Path):
         cfg.write_text(config(port, ctl_socket, passwords, **options))
         with open(workdir / "kamailio.log", "wb") as log:
             process = await asyncio.create_subprocess_exec(
-                "kamailio", "-f", str(cfg), "-DD", "-E", "-m", "32", "-M", "8", "-Y", str(workdir),
-                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+                "kamailio",
+                "-f",
+                str(cfg),
+                "-DD",
+                "-E",
+                "-m",
+                "32",
+                "-M",
+                "8",
+                "-Y",
+                str(workdir),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
         processes.append(process)
         if not await _ready(port, process, START_TIMEOUT_S):
             log_text = (workdir / "kamailio.log").read_text(errors="replace")
-            pytest.fail(f"Kamailio did not answer OPTIONS on {LOCAL}:{port} within {START_TIMEOUT_S:g} s "
-                        f"(exit {process.returncode}):\n{log_text[-4000:]}")
+            pytest.fail(
+                f"Kamailio did not answer OPTIONS on {LOCAL}:{port} within {START_TIMEOUT_S:g} s "
+                f"(exit {process.returncode}):\n{log_text[-4000:]}"
+            )
         return Kamailio(port, workdir, process, ctl_socket)
 
     yield start

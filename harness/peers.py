@@ -3,6 +3,7 @@
 Every peer runs in its own process group with a bounded run time; the fixtures kill the groups that are
 still alive at teardown and keep each peer's logs so that a failing assertion can show them.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -120,8 +121,13 @@ class Peers:
         if shutil.which(argv[0]) is None:
             pytest.skip(f"{argv[0]} is not installed (apt-get install sip-tester baresip-core)")
         process = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            *argv,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
         self._processes.append(process)
         (cwd / "command.txt").write_text(" ".join(argv) + "\n")
         return process
@@ -148,20 +154,54 @@ class Peers:
             (pcaps / name).write_bytes(data)
         return workdir
 
-    async def start_sipp(self, target: tuple[str, int] | None, scenario: str, *, calls: int = 1,
-                         rate: float | None = None, limit: int | None = None, timeout_s: float = 30.0,
-                         extra: tuple[str, ...] = (), workdir: Path | None = None,
-                         sip_port: int | None = None) -> tuple[asyncio.subprocess.Process, Path]:
+    async def start_sipp(
+        self,
+        target: tuple[str, int] | None,
+        scenario: str,
+        *,
+        calls: int = 1,
+        rate: float | None = None,
+        limit: int | None = None,
+        timeout_s: float = 30.0,
+        extra: tuple[str, ...] = (),
+        workdir: Path | None = None,
+        sip_port: int | None = None,
+    ) -> tuple[asyncio.subprocess.Process, Path]:
         """`scenario` is a built-in name (uac, uac_pcap, uas) or a file name in tests/sipp/; a uas has no target."""
         workdir = workdir or self.sipp_workdir()
         builtin = scenario in ("uac", "uac_pcap", "uas")
         source = ["-sn", scenario] if builtin else ["-sf", str(SIPP_SCENARIOS / scenario)]
         remote = [f"{target[0]}:{target[1]}"] if target else []
-        argv = ["sipp", *source, *remote, "-i", LOCAL, "-p", str(sip_port or free_udp_port()),
-                "-mp", str(free_udp_port(4)), "-m", str(calls), "-nostdin", "-timeout", f"{int(timeout_s)}s",
-                "-timeout_error", "-trace_stat", "-stf", "stats.csv", "-trace_err",
-                "-error_file", "errors.log", "-trace_msg", "-message_file", "messages.log",
-                "-trace_logs", "-log_file", "actions.log", *extra]
+        argv = [
+            "sipp",
+            *source,
+            *remote,
+            "-i",
+            LOCAL,
+            "-p",
+            str(sip_port or free_udp_port()),
+            "-mp",
+            str(free_udp_port(4)),
+            "-m",
+            str(calls),
+            "-nostdin",
+            "-timeout",
+            f"{int(timeout_s)}s",
+            "-timeout_error",
+            "-trace_stat",
+            "-stf",
+            "stats.csv",
+            "-trace_err",
+            "-error_file",
+            "errors.log",
+            "-trace_msg",
+            "-message_file",
+            "messages.log",
+            "-trace_logs",
+            "-log_file",
+            "actions.log",
+            *extra,
+        ]
         if rate is not None:
             argv += ["-r", str(rate)]
         if limit is not None:
@@ -189,8 +229,17 @@ class Peers:
 
     # ---- baresip ------------------------------------------------------------------------------------
 
-    async def baresip_call(self, target_uri: str, wav: Path, *, seconds: int = 15, aor: str = f"sip:caller@{LOCAL}",
-                           calls: int = 1, mediaenc: str = "", cafile: Path | None = None) -> tuple[PeerRun, Path]:
+    async def baresip_call(
+        self,
+        target_uri: str,
+        wav: Path,
+        *,
+        seconds: int = 15,
+        aor: str = f"sip:caller@{LOCAL}",
+        calls: int = 1,
+        mediaenc: str = "",
+        cafile: Path | None = None,
+    ) -> tuple[PeerRun, Path]:
         """baresip dials `target_uri` from `aor`, sends `wav` (8 kHz mono) as its microphone, records what it
         hears and sends (sndfile: dump-*-dec.wav / dump-*-enc.wav), and quits once `calls` calls have ended
         (more than one when it follows a REFER) or after `seconds` at most. `mediaenc`: its SRTP mode (srtp:
@@ -200,30 +249,34 @@ class Peers:
         config_dir.mkdir()
         recordings.mkdir()
         sip_port, rtp_port = free_sip_port(), free_udp_port(4)
-        (config_dir / "config").write_text("\n".join([
-            "poll_method epoll",
-            f"sip_listen {LOCAL}:{sip_port}",
-            "call_local_timeout 30",
-            f"call_max_calls {calls}",
-            f"audio_source aufile,{wav}",
-            "audio_player aubridge,nowhere",
-            "audio_alert aubridge,nowhere",
-            "audio_buffer 20-160",
-            f"rtp_ports {rtp_port}-{rtp_port + 3}",
-            "rtcp_mux no",
-            "jitter_buffer_delay 5-10",
-            f"module_path {BARESIP_MODULES}",
-            "module g711.so",
-            "module aufile.so",
-            "module aubridge.so",
-            "module sndfile.so",
-            *(["module srtp.so"] if mediaenc else []),
-            *([f"sip_cafile {cafile}"] if cafile else []),
-            f"snd_path {recordings}",
-            "module_app account.so",
-            "module_app menu.so",
-            "",
-        ]))
+        (config_dir / "config").write_text(
+            "\n".join(
+                [
+                    "poll_method epoll",
+                    f"sip_listen {LOCAL}:{sip_port}",
+                    "call_local_timeout 30",
+                    f"call_max_calls {calls}",
+                    f"audio_source aufile,{wav}",
+                    "audio_player aubridge,nowhere",
+                    "audio_alert aubridge,nowhere",
+                    "audio_buffer 20-160",
+                    f"rtp_ports {rtp_port}-{rtp_port + 3}",
+                    "rtcp_mux no",
+                    "jitter_buffer_delay 5-10",
+                    f"module_path {BARESIP_MODULES}",
+                    "module g711.so",
+                    "module aufile.so",
+                    "module aubridge.so",
+                    "module sndfile.so",
+                    *(["module srtp.so"] if mediaenc else []),
+                    *([f"sip_cafile {cafile}"] if cafile else []),
+                    f"snd_path {recordings}",
+                    "module_app account.so",
+                    "module_app menu.so",
+                    "",
+                ]
+            )
+        )
         encryption = f";mediaenc={mediaenc}" if mediaenc else ""
         (config_dir / "accounts").write_text(f"<{aor}>;regint=0;audio_codecs=PCMU{encryption}\n")
         (config_dir / "contacts").write_text("")
@@ -268,6 +321,7 @@ async def peers(tmp_path: Path):
 
 # ---- audio helpers -----------------------------------------------------------------------------------------
 
+
 def read_wav(path: Path) -> tuple[np.ndarray, int]:
     with wave.open(str(path), "rb") as reader:
         assert reader.getsampwidth() == 2, f"{path}: expected 16-bit samples"
@@ -291,11 +345,11 @@ def best_lag_correlation(received: np.ndarray, reference: np.ndarray) -> tuple[f
     x = received.astype(np.float64)
     ref = reference.astype(np.float64)
     if len(x) < len(ref):
-        ref = ref[:len(x)]
+        ref = ref[: len(x)]
     size = 1 << int(np.ceil(np.log2(len(x) + len(ref))))
     scores = np.fft.irfft(np.fft.rfft(x, size) * np.conj(np.fft.rfft(ref, size)), size)[: len(x) - len(ref) + 1]
     lag = int(np.argmax(scores))
-    return float(np.corrcoef(x[lag:lag + len(ref)], ref)[0, 1]), lag
+    return float(np.corrcoef(x[lag : lag + len(ref)], ref)[0, 1]), lag
 
 
 def chirp(seconds: float, f0: float = 300.0, f1: float = 3000.0, amplitude: int = 8000, rate: int = 8000) -> np.ndarray:
@@ -313,8 +367,19 @@ def pcap_rtp(packets: list[bytes], interval: float = 0.02, port: int = 6000) -> 
     out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
     for index, payload in enumerate(packets):
         udp = struct.pack("!HHHH", port, port, 8 + len(payload), 0) + payload
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), index & 0xFFFF, 0, 64, 17, 0,
-                         socket.inet_aton(LOCAL), socket.inet_aton(LOCAL))
+        ip = struct.pack(
+            "!BBHHHBBH4s4s",
+            0x45,
+            0,
+            20 + len(udp),
+            index & 0xFFFF,
+            0,
+            64,
+            17,
+            0,
+            socket.inet_aton(LOCAL),
+            socket.inet_aton(LOCAL),
+        )
         frame = b"\x00" * 12 + b"\x08\x00" + ip + udp
         stamp = index * interval
         out.append(struct.pack("<IIII", int(stamp), round((stamp % 1) * 1e6), len(frame), len(frame)) + frame)
@@ -330,16 +395,17 @@ def read_pcap_payloads(path: Path) -> list[bytes]:
     payloads, offset = [], 24
     while offset + 16 <= len(data):
         length = struct.unpack_from("<I", data, offset + 8)[0]
-        frame = data[offset + 16:offset + 16 + length]
+        frame = data[offset + 16 : offset + 16 + length]
         offset += 16 + length
         ip = frame[14:]
         if frame[12:14] == b"\x08\x00" and ip[9] == 17:
-            udp = ip[(ip[0] & 0x0F) * 4:]
-            payloads.append(udp[8:struct.unpack_from("!H", udp, 4)[0]])
+            udp = ip[(ip[0] & 0x0F) * 4 :]
+            payloads.append(udp[8 : struct.unpack_from("!H", udp, 4)[0]])
     return payloads
 
 
 # ---- our endpoint ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 async def start_endpoint():
@@ -410,8 +476,14 @@ class SipPeer(asyncio.DatagramProtocol):
     async def response(self, status: int, method: str = "INVITE", timeout: float = 3.0):
         from telephony.sip.message import Response
 
-        return await self.expect(lambda m: isinstance(m, Response) and m.status == status
-                                 and (m.headers.get("CSeq") or "").split()[-1:] == [method], timeout)
+        return await self.expect(
+            lambda m: (
+                isinstance(m, Response)
+                and m.status == status
+                and (m.headers.get("CSeq") or "").split()[-1:] == [method]
+            ),
+            timeout,
+        )
 
     async def request(self, method: str, timeout: float = 3.0):
         from telephony.sip.message import Request
@@ -438,21 +510,40 @@ async def sip_peer():
 
 
 def sdp_offer(port: int, formats: str = "0 101", direction: str = "sendrecv", host: str = LOCAL) -> str:
-    return (f"v=0\r\no=peer 1 1 IN IP4 {host}\r\ns=-\r\nc=IN IP4 {host}\r\nt=0 0\r\n"
-            f"m=audio {port} RTP/AVP {formats}\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n"
-            f"a={direction}\r\n")
+    return (
+        f"v=0\r\no=peer 1 1 IN IP4 {host}\r\ns=-\r\nc=IN IP4 {host}\r\nt=0 0\r\n"
+        f"m=audio {port} RTP/AVP {formats}\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n"
+        f"a={direction}\r\n"
+    )
 
 
-def sip_request(method: str, peer_port: int, endpoint_port: int, *, call_id: str, branch: str, from_tag: str = "peer1",
-                cseq: int = 1, to_tag: str | None = None, body: str = "", extra: str = "",
-                content_type: str = "application/sdp") -> str:
+def sip_request(
+    method: str,
+    peer_port: int,
+    endpoint_port: int,
+    *,
+    call_id: str,
+    branch: str,
+    from_tag: str = "peer1",
+    cseq: int = 1,
+    to_tag: str | None = None,
+    body: str = "",
+    extra: str = "",
+    content_type: str = "application/sdp",
+) -> str:
     """A request from the scripted peer at 127.0.0.1:peer_port to our endpoint."""
     to = f"<sip:agent@{LOCAL}:{endpoint_port}>" + (f";tag={to_tag}" if to_tag else "")
-    lines = [f"{method} sip:agent@{LOCAL}:{endpoint_port} SIP/2.0",
-             f"Via: SIP/2.0/UDP {LOCAL}:{peer_port};branch=z9hG4bK{branch};rport",
-             f"From: \"Peer\" <sip:+15550001@{LOCAL}:{peer_port}>;tag={from_tag}", f"To: {to}",
-             f"Call-ID: {call_id}", f"CSeq: {cseq} {method}", f"Contact: <sip:peer@{LOCAL}:{peer_port}>",
-             "Max-Forwards: 70", *[line for line in extra.split("\n") if line]]
+    lines = [
+        f"{method} sip:agent@{LOCAL}:{endpoint_port} SIP/2.0",
+        f"Via: SIP/2.0/UDP {LOCAL}:{peer_port};branch=z9hG4bK{branch};rport",
+        f'From: "Peer" <sip:+15550001@{LOCAL}:{peer_port}>;tag={from_tag}',
+        f"To: {to}",
+        f"Call-ID: {call_id}",
+        f"CSeq: {cseq} {method}",
+        f"Contact: <sip:peer@{LOCAL}:{peer_port}>",
+        "Max-Forwards: 70",
+        *[line for line in extra.split("\n") if line],
+    ]
     if body:
         lines.append(f"Content-Type: {content_type}")
     lines.append(f"Content-Length: {len(body.encode())}")

@@ -4,6 +4,7 @@ PostgreSQL refuses to run as root, and CI runs as root: the cluster then belongs
 (which Debian's package creates) and its directory is handed to that user. Every test gets its own schema,
 which costs milliseconds where a database would cost a second.
 """
+
 from __future__ import annotations
 
 import glob
@@ -86,16 +87,55 @@ def cluster(*, durable: bool = False) -> Iterator[Cluster]:
     if owner is not None:
         os.chown(directory, owner.pw_uid, owner.pw_gid)
     port = _free_port()
-    settings = [f"-p {port}", "-c listen_addresses=127.0.0.1", f"-c unix_socket_directories={directory}",
-                "-c max_connections=100", "-c shared_buffers=32MB"]
+    settings = [
+        f"-p {port}",
+        "-c listen_addresses=127.0.0.1",
+        f"-c unix_socket_directories={directory}",
+        "-c max_connections=100",
+        "-c shared_buffers=32MB",
+    ]
     if not durable:
         settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
     run = _run_as(owner)
     try:
-        subprocess.run([str(binaries / "initdb"), "-D", str(data), "-U", USER, "-A", "trust", "-E", "UTF8",
-                        "--no-locale", "--no-sync"], check=True, capture_output=True, timeout=120, **run)
-        subprocess.run([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60",
-                        "-o", " ".join(settings), "start"], check=True, capture_output=True, timeout=90, **run)
+        subprocess.run(
+            [
+                str(binaries / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                USER,
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            **run,
+        )
+        subprocess.run(
+            [
+                str(binaries / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(log),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                " ".join(settings),
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=90,
+            **run,
+        )
         server = Cluster(directory, port)
         server.sql(f"CREATE DATABASE {USER}", database="postgres")
         server.sql("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
@@ -105,8 +145,12 @@ def cluster(*, durable: bool = False) -> Iterator[Cluster]:
         raise RuntimeError(f"PostgreSQL did not start: {error.stderr.decode(errors='replace')}{detail}") from error
     finally:
         if (data / "postmaster.pid").exists():
-            subprocess.run([str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                           capture_output=True, timeout=60, **run)
+            subprocess.run(
+                [str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                capture_output=True,
+                timeout=60,
+                **run,
+            )
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -3,6 +3,7 @@ espeak-ng (en-us) or by Piper, then sent through the phone path (8 kHz, G.711 mu
 
 Used by the speech tests and benchmarks/speech_stt.py. Built once and cached as .npz files.
 """
+
 from __future__ import annotations
 
 import csv
@@ -31,15 +32,19 @@ VERSION = 1  # bump when the way the corpus is made changes
 
 
 def sentences(*names: str) -> list[str]:
-    return [json.loads(line)["text"] for name in names for line in (DATA / name).read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line)["text"] for name in names for line in (DATA / name).read_text().splitlines() if line.strip()
+    ]
 
 
 def domain_prompt() -> str:
     """Whisper's initial prompt as callcenter.voice builds it from the shop's catalogue."""
     with open(PRODUCTS, newline="") as file:
         names = [row["name"] for row in sorted(csv.DictReader(file), key=lambda row: row["sku"])]  # the shop's order
-    prompt = ("Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
-              "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell")
+    prompt = (
+        "Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
+        "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell"
+    )
     for number, name in enumerate(names):
         name = name if name[:2].isupper() else name[:1].lower() + name[1:]
         if len(prompt) + len(name) > 800:
@@ -51,7 +56,9 @@ def domain_prompt() -> str:
 def phone_path(pcm: np.ndarray, rate: int) -> np.ndarray:
     """What a caller's audio looks like after the PSTN: 8 kHz, through G.711 mu-law, with the pauses."""
     narrow = resample(pcm, rate, PHONE_RATE)
-    padded = np.concatenate([np.zeros(int(LEAD_S * PHONE_RATE), np.int16), narrow, np.zeros(int(TRAIL_S * PHONE_RATE), np.int16)])
+    padded = np.concatenate(
+        [np.zeros(int(LEAD_S * PHONE_RATE), np.int16), narrow, np.zeros(int(TRAIL_S * PHONE_RATE), np.int16)]
+    )
     return ulaw_decode(ulaw_encode(padded))
 
 

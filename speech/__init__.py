@@ -8,6 +8,7 @@ What a user imports from here: `Transcriber` (Whisper), `Synthesizer` (Piper), `
 `normalize_for_speech`, the WAV helpers and the errors. Each is loaded on first use: importing `speech` (or
 `speech.audio`) does not load faster-whisper, Piper or onnxruntime.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,16 +26,28 @@ if TYPE_CHECKING:
     from speech.vad import VadModel, VadModelError
 
 _HOMES = {
-    "WavError": "audio", "read_wav": "audio", "resample": "audio", "write_wav": "audio",
+    "WavError": "audio",
+    "read_wav": "audio",
+    "resample": "audio",
+    "write_wav": "audio",
     "EchoCanceller": "echo",
-    "Endpointer": "endpointer", "FrameError": "endpointer", "SpeechEnded": "endpointer",
-    "SpeechPaused": "endpointer", "SpeechStarted": "endpointer",
+    "Endpointer": "endpointer",
+    "FrameError": "endpointer",
+    "SpeechEnded": "endpointer",
+    "SpeechPaused": "endpointer",
+    "SpeechStarted": "endpointer",
     "ModelError": "models",
     "normalize_for_speech": "normalize",
-    "Synthesizer": "synthesizer", "SynthesizerConfig": "synthesizer", "SynthesizerError": "synthesizer",
-    "Thresholds": "transcriber", "Transcriber": "transcriber", "Transcript": "transcriber",
-    "TurnModel": "turn", "TurnModelError": "turn",
-    "VadModel": "vad", "VadModelError": "vad",
+    "Synthesizer": "synthesizer",
+    "SynthesizerConfig": "synthesizer",
+    "SynthesizerError": "synthesizer",
+    "Thresholds": "transcriber",
+    "Transcriber": "transcriber",
+    "Transcript": "transcriber",
+    "TurnModel": "turn",
+    "TurnModelError": "turn",
+    "VadModel": "vad",
+    "VadModelError": "vad",
 }
 __all__ = [
     "EchoCanceller",

@@ -1,4 +1,5 @@
 """PCM helpers shared by speech: resampling (soxr) and 16-bit WAV files (stdlib `wave` + numpy)."""
+
 from __future__ import annotations
 
 import wave
@@ -23,7 +24,9 @@ def resample(pcm: np.ndarray, from_rate: int, to_rate: int, *, dtype: type = np.
         raise ValueError(f"dtype must be np.int16 or np.float32, not {dtype!r}")
     samples = np.asarray(pcm)
     # Resample in float: int16 through soxr would clip overshoots without saying so.
-    floats = samples.astype(np.float32) / 32768.0 if samples.dtype == np.int16 else samples.astype(np.float32, copy=False)
+    floats = (
+        samples.astype(np.float32) / 32768.0 if samples.dtype == np.int16 else samples.astype(np.float32, copy=False)
+    )
     out = floats if from_rate == to_rate or floats.size == 0 else soxr.resample(floats, from_rate, to_rate)
     if np.dtype(dtype) == np.float32:
         return np.ascontiguousarray(out, dtype=np.float32)
@@ -43,7 +46,9 @@ def read_wav(path: str | Path | BinaryIO) -> tuple[np.ndarray, int]:
     except (wave.Error, EOFError, OSError) as error:
         raise WavError(f"{path}: not a PCM WAV file ({error})") from error
     if width != 2:
-        raise WavError(f"{path}: {8 * width}-bit samples; only 16-bit PCM is supported (convert with: sox IN -b 16 OUT.wav)")
+        raise WavError(
+            f"{path}: {8 * width}-bit samples; only 16-bit PCM is supported (convert with: sox IN -b 16 OUT.wav)"
+        )
     samples = np.frombuffer(frames[: len(frames) - len(frames) % (2 * channels)], dtype="<i2").reshape(-1, channels)
     if channels == 1:
         return samples[:, 0].astype(np.int16), rate

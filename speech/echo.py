@@ -7,6 +7,7 @@ what we sent, fit a short filter around that delay by least squares, and subtrac
 The fit is only updated while the echo dominates (high correlation): while the caller talks over the
 agent (double talk) the previous fit is kept, so their voice is not cancelled with the echo.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,12 +66,12 @@ class EchoCanceller:
         if mic_energy <= 0:
             return
         # Cross-correlation of the caller's window with the reference at every delay, by FFT.
-        reference = self._reference[-(WINDOW + MAX_DELAY):]
+        reference = self._reference[-(WINDOW + MAX_DELAY) :]
         size = 1 << int(np.ceil(np.log2(reference.size + WINDOW)))
         spectrum = np.fft.rfft(reference, size) * np.conj(np.fft.rfft(mic, size))
-        correlation = np.fft.irfft(spectrum, size)[:MAX_DELAY + 1]  # index k: reference starting k later
+        correlation = np.fft.irfft(spectrum, size)[: MAX_DELAY + 1]  # index k: reference starting k later
         # reference[k:k+WINDOW] lines up with mic; delay = MAX_DELAY - k samples before now.
-        energies = np.convolve(reference ** 2, np.ones(WINDOW), "valid")[:MAX_DELAY + 1]
+        energies = np.convolve(reference**2, np.ones(WINDOW), "valid")[: MAX_DELAY + 1]
         normalised = correlation / np.sqrt(np.maximum(energies, 1e-9) * mic_energy)
         best = int(np.argmax(normalised))
         if normalised[best] < ADAPT_CORRELATION:

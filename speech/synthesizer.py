@@ -6,6 +6,7 @@ and that clause (~0.09 s) is sent while the rest is rendered; synthesis runs 5-1
 so the rest is ready before the clause has been played (benchmarks/speech_tts.py). Pieces said again
 (the greeting, "could you say it again?", confirmations) come from a small cache, at once.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,7 +42,8 @@ _SHORT_SENTENCE, _MIN_HEAD, _MAX_HEAD, _MIN_TAIL = 6, 3, 10, 3
 _CLAUSE_WORDS = frozenset({"and", "but", "or", "so", "because", "for", "with", "from"})
 _NUMBER_WORDS = frozenset(
     "zero oh one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million".split())
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million".split()
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -70,12 +72,17 @@ class Synthesizer:
         self.voice = _load_voice(*piper_voice_paths(self.config.voice))
         self.native_rate: int = self.voice.config.sample_rate
         self._piper_options = SynthesisConfig(
-            length_scale=self.config.length_scale, noise_scale=self.config.noise_scale,
-            noise_w_scale=self.config.noise_w_scale, normalize_audio=False)
+            length_scale=self.config.length_scale,
+            noise_scale=self.config.noise_scale,
+            noise_w_scale=self.config.noise_w_scale,
+            normalize_audio=False,
+        )
         self._pool = ThreadPoolExecutor(max_workers=self.config.workers, thread_name_prefix="piper")
         self._cache: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()  # used from the event loop only
 
-    async def synthesize_stream(self, text: str, call_id: str = "", rate: int = TELEPHONE_RATE) -> AsyncGenerator[np.ndarray, None]:
+    async def synthesize_stream(
+        self, text: str, call_id: str = "", rate: int = TELEPHONE_RATE
+    ) -> AsyncGenerator[np.ndarray, None]:
         """PCM16 mono chunks at `rate`, one per piece, each yielded as soon as it is rendered.
 
         Closing or cancelling the iterator starts no further piece (a piece already running in a
@@ -117,8 +124,14 @@ class Synthesizer:
         audio = _trim(np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32), self.native_rate)
         audio = resample(audio, self.native_rate, rate, dtype=np.float32)
         pcm = _to_pcm16(_fade(_limit(_level(audio, rate, self.config.loudness_dbfs)), rate))
-        log.debug("event=tts_piece call=%s index=%d words=%d audio_ms=%d synth_ms=%d", call_id or "-", index,
-                  len(piece.split()), 1000 * len(pcm) // rate, 1000 * (time.perf_counter() - started))
+        log.debug(
+            "event=tts_piece call=%s index=%d words=%d audio_ms=%d synth_ms=%d",
+            call_id or "-",
+            index,
+            len(piece.split()),
+            1000 * len(pcm) // rate,
+            1000 * (time.perf_counter() - started),
+        )
         return pcm
 
 
@@ -152,7 +165,7 @@ def _trim(audio: np.ndarray, rate: int) -> np.ndarray:
     if loud.size == 0:
         return audio[:0]
     start = max(0, loud[0] - int(_KEEP_LEAD_S * rate))
-    return audio[start: loud[-1] + int(_KEEP_TRAIL_S * rate)]
+    return audio[start : loud[-1] + int(_KEEP_TRAIL_S * rate)]
 
 
 def _level(audio: np.ndarray, rate: int, target_dbfs: float) -> np.ndarray:
@@ -163,7 +176,7 @@ def _level(audio: np.ndarray, rate: int, target_dbfs: float) -> np.ndarray:
     active = energy[energy > _SILENCE]
     if active.size == 0:
         return audio
-    gain_db = np.clip(target_dbfs - 20 * np.log10(np.sqrt((active ** 2).mean())), -_MAX_GAIN_DB, _MAX_GAIN_DB)
+    gain_db = np.clip(target_dbfs - 20 * np.log10(np.sqrt((active**2).mean())), -_MAX_GAIN_DB, _MAX_GAIN_DB)
     louder: np.ndarray = (audio * 10 ** (gain_db / 20)).astype(np.float32)
     return louder
 
@@ -201,20 +214,28 @@ def _load_voice(model: Path, config: Path) -> PiperVoice:
         voice = PiperVoice.load(model, config_path=config)
     except Exception as error:  # onnxruntime and json raise many types for a damaged file
         raise SynthesizerError(f"cannot load the Piper voice {model}: {error}") from error
-    log.info("event=piper_voice_loaded voice=%s rate=%d load_ms=%d", model.name, voice.config.sample_rate,
-             1000 * (time.perf_counter() - started))
+    log.info(
+        "event=piper_voice_loaded voice=%s rate=%d load_ms=%d",
+        model.name,
+        voice.config.sample_rate,
+        1000 * (time.perf_counter() - started),
+    )
     return voice
 
 
 def _check(config: SynthesizerConfig) -> None:
     if config.length_scale is not None and not 0.1 <= config.length_scale <= 10:  # also refuses NaN
-        raise SynthesizerError(f"length_scale must be between 0.1 and 10 (got {config.length_scale}); leave it unset for the voice's own")
+        raise SynthesizerError(
+            f"length_scale must be between 0.1 and 10 (got {config.length_scale}); leave it unset for the voice's own"
+        )
     for name in ("noise_scale", "noise_w_scale"):
         value = getattr(config, name)
         if value is not None and not 0 <= value <= 2:
             raise SynthesizerError(f"{name} must be between 0 and 2 (got {value}); leave it unset for the voice's own")
     if not -40 <= config.loudness_dbfs <= -6:
-        raise SynthesizerError(f"loudness_dbfs must be between -40 and -6 (got {config.loudness_dbfs}); -21 suits G.711")
+        raise SynthesizerError(
+            f"loudness_dbfs must be between -40 and -6 (got {config.loudness_dbfs}); -21 suits G.711"
+        )
     if config.cached_pieces < 0:
         raise SynthesizerError(f"cached_pieces must be 0 or more (got {config.cached_pieces})")
     if config.workers < 1:

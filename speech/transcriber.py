@@ -6,6 +6,7 @@ heard unclearly is decoded once more with beam search: clear callers rarely pay 
 unclear turns get ~20% fewer word errors (benchmarks/speech_stt.py). The transcript carries its confidence so the agent
 can ask the caller to repeat.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -109,18 +110,32 @@ class Transcriber:
                 started = time.perf_counter()
                 try:
                     # Always a directory, never a size name: a name would be downloaded from a hub.
-                    cls._models[key] = WhisperModel(str(directory), device="cpu", compute_type="int8", cpu_threads=cpu_threads, num_workers=workers)
+                    cls._models[key] = WhisperModel(
+                        str(directory), device="cpu", compute_type="int8", cpu_threads=cpu_threads, num_workers=workers
+                    )
                 except (RuntimeError, ValueError, OSError) as error:
                     raise ModelError(f"cannot load the Whisper model in {directory}: {error}") from error
-                log.info("event=whisper_loaded dir=%s threads=%d workers=%d seconds=%.2f", directory, cpu_threads, workers, time.perf_counter() - started)
+                log.info(
+                    "event=whisper_loaded dir=%s threads=%d workers=%d seconds=%.2f",
+                    directory,
+                    cpu_threads,
+                    workers,
+                    time.perf_counter() - started,
+                )
             return cls._models[key]
 
-    async def transcribe(self, pcm16_8k: np.ndarray, *, prompt: str | None = None, rate: int = 8000, call_id: str = "-") -> Transcript:
+    async def transcribe(
+        self, pcm16_8k: np.ndarray, *, prompt: str | None = None, rate: int = 8000, call_id: str = "-"
+    ) -> Transcript:
         """Transcribe one utterance (int16 mono at `rate`) in the thread pool."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, lambda: self.transcribe_sync(pcm16_8k, prompt=prompt, rate=rate, call_id=call_id))
+        return await loop.run_in_executor(
+            self._pool, lambda: self.transcribe_sync(pcm16_8k, prompt=prompt, rate=rate, call_id=call_id)
+        )
 
-    def transcribe_sync(self, pcm16_8k: np.ndarray, *, prompt: str | None = None, rate: int = 8000, call_id: str = "-") -> Transcript:
+    def transcribe_sync(
+        self, pcm16_8k: np.ndarray, *, prompt: str | None = None, rate: int = 8000, call_id: str = "-"
+    ) -> Transcript:
         started = time.perf_counter()
         pcm = np.asarray(pcm16_8k, dtype=np.int16).ravel()
         duration = pcm.size / rate
@@ -136,8 +151,15 @@ class Transcriber:
         # and show them to more people than the call records.
         log.info(
             "event=transcribed call=%s seconds=%.3f audio_s=%.2f confident=%s reason=%s retried=%s logprob=%.2f no_speech=%.2f chars=%d",
-            call_id, time.perf_counter() - started, duration, transcript.confident, reason, transcript.retried,
-            transcript.avg_logprob, transcript.no_speech_prob, len(transcript.text),
+            call_id,
+            time.perf_counter() - started,
+            duration,
+            transcript.confident,
+            reason,
+            transcript.retried,
+            transcript.avg_logprob,
+            transcript.no_speech_prob,
+            len(transcript.text),
         )
         log.debug("event=transcript call=%s text=%r", call_id, transcript.text)
         return transcript
@@ -153,15 +175,26 @@ class Transcriber:
         """Speech the greedy pass probably misheard; noise and silence are not worth a second pass."""
         limits = self.thresholds
         return transcript.no_speech_prob <= limits.max_no_speech_prob and (
-            transcript.avg_logprob < limits.retry_below_logprob or compression_ratio(transcript.text) > limits.max_compression_ratio
+            transcript.avg_logprob < limits.retry_below_logprob
+            or compression_ratio(transcript.text) > limits.max_compression_ratio
         )
 
-    def _decode_once(self, audio: np.ndarray, duration: float, prompt: str | None, beam_size: int) -> tuple[Transcript, str]:
+    def _decode_once(
+        self, audio: np.ndarray, duration: float, prompt: str | None, beam_size: int
+    ) -> tuple[Transcript, str]:
         segments, _ = self._model.transcribe(
-            audio, language=self.language, beam_size=beam_size, initial_prompt=prompt or None,
-            without_timestamps=True, temperature=0.0, condition_on_previous_text=False, vad_filter=self.vad_filter,
+            audio,
+            language=self.language,
+            beam_size=beam_size,
+            initial_prompt=prompt or None,
+            without_timestamps=True,
+            temperature=0.0,
+            condition_on_previous_text=False,
+            vad_filter=self.vad_filter,
             # We judge silence ourselves, with the numbers of every segment.
-            no_speech_threshold=None, log_prob_threshold=None, compression_ratio_threshold=None,
+            no_speech_threshold=None,
+            log_prob_threshold=None,
+            compression_ratio_threshold=None,
             # Speech stays under ~5 tokens a second: a bound on failure loops and on their cost.
             max_new_tokens=int(6 * duration) + 10,
         )

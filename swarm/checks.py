@@ -1,4 +1,5 @@
 """Checks on what a model produced, before anything is said to the caller or any tool runs."""
+
 from __future__ import annotations
 
 import json

@@ -9,6 +9,7 @@ shape made it choose between "say" and "tool" without seeing any name. With this
 75% to 91% right (benchmarks/triage_llm.py). The "say" string is extracted from the stream as it grows, so
 the first sentence reaches the synthesizer before the reply is complete.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,7 +35,12 @@ def reply_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
         "additionalProperties": False,
     }
     calls = [
-        {"type": "object", "properties": {t.name: _closed(t.parameters)}, "required": [t.name], "additionalProperties": False}
+        {
+            "type": "object",
+            "properties": {t.name: _closed(t.parameters)},
+            "required": [t.name],
+            "additionalProperties": False,
+        }
         for t in tools
     ]
     return {"anyOf": [say, *calls]} if calls else say
@@ -106,7 +112,7 @@ class SayStream:
         value = _partial_say(self.text)
         if value is None or len(value) <= self._said:
             return ""
-        new, self._said = value[self._said:], len(value)
+        new, self._said = value[self._said :], len(value)
         return new
 
     def finish(self, tool_names: Sequence[str]) -> tuple[str, tuple[ToolCall, ...]]:

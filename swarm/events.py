@@ -1,4 +1,5 @@
 """Every step of a session as a typed event: the audit trail and what a resumed session replays."""
+
 from __future__ import annotations
 
 import json
@@ -87,7 +88,17 @@ class Flushed(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (UserText, AssistantText, SystemText, ToolCalled, AgentChanged, ValidationFailed, Rescued, ToolCallRepaired, Flushed)
+    for cls in (
+        UserText,
+        AssistantText,
+        SystemText,
+        ToolCalled,
+        AgentChanged,
+        ValidationFailed,
+        Rescued,
+        ToolCallRepaired,
+        Flushed,
+    )
 }
 
 

@@ -1,4 +1,5 @@
 """One shared history per session: the last N messages, each agent seeing its own view."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

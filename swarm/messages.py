@@ -1,4 +1,5 @@
 """The messages a session's history holds and a provider is given."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

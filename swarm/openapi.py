@@ -1,4 +1,5 @@
 """An HTTP API described by OpenAPI 3.0/3.1 as tools: how a call centre's CRM plugs into the swarm."""
+
 from __future__ import annotations
 
 import json

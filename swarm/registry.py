@@ -1,4 +1,5 @@
 """Registries of completions, tools, agents and swarms, checked once at start-up."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

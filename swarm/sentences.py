@@ -1,4 +1,5 @@
 """Cut streamed text into sentences, so the first one can be spoken before the reply is finished."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """One caller's session: the active agent, the shared history, and the turn loop with validation and rescue."""
+
 from __future__ import annotations
 
 import asyncio
@@ -124,7 +125,9 @@ class Session:
     def commit_assistant_message(self, text: str) -> None:
         self._record(AssistantText(self._agent, text))
 
-    def commit_tool_output(self, call_id: str, name: str, content: str, arguments: dict[str, Any] | None = None) -> None:
+    def commit_tool_output(
+        self, call_id: str, name: str, content: str, arguments: dict[str, Any] | None = None
+    ) -> None:
         self._record(ToolCalled(self._agent, call_id, name, arguments or {}, content))
 
     def commit_flush(self) -> None:
@@ -309,7 +312,9 @@ class Session:
         tool = self.registry.tools[call.name]
         # Shielded: a tool that writes an order finishes (or fails) as a whole even if the caller barges in,
         # and its result is recorded, so the history never holds a call without its result.
-        task = asyncio.ensure_future(asyncio.wait_for(tool.call(call.arguments, self._context(agent)), self.config.tool_timeout))
+        task = asyncio.ensure_future(
+            asyncio.wait_for(tool.call(call.arguments, self._context(agent)), self.config.tool_timeout)
+        )
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:

@@ -3,6 +3,7 @@
 Below both the registry (which checks and holds them) and the session (which runs them), so neither imports
 the other's module to know what an agent is.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -4,6 +4,7 @@ The tools are described in a system message; the model writes `<tool_call>{...}<
 results come back as user messages. Replies stream with every block (and anything that may become one)
 held back, so a call is never spoken.
 """
+
 from __future__ import annotations
 
 import json
@@ -126,5 +127,5 @@ class TextProtocolStream:
     def _advance(self, visible: str) -> str:
         if len(visible) <= len(self._sent):
             return ""
-        new, self._sent = visible[len(self._sent):], visible
+        new, self._sent = visible[len(self._sent) :], visible
         return new

@@ -1,4 +1,5 @@
 """How tools reach a model: native tool calls, the `<tool_call>` text protocol, or constrained decoding."""
+
 from __future__ import annotations
 
 TOOL_MODES = ("native", "text", "constrained")

@@ -8,6 +8,7 @@ fences, Hermes/Qwen `<tool_call>` blocks, a `<tool_response name="...">` copied 
 Only names are recognised here; the session still validates every call (tool known to the active agent,
 arguments against the schema), so a wrong guess becomes feedback for the model, never an action.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,13 +47,15 @@ def extract_tool_calls(text: str, tool_names: Iterable[str]) -> Extraction | Non
     """
     names = frozenset(tool_names)
     if TOOL_CALL_BLOCK.search(text):
-        return Extraction("tool_call_tag", tuple(parse_call_body(b, f"call_{n}") for n, b in enumerate(TOOL_CALL_BLOCK.findall(text))))
+        return Extraction(
+            "tool_call_tag", tuple(parse_call_body(b, f"call_{n}") for n, b in enumerate(TOOL_CALL_BLOCK.findall(text)))
+        )
     if responses := _TOOL_RESPONSE.findall(text):
         return _from_tool_responses(responses, names)
     if fenced := [b for b in _FENCE.findall(text) if b.strip().startswith("{")]:
         return _from_json_texts("fenced_json", fenced)
     if match := _FUNCTIONS.search(text):
-        rest = text[match.end():]
+        rest = text[match.end() :]
         arguments = next(_json_objects(rest), {})
         return Extraction("functions_prefix", (ToolCall("call_0", match.group(1), _arguments_of(arguments)),))
     if "{" in text:
@@ -63,7 +66,9 @@ def extract_tool_calls(text: str, tool_names: Iterable[str]) -> Extraction | Non
             return found
         # JSON-like but broken: keep the name so the error the model sees names its own call.
         name = _NAME.search(text)
-        return Extraction("broken_json", (ToolCall("call_0", name.group(1) if name else "", {}, raw_arguments=text.strip()[:500]),))
+        return Extraction(
+            "broken_json", (ToolCall("call_0", name.group(1) if name else "", {}, raw_arguments=text.strip()[:500]),)
+        )
     return _from_prose(text, names)
 
 
@@ -89,7 +94,12 @@ def _from_tool_responses(responses: list[tuple[str, str]], names: frozenset[str]
             inner = next(_json_objects(body), None)
             call = _call_from_object(inner, f"call_{n}") if inner else None
             if call is None:
-                return Extraction("tool_response_tag", errors=("the reply copies a <tool_response> tag: call a tool properly, or answer in plain sentences",))
+                return Extraction(
+                    "tool_response_tag",
+                    errors=(
+                        "the reply copies a <tool_response> tag: call a tool properly, or answer in plain sentences",
+                    ),
+                )
             calls.append(call)
             continue
         arguments = next(_json_objects(body), {})
@@ -106,7 +116,9 @@ def _from_objects(form: str, objects: list[dict[str, Any]]) -> Extraction:
         return Extraction(form, errors=("the reply holds JSON that is not a complete tool call",))
     calls = [c for n, o in enumerate(objects) if (c := _call_from_object(o, f"call_{n}")) is not None]
     if not calls:
-        return Extraction(form, errors=("the reply is JSON but not a tool call: answer in plain spoken sentences, or call a tool",))
+        return Extraction(
+            form, errors=("the reply is JSON but not a tool call: answer in plain spoken sentences, or call a tool",)
+        )
     return Extraction(form, tuple(calls))
 
 
@@ -116,11 +128,17 @@ def _from_prose(text: str, names: frozenset[str]) -> Extraction | None:
         return None
     if len(mentioned) > 1:
         listed = ", ".join(mentioned)
-        return Extraction("prose", errors=(f"the reply names several tools ({listed}): call exactly one of them, do not say tool names",))
+        return Extraction(
+            "prose",
+            errors=(f"the reply names several tools ({listed}): call exactly one of them, do not say tool names",),
+        )
     if mentioned[0] in names:
         return Extraction("prose", (ToolCall("call_0", mentioned[0], {}),))
     listed = ", ".join(sorted(names)) or "none"
-    return Extraction("prose", errors=(f"the reply says {mentioned[0]!r} aloud: never say tool names; the tools you have are: {listed}",))
+    return Extraction(
+        "prose",
+        errors=(f"the reply says {mentioned[0]!r} aloud: never say tool names; the tools you have are: {listed}",),
+    )
 
 
 def _call_from_object(data: Any, call_id: str) -> ToolCall | None:

@@ -1,4 +1,5 @@
 """Tools an agent may call: a JSON schema, an optional extra check, and an async call."""
+
 from __future__ import annotations
 
 import asyncio

@@ -4,8 +4,18 @@ What a user imports from here: `SipEndpoint` (answers and places calls) with its
 the protocol every call satisfies (`SipCall` over SIP; `telephony.audiosocket` offers Asterisk's AudioSocket
 too). The SIP stack itself is `telephony.sip`; RTP, SRTP, SDP and the codecs are modules of their own here.
 """
+
 from telephony.call import FRAME_SAMPLES, SAMPLE_RATE, Call, EndReason
 from telephony.endpoint import CallFailed, EndpointConfig, SipEndpoint
 from telephony.sip_call import SipCall
 
-__all__ = ["FRAME_SAMPLES", "SAMPLE_RATE", "Call", "CallFailed", "EndReason", "EndpointConfig", "SipCall", "SipEndpoint"]
+__all__ = [
+    "FRAME_SAMPLES",
+    "SAMPLE_RATE",
+    "Call",
+    "CallFailed",
+    "EndReason",
+    "EndpointConfig",
+    "SipCall",
+    "SipEndpoint",
+]

@@ -23,6 +23,7 @@ so we send exactly one 20 ms message every 20 ms on an absolute clock. When noth
 silence rather than nothing: a continuous stream keeps the caller's RTP flowing (far ends and carriers
 hang up on RTP inactivity), keeps Asterisk's 2 s inactivity check quiet, and matches the SIP path.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -83,8 +84,16 @@ class AudioSocketMetrics:
 class AudioSocketCall:
     """One AudioSocket connection as a `telephony.call.Call`."""
 
-    def __init__(self, call_id: str, transport: asyncio.Transport, metrics: AudioSocketMetrics, *, peer: str,
-                 no_media_timeout_s: float | None, audio_queue: int = 100) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        transport: asyncio.Transport,
+        metrics: AudioSocketMetrics,
+        *,
+        peer: str,
+        no_media_timeout_s: float | None,
+        audio_queue: int = 100,
+    ) -> None:
         self.call_id = call_id
         self.caller = ""  # AudioSocket carries no caller id: see the module docstring
         self.caller_name: str | None = None
@@ -124,8 +133,10 @@ class AudioSocketCall:
     def play(self, pcm16: np.ndarray) -> None:
         """Queue 8 kHz int16 audio after what is queued; ignored once the call has ended."""
         if not isinstance(pcm16, np.ndarray) or pcm16.dtype != np.int16 or pcm16.ndim != 1:
-            raise ValueError(f"play() takes a 1-D int16 array, got {type(pcm16).__name__} "
-                             f"{getattr(pcm16, 'dtype', '')} {getattr(pcm16, 'shape', '')}")
+            raise ValueError(
+                f"play() takes a 1-D int16 array, got {type(pcm16).__name__} "
+                f"{getattr(pcm16, 'dtype', '')} {getattr(pcm16, 'shape', '')}"
+            )
         if pcm16.size and not self.closed.is_set():
             self._out += pcm16.astype("<i2", copy=False).tobytes()
             self._played.clear()
@@ -148,9 +159,12 @@ class AudioSocketCall:
     async def transfer(self, target: str) -> bool:
         """AudioSocket has no transfer: always False, and the call stays up (see the module docstring)."""
         self._metrics.transfers_refused += 1
-        log.warning("event=audiosocket_transfer_unsupported call=%s target=%s detail=AudioSocket cannot transfer; "
-                    "route the caller in the dialplan after AudioSocket() or connect VoiceSwarm by SIP",
-                    self.call_id, target)
+        log.warning(
+            "event=audiosocket_transfer_unsupported call=%s target=%s detail=AudioSocket cannot transfer; "
+            "route the caller in the dialplan after AudioSocket() or connect VoiceSwarm by SIP",
+            self.call_id,
+            target,
+        )
         return False
 
     async def hangup(self) -> None:
@@ -178,9 +192,16 @@ class AudioSocketCall:
         metrics.calls_ended += 1
         metrics.frames_dropped += self._audio_in.dropped
         metrics.media_timeouts += reason == "media_timeout"
-        log.info("event=audiosocket_call_end call=%s peer=%s reason=%s seconds=%.1f frames_in=%d frames_out=%d "
-                 "dropped=%d", self.call_id, self.peer, reason, time.monotonic() - self._started,
-                 self.frames_received, self.frames_sent, self._audio_in.dropped)
+        log.info(
+            "event=audiosocket_call_end call=%s peer=%s reason=%s seconds=%.1f frames_in=%d frames_out=%d dropped=%d",
+            self.call_id,
+            self.peer,
+            reason,
+            time.monotonic() - self._started,
+            self.frames_received,
+            self.frames_sent,
+            self._audio_in.dropped,
+        )
 
     def receive(self, message: Message) -> None:
         if message.kind == KIND_AUDIO:
@@ -270,7 +291,9 @@ class AudioSocketCall:
         try:
             getattr(self.tap, method)(*args)
         except Exception:
-            log.exception("event=audiosocket_tap_failed call=%s detail=the tap is dropped, the call goes on", self.call_id)
+            log.exception(
+                "event=audiosocket_tap_failed call=%s detail=the tap is dropped, the call goes on", self.call_id
+            )
             self.tap = None
 
 
@@ -292,8 +315,9 @@ class _Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.server.connection_made(self)
-        self._handshake = asyncio.get_running_loop().call_later(self.server.handshake_timeout_s,
-                                                                 self._handshake_timeout)
+        self._handshake = asyncio.get_running_loop().call_later(
+            self.server.handshake_timeout_s, self._handshake_timeout
+        )
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -322,7 +346,8 @@ class _Connection(asyncio.Protocol):
     def _start_call(self, message: Message) -> None:
         if message.kind != KIND_UUID:
             raise AudioSocketFramingError(
-                f"the first message must be the UUID (kind 0x01), got kind 0x{message.kind:02x}")
+                f"the first message must be the UUID (kind 0x01), got kind 0x{message.kind:02x}"
+            )
         if self._handshake:
             self._handshake.cancel()
         self.call = self.server.call_started(str(uuid.UUID(bytes=message.payload)), self.transport, self.peer)
@@ -353,9 +378,16 @@ class AudioSocketServer:
     When `on_call` returns (or raises), the call is hung up if it is still up.
     """
 
-    def __init__(self, host: str, port: int, on_call: Callable[[AudioSocketCall], Awaitable[None]], *,
-                 no_media_timeout_s: float | None = 30.0, handshake_timeout_s: float = 5.0,
-                 audio_queue: int = 100) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        on_call: Callable[[AudioSocketCall], Awaitable[None]],
+        *,
+        no_media_timeout_s: float | None = 30.0,
+        handshake_timeout_s: float = 5.0,
+        audio_queue: int = 100,
+    ) -> None:
         self.host, self.port = host, port
         self.on_call = on_call
         self.no_media_timeout_s = no_media_timeout_s
@@ -401,8 +433,9 @@ class AudioSocketServer:
         except TimeoutError:
             log.warning("event=audiosocket_stop_unflushed detail=a peer did not read our last messages")
         self._server = None
-        log.info("event=audiosocket_stopped calls=%d bad_framing=%d", self.metrics.calls_started,
-                 self.metrics.bad_framing)
+        log.info(
+            "event=audiosocket_stopped calls=%d bad_framing=%d", self.metrics.calls_started, self.metrics.bad_framing
+        )
 
     # ---- called by connections --------------------------------------------------------------------------------
 
@@ -416,8 +449,14 @@ class AudioSocketServer:
         self._connections.discard(connection)
 
     def call_started(self, call_id: str, transport: asyncio.Transport, peer: str) -> AudioSocketCall:
-        call = AudioSocketCall(call_id, transport, self.metrics, peer=peer,
-                               no_media_timeout_s=self.no_media_timeout_s, audio_queue=self.audio_queue)
+        call = AudioSocketCall(
+            call_id,
+            transport,
+            self.metrics,
+            peer=peer,
+            no_media_timeout_s=self.no_media_timeout_s,
+            audio_queue=self.audio_queue,
+        )
         self.metrics.calls_started += 1
         self.metrics.calls_active += 1
         log.info("event=audiosocket_call_start call=%s peer=%s", call_id, call.peer)

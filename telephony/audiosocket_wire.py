@@ -5,6 +5,7 @@ res/res_audiosocket.c. Asterisk sends the UUID first, then audio (signed linear 
 8 kHz mono, one channel frame per message) and, since the 2025 releases, DTMF digits. It accepts only
 audio and hangup from us; anything else makes it drop the call.
 """
+
 from __future__ import annotations
 
 import struct
@@ -16,8 +17,16 @@ KIND_UUID = 0x01  # 16 bytes: the binary UUID given to AudioSocket() in the dial
 KIND_DTMF = 0x03  # 1 byte: the ASCII digit
 KIND_AUDIO = 0x10  # slin: 16-bit signed linear, 8 kHz, mono, little-endian
 KIND_ERROR = 0xFF  # optional payload: Asterisk's bit-packed error code
-HIGHER_RATE_KINDS = {0x11: 12000, 0x12: 16000, 0x13: 24000, 0x14: 32000, 0x15: 44100, 0x16: 48000,
-                     0x17: 96000, 0x18: 192000}  # slin at higher rates (Asterisk 2025+): we take 8 kHz only
+HIGHER_RATE_KINDS = {
+    0x11: 12000,
+    0x12: 16000,
+    0x13: 24000,
+    0x14: 32000,
+    0x15: 44100,
+    0x16: 48000,
+    0x17: 96000,
+    0x18: 192000,
+}  # slin at higher rates (Asterisk 2025+): we take 8 kHz only
 KNOWN_KINDS = frozenset({KIND_HANGUP, KIND_UUID, KIND_DTMF, KIND_AUDIO, KIND_ERROR})
 # Asterisk error codes (bit-packed), from the protocol's reference implementation
 ERROR_CODES = {0x01: "caller hung up", 0x02: "frame forwarding error", 0x04: "memory allocation error"}
@@ -83,7 +92,8 @@ def check_header(kind: int, length: int) -> None:
     if kind in HIGHER_RATE_KINDS:
         raise AudioSocketFramingError(
             f"audio at {HIGHER_RATE_KINDS[kind]} Hz (kind 0x{kind:02x}): VoiceSwarm takes 8 kHz slin only; "
-            "use the AudioSocket() application or Dial(AudioSocket/host:port/uuid/c(slin))")
+            "use the AudioSocket() application or Dial(AudioSocket/host:port/uuid/c(slin))"
+        )
     if kind not in KNOWN_KINDS:
         raise AudioSocketFramingError(f"unknown message kind 0x{kind:02x} (is this peer speaking AudioSocket?)")
     if kind == KIND_UUID and length != 16:
@@ -93,4 +103,5 @@ def check_header(kind: int, length: int) -> None:
     if kind == KIND_AUDIO and (length > MAX_AUDIO_BYTES or length % 2):
         raise AudioSocketFramingError(
             f"an audio message of {length} bytes: expected whole 16-bit samples and at most {MAX_AUDIO_BYTES} "
-            "bytes (with Dial(AudioSocket/...), add /c(slin) so that Asterisk sends slin)")
+            "bytes (with Dial(AudioSocket/...), add /c(slin) so that Asterisk sends slin)"
+        )

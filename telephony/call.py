@@ -1,4 +1,5 @@
 """What the application sees of a phone call, whatever carries it (SIP + RTP, or Asterisk AudioSocket)."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """The audio codecs a call can use: G.711 mu-law (PCMU) and A-law (PCMA), 8 kHz, static payload types."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

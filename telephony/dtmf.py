@@ -1,4 +1,5 @@
 """RFC 4733 telephone-events for DTMF: the 4-byte event payload, and one key press out of a packet train."""
+
 from __future__ import annotations
 
 import struct

@@ -9,6 +9,7 @@ configured) on one asyncio loop. Trunk mode: the PBX sends INVITEs straight to u
 
 Each answered call runs `on_call(call)` as a task; when it returns with the call still up, we hang up.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -82,9 +83,12 @@ class EndpointConfig:
     stream_limits: StreamLimits = StreamLimits()  # TCP and TLS connections: caps and timeouts
 
     def __post_init__(self) -> None:
-        hosts = {"listen_host": self.listen_host, "advertised_host": self.advertised_host,
-                 "listen_tcp": self.listen_tcp[0] if self.listen_tcp else None,
-                 "listen_tls": self.listen_tls[0] if self.listen_tls else None}
+        hosts = {
+            "listen_host": self.listen_host,
+            "advertised_host": self.advertised_host,
+            "listen_tcp": self.listen_tcp[0] if self.listen_tcp else None,
+            "listen_tls": self.listen_tls[0] if self.listen_tls else None,
+        }
         for name, value in hosts.items():
             if value is not None:
                 try:
@@ -96,8 +100,10 @@ class EndpointConfig:
         if self.tls is not None:
             self.tls.contexts()  # TlsConfigError now, naming the file, rather than at the first call
         if self.advertised_host is None and ipaddress.ip_address(self.listen_host).is_unspecified:
-            raise ValueError(f"listening on {self.listen_host} needs advertised_host: the address callers and "
-                             "their media should reach us at")
+            raise ValueError(
+                f"listening on {self.listen_host} needs advertised_host: the address callers and "
+                "their media should reach us at"
+            )
         if self.advertised_host is not None and ipaddress.ip_address(self.advertised_host).is_unspecified:
             raise ValueError("advertised_host must be a reachable address, not 0.0.0.0 or ::")
         for network in self.allowed_sources or ():
@@ -106,7 +112,9 @@ class EndpointConfig:
             except ValueError:
                 raise ValueError(f"allowed_sources: {network!r} is not a network like 192.0.2.0/24") from None
         if self.invite_rate <= 0 or self.invite_burst < 1:
-            raise ValueError(f"invite_rate must be > 0 and invite_burst >= 1, got {self.invite_rate}, {self.invite_burst}")
+            raise ValueError(
+                f"invite_rate must be > 0 and invite_burst >= 1, got {self.invite_rate}, {self.invite_burst}"
+            )
         if self.registration is not None and not isinstance(self.registration, RegistrationConfig):
             raise ValueError(f"registration must be a RegistrationConfig, got {type(self.registration).__name__}")
         check_srtp_mode(self.srtp)
@@ -178,16 +186,29 @@ class SipEndpoint:
         registration = config.registration
         user = (registration.contact_user or registration.username) if registration else "voiceswarm"
         contact = SipUri("sip", user, None, config.media_host, port)
-        self._ua = UserAgent(self._layer, self.metrics, config.user_agent, f"<{contact}>", {
-            stream.name: SipUri("sip", user, None, config.media_host, self._transport.port(stream.name))
-            for stream in self._streams})
-        self._context = CallContext(self._ua, config.media_host, config.codecs, config.transfer_timeout_s,
-                                    self._spawn, self._call_ended, config.srtp)
+        self._ua = UserAgent(
+            self._layer,
+            self.metrics,
+            config.user_agent,
+            f"<{contact}>",
+            {
+                stream.name: SipUri("sip", user, None, config.media_host, self._transport.port(stream.name))
+                for stream in self._streams
+            },
+        )
+        self._context = CallContext(
+            self._ua,
+            config.media_host,
+            config.codecs,
+            config.transfer_timeout_s,
+            self._spawn,
+            self._call_ended,
+            config.srtp,
+        )
         if registration is not None:
             registrar = SipUri.parse(registration.outbound_proxy or registration.registrar)
             contact = self._ua.contact_uri(uri_transport(registrar), secure=registrar.scheme == "sips") or contact
-            self.registration = Registration(registration, self._ua, contact,
-                                             unregister_timeout_s=8 * config.timers.t1)
+            self.registration = Registration(registration, self._ua, contact, unregister_timeout_s=8 * config.timers.t1)
             self.registration.start()
 
     async def _open_streams(self) -> None:
@@ -196,8 +217,14 @@ class SipEndpoint:
         for listen, contexts in ((config.listen_tcp, None), (config.listen_tls, tls)):
             if listen is None:
                 continue
-            stream = StreamTransport(self.metrics, self._on_request, self._on_response, tls=contexts,
-                                     limits=config.stream_limits, user_agent=config.user_agent)
+            stream = StreamTransport(
+                self.metrics,
+                self._on_request,
+                self._on_response,
+                tls=contexts,
+                limits=config.stream_limits,
+                user_agent=config.user_agent,
+            )
             try:
                 await stream.open(*listen)
             except OSError:
@@ -220,8 +247,12 @@ class SipEndpoint:
             return ua.response(request, 503, "Service Unavailable (shutting down)")
         retry_after = self.admission() if self.admission is not None else None
         if retry_after is not None and not (request.method == "INVITE" and self.overflow and self.overflow(request)):
-            return ua.response(request, 503, "Service Unavailable (overloaded)",
-                               headers={"Retry-After": str(max(1, round(retry_after)))})
+            return ua.response(
+                request,
+                503,
+                "Service Unavailable (overloaded)",
+                headers={"Retry-After": str(max(1, round(retry_after)))},
+            )
         return None
 
     async def stop(self, deadline_s: float = 10.0) -> None:
@@ -261,11 +292,18 @@ class SipEndpoint:
         target = SipUri.parse(uri)
         destination = await resolve(target)
         if not self._transport.supports(destination.transport):
-            raise ValueError(f"cannot dial {uri}: SIP over {destination.transport} is not configured "
-                             f"(EndpointConfig.listen_{destination.transport.lower()})")
+            raise ValueError(
+                f"cannot dial {uri}: SIP over {destination.transport} is not configured "
+                f"(EndpointConfig.listen_{destination.transport.lower()})"
+            )
         call_id = new_call_id(config.media_host)
-        rtp = await RtpSession.open(config.listen_host, config.rtp_port_range, clock=self._clock,
-                                    no_media_timeout=config.no_media_timeout_s, call_id=call_id)
+        rtp = await RtpSession.open(
+            config.listen_host,
+            config.rtp_port_range,
+            clock=self._clock,
+            no_media_timeout=config.no_media_timeout_s,
+            call_id=call_id,
+        )
         self.metrics.calls_dialled += 1
         srtp = SrtpPolicy(config.srtp)  # the keys our offer carries are the call's keys
         try:
@@ -289,12 +327,18 @@ class SipEndpoint:
         assert self._ua is not None
         port = self.local_address[1]
         local = SipUri("sip", from_user, None, self.config.media_host, port)
-        headers = Headers([("From", f"<{local}>;tag={new_tag()}"), ("To", f"<{target}>"),
-                           ("Call-ID", call_id), ("CSeq", "1 INVITE"),
-                           ("Max-Forwards", "70"),
-                           ("Contact", self._ua.contact_for(uri_transport(target), secure=target.scheme == "sips")),
-                           ("Allow", ALLOW),
-                           ("Content-Type", "application/sdp")])
+        headers = Headers(
+            [
+                ("From", f"<{local}>;tag={new_tag()}"),
+                ("To", f"<{target}>"),
+                ("Call-ID", call_id),
+                ("CSeq", "1 INVITE"),
+                ("Max-Forwards", "70"),
+                ("Contact", self._ua.contact_for(uri_transport(target), secure=target.scheme == "sips")),
+                ("Allow", ALLOW),
+                ("Content-Type", "application/sdp"),
+            ]
+        )
         return Request("INVITE", target, headers, offer.encode())
 
     def _cancel_invite(self, request: Request, transaction: ClientTransaction) -> None:
@@ -320,8 +364,9 @@ class SipEndpoint:
         self._calls[dialog.key] = call
         self.metrics.calls_active = len(self._calls)
         try:
-            call.start_media(sdp.parse_answer(response.body.decode("utf-8", "replace"), codecs=self.config.codecs,
-                                              srtp=srtp))
+            call.start_media(
+                sdp.parse_answer(response.body.decode("utf-8", "replace"), codecs=self.config.codecs, srtp=srtp)
+            )
         except (sdp.SdpError, RtpError) as error:
             self._spawn(call.hangup())
             raise CallFailed(488, f"unusable SDP answer: {error}") from None
@@ -388,8 +433,12 @@ class SipEndpoint:
         if request.method == "INVITE" and not self._invites.allow(source[0]):
             self.metrics.rate_limited += 1
             self._transport.warn("rate_limited", source, f"over {self.config.invite_rate:g} INVITEs/s")
-            return make_response(request, 503, "Service Unavailable (rate limit)",
-                                 headers={"Retry-After": str(self._invites.retry_after())})
+            return make_response(
+                request,
+                503,
+                "Service Unavailable (rate limit)",
+                headers={"Retry-After": str(self._invites.retry_after())},
+            )
         return screening.refusal(request)
 
     def _on_invite(self, request: Request, transaction: InviteServerTransaction) -> None:
@@ -410,8 +459,13 @@ class SipEndpoint:
     async def _answer(self, request: Request, transaction: InviteServerTransaction) -> None:
         ua, context, config = self._require_started()
         try:
-            rtp = await RtpSession.open(config.listen_host, config.rtp_port_range, clock=self._clock,
-                                        no_media_timeout=config.no_media_timeout_s, call_id=request.call_id)
+            rtp = await RtpSession.open(
+                config.listen_host,
+                config.rtp_port_range,
+                clock=self._clock,
+                no_media_timeout=config.no_media_timeout_s,
+                call_id=request.call_id,
+            )
         except (PortRangeExhausted, OSError) as error:
             log.error("event=sip_rtp_unavailable call=%s error=%s", request.call_id, error)
             transaction.respond(ua.response(request, 503, "Service Unavailable (no RTP port)"))

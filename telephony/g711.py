@@ -3,6 +3,7 @@
 `audioop` is deprecated and gone in Python 3.13; these tables give the same bytes as its
 lin2ulaw/ulaw2lin/lin2alaw/alaw2lin (the ITU reference algorithm, Sun's g711.c).
 """
+
 from __future__ import annotations
 
 import numpy as np

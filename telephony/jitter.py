@@ -4,6 +4,7 @@ In-order packets leave at once (no added delay on a clean path). When one is mis
 held until `depth` of them wait; then the missing ones are declared lost and the caller conceals them.
 At most depth + 1 packets are ever held.
 """
+
 from __future__ import annotations
 
 from collections import deque

@@ -6,6 +6,7 @@ then takes in what every call received, where a timer and a socket callback per 
 heap push and pop and a loop pass per call per packet. Each session still sends exactly every 20 ms; calls
 share the instant, not the audio. All sends go first, so that no call's packet waits for the others' input.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """An even RTP port and the RTCP port above it (RFC 3550 11), bound from a configurable range."""
+
 from __future__ import annotations
 
 import errno

@@ -1,4 +1,5 @@
 """A bounded queue for real-time streams: when the consumer falls behind, the oldest item goes."""
+
 from __future__ import annotations
 
 import asyncio

@@ -3,6 +3,7 @@
 Parsing reads only what the session uses (packet type, sender SSRC, the NTP time of a sender report);
 every compound packet is checked end to end so that a broken one is counted, never trusted.
 """
+
 from __future__ import annotations
 
 import struct
@@ -73,8 +74,15 @@ class ReceptionStats:
         fraction = (lost_interval << 8) // expected_interval if expected_interval > 0 and lost_interval > 0 else 0
         lost = min(self.expected - self.received, 0x7FFFFF) & 0xFFFFFF
         delay = int((now - self.last_sr_at) * 65536) if self.last_sr else 0
-        return struct.pack("!IIIIII", ssrc, min(fraction, 255) << 24 | lost, (self.cycles + self.max_seq) & 0xFFFFFFFF,
-                           int(self.jitter), self.last_sr, delay & 0xFFFFFFFF)
+        return struct.pack(
+            "!IIIIII",
+            ssrc,
+            min(fraction, 255) << 24 | lost,
+            (self.cycles + self.max_seq) & 0xFFFFFFFF,
+            int(self.jitter),
+            self.last_sr,
+            delay & 0xFFFFFFFF,
+        )
 
 
 def ntp_time(unix_time: float) -> tuple[int, int]:
@@ -93,10 +101,12 @@ def _sdes(ssrc: int, cname: str) -> bytes:
     return _header(1, SDES, chunk)
 
 
-def sender_report(ssrc: int, unix_time: float, rtp_timestamp: int, packets: int, octets: int,
-                  blocks: list[bytes], cname: str) -> bytes:
-    body = struct.pack("!IIIIII", ssrc, *ntp_time(unix_time), rtp_timestamp & 0xFFFFFFFF,
-                       packets & 0xFFFFFFFF, octets & 0xFFFFFFFF) + b"".join(blocks)
+def sender_report(
+    ssrc: int, unix_time: float, rtp_timestamp: int, packets: int, octets: int, blocks: list[bytes], cname: str
+) -> bytes:
+    body = struct.pack(
+        "!IIIIII", ssrc, *ntp_time(unix_time), rtp_timestamp & 0xFFFFFFFF, packets & 0xFFFFFFFF, octets & 0xFFFFFFFF
+    ) + b"".join(blocks)
     return _header(len(blocks), SR, body) + _sdes(ssrc, cname)
 
 

@@ -10,6 +10,7 @@ comfort silence when it is empty, or a DTMF event packet.
 SRTP (when the SDP agreed keys): each packet is protected just before sending and checked just after reading;
 one that fails the check is counted and dropped, like any other bad datagram.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -168,8 +169,17 @@ class RtpSession:
     Control: `set_direction()`, `update_remote()`, `media_timeout` (Event) and `on_media_timeout`, `stats`.
     """
 
-    def __init__(self, rtp: socket.socket, rtcp: socket.socket, *, no_media_timeout: float | None, call_id: str,
-                 audio_queue: int, jitter_depth: int, clock: MediaClock | None = None) -> None:
+    def __init__(
+        self,
+        rtp: socket.socket,
+        rtcp: socket.socket,
+        *,
+        no_media_timeout: float | None,
+        call_id: str,
+        audio_queue: int,
+        jitter_depth: int,
+        clock: MediaClock | None = None,
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self._clock = clock if clock is not None else MediaClock()
         self._ticking = False
@@ -223,15 +233,30 @@ class RtpSession:
         self._next_rtcp = 0.0
 
     @classmethod
-    async def open(cls, local_host: str, port_range: tuple[int, int] = (10000, 20000), *,
-                   no_media_timeout: float | None = 30.0, call_id: str = "", audio_queue: int = 100,
-                   jitter_depth: int = 3, clock: MediaClock | None = None) -> RtpSession:
+    async def open(
+        cls,
+        local_host: str,
+        port_range: tuple[int, int] = (10000, 20000),
+        *,
+        no_media_timeout: float | None = 30.0,
+        call_id: str = "",
+        audio_queue: int = 100,
+        jitter_depth: int = 3,
+        clock: MediaClock | None = None,
+    ) -> RtpSession:
         """Bind an even RTP port (and RTCP on the next one) in port_range; raises PortRangeExhausted.
         `clock`: the 20 ms send clock shared with other sessions (default: one of its own)."""
         rtp, rtcp = allocate(local_host, port_range)
         try:
-            session = cls(rtp, rtcp, no_media_timeout=no_media_timeout, call_id=call_id,
-                          audio_queue=audio_queue, jitter_depth=jitter_depth, clock=clock)
+            session = cls(
+                rtp,
+                rtcp,
+                no_media_timeout=no_media_timeout,
+                call_id=call_id,
+                audio_queue=audio_queue,
+                jitter_depth=jitter_depth,
+                clock=clock,
+            )
             loop = session._loop
             session._rtcp, _ = await loop.create_datagram_endpoint(lambda: _Receiver(session._on_rtcp), sock=rtcp)
         except BaseException:
@@ -242,8 +267,14 @@ class RtpSession:
 
     # ---- control ---------------------------------------------------------------------------------------
 
-    def start(self, remote_addr: tuple[str, int] | None, codec: Codec, dtmf_pt: int | None = None,
-              direction: str = "sendrecv", srtp: SrtpKeys | None = None) -> None:
+    def start(
+        self,
+        remote_addr: tuple[str, int] | None,
+        codec: Codec,
+        dtmf_pt: int | None = None,
+        direction: str = "sendrecv",
+        srtp: SrtpKeys | None = None,
+    ) -> None:
         """Begin media as negotiated (`srtp`: the agreed keys; None: plain RTP). Called again (re-INVITE), it
         switches codec, address, direction and keys; the same keys keep the SRTP streams (and their replay
         windows and rollover counters) as they are."""
@@ -262,9 +293,18 @@ class RtpSession:
             self._drain()  # what came before the answer (early media, strays) is not part of the call
             self._next_rtcp = self._loop.time() + RTCP_INTERVAL * random.uniform(0.5, 1.5)
             self._clock.add(self)
-        log.info("event=rtp_start call=%s local=%s:%d remote=%s codec=%s/%d dtmf_pt=%s direction=%s srtp=%s",
-                 self.call_id, self.local_host, self.local_port, remote_addr, codec.name, codec.payload_type, dtmf_pt,
-                 direction, self.srtp_suite or "off")
+        log.info(
+            "event=rtp_start call=%s local=%s:%d remote=%s codec=%s/%d dtmf_pt=%s direction=%s srtp=%s",
+            self.call_id,
+            self.local_host,
+            self.local_port,
+            remote_addr,
+            codec.name,
+            codec.payload_type,
+            dtmf_pt,
+            direction,
+            self.srtp_suite or "off",
+        )
 
     def update_remote(self, remote_addr: tuple[str, int] | None) -> None:
         """A new SDP address (re-INVITE); None, 0.0.0.0 or port 0 sends nothing. A changed one is latched anew."""
@@ -312,8 +352,15 @@ class RtpSession:
     def stats(self) -> RtpStats:
         """A snapshot of the counters (send_intervals is the live histogram)."""
         jitter, reception = self._jitter, self._reception
-        return replace(self._stats, late=jitter.late, duplicate=jitter.duplicate, reordered=jitter.reordered,
-                       lost=jitter.lost, jitter_ms=reception.jitter_ms, frames_dropped=self.audio_in.dropped)
+        return replace(
+            self._stats,
+            late=jitter.late,
+            duplicate=jitter.duplicate,
+            reordered=jitter.reordered,
+            lost=jitter.lost,
+            jitter_ms=reception.jitter_ms,
+            frames_dropped=self.audio_in.dropped,
+        )
 
     async def close(self) -> None:
         if self._closed:
@@ -328,9 +375,16 @@ class RtpSession:
         self.dtmf_in.close()
         self._played.set()
         stats = self.stats
-        log.info("event=rtp_close call=%s sent=%d received=%d lost=%d malformed=%d srtp_rejected=%d jitter_ms=%.1f",
-                 self.call_id, stats.packets_sent, stats.packets_received, stats.lost, stats.malformed,
-                 stats.srtp_rejected, stats.jitter_ms)
+        log.info(
+            "event=rtp_close call=%s sent=%d received=%d lost=%d malformed=%d srtp_rejected=%d jitter_ms=%.1f",
+            self.call_id,
+            stats.packets_sent,
+            stats.packets_received,
+            stats.lost,
+            stats.malformed,
+            stats.srtp_rejected,
+            stats.jitter_ms,
+        )
 
     # ---- playback -----------------------------------------------------------------------------------------
 
@@ -453,8 +507,10 @@ class RtpSession:
                 event.done.set_result(None)
 
     def _send(self, payload_type: int, timestamp: int, payload: bytes, marker: bool) -> None:
-        packet = _HEADER.pack(0x80, 0x80 | payload_type if marker else payload_type, self._seq, timestamp,
-                              self._ssrc) + payload
+        packet = (
+            _HEADER.pack(0x80, 0x80 | payload_type if marker else payload_type, self._seq, timestamp, self._ssrc)
+            + payload
+        )
         if self._srtp is not None:
             packet = self._srtp.protect(packet)
         remote = self.remote
@@ -484,8 +540,15 @@ class RtpSession:
         if self._sent_since_report:
             last_timestamp = self._ts - FRAME_SAMPLES  # _ts is this slot's, not yet sent
             elapsed = int((now - (self._last_send or now)) * 8000)
-            report = sender_report(self._ssrc, time.time(), last_timestamp + elapsed, self._stats.packets_sent,
-                                   self._stats.bytes_sent, blocks, cname)
+            report = sender_report(
+                self._ssrc,
+                time.time(),
+                last_timestamp + elapsed,
+                self._stats.packets_sent,
+                self._stats.bytes_sent,
+                blocks,
+                cname,
+            )
         else:
             report = receiver_report(self._ssrc, blocks, cname)
         self._sent_since_report = False
@@ -495,8 +558,12 @@ class RtpSession:
         self._stats.rtcp_sent += 1
 
     def _check_media_timeout(self, now: float) -> None:
-        if (self.no_media_timeout and self._receiving and not self.media_timeout.is_set()
-                and now - self._last_rx > self.no_media_timeout):
+        if (
+            self.no_media_timeout
+            and self._receiving
+            and not self.media_timeout.is_set()
+            and now - self._last_rx > self.no_media_timeout
+        ):
             log.warning("event=rtp_media_timeout call=%s seconds=%.0f", self.call_id, now - self._last_rx)
             self.media_timeout.set()
             self._call(self.on_media_timeout, "on_media_timeout")
@@ -569,8 +636,9 @@ class RtpSession:
         self._stats.bytes_received += len(packet.payload)
         now = self._loop.time()
         self._last_rx = now
-        self._reception.update(packet.seq, packet.timestamp, now if arrival is None else arrival,
-                               packet.payload_type == codec.payload_type)
+        self._reception.update(
+            packet.seq, packet.timestamp, now if arrival is None else arrival, packet.payload_type == codec.payload_type
+        )
         if not self._receiving:
             return
         for due, missing in self._jitter.push(packet):
@@ -582,8 +650,14 @@ class RtpSession:
     def _latch(self, addr: SockAddr, ssrc: int) -> None:
         self._latched, self._remote_ssrc = addr, ssrc
         self._restart_reception()
-        log.info("event=rtp_latched call=%s source=%s:%d sdp=%s ssrc=%08x", self.call_id, addr[0], addr[1],
-                 self._remote, ssrc)
+        log.info(
+            "event=rtp_latched call=%s source=%s:%d sdp=%s ssrc=%08x",
+            self.call_id,
+            addr[0],
+            addr[1],
+            self._remote,
+            ssrc,
+        )
 
     def _restart_reception(self) -> None:
         self._jitter.reset()
@@ -622,7 +696,7 @@ class RtpSession:
             pcm = np.concatenate((self._pending, pcm))
         whole = len(pcm) - len(pcm) % FRAME_SAMPLES
         for start in range(0, whole, FRAME_SAMPLES):
-            self._put_frame(pcm[start:start + FRAME_SAMPLES])
+            self._put_frame(pcm[start : start + FRAME_SAMPLES])
         self._pending = pcm[whole:]
 
     def _put_frame(self, frame: np.ndarray) -> None:
@@ -639,7 +713,9 @@ class RtpSession:
             return
         if digit is not None:
             self._stats.dtmf_received += 1
-            log.debug("event=dtmf_received call=%s digit=%s", self.call_id, digit)  # typed card or order numbers: DEBUG only
+            log.debug(
+                "event=dtmf_received call=%s digit=%s", self.call_id, digit
+            )  # typed card or order numbers: DEBUG only
             self.dtmf_in.put(digit)
 
     def _on_rtcp(self, data: bytes, addr: SockAddr) -> None:
@@ -672,8 +748,14 @@ class RtpSession:
         now = self._loop.time()
         if now - self._warned.get(kind, -WARN_EVERY) >= WARN_EVERY:
             self._warned[kind] = now
-            log.warning("event=rtp_%s call=%s source=%s:%d detail=%s (logged once a minute)", kind, self.call_id,
-                        addr[0], addr[1], detail)
+            log.warning(
+                "event=rtp_%s call=%s source=%s:%d detail=%s (logged once a minute)",
+                kind,
+                self.call_id,
+                addr[0],
+                addr[1],
+                detail,
+            )
 
     def _tap(self, method: str, *args: object) -> None:
         """A failing tap is dropped (one log line), never the call's media."""

@@ -1,4 +1,5 @@
 """The RTP fixed header (RFC 3550 section 5.1): parse and build, with CSRCs, one header extension and padding."""
+
 from __future__ import annotations
 
 import struct
@@ -27,8 +28,13 @@ class RtpPacket:
     def to_bytes(self) -> bytes:
         first = VERSION << 6 | (0x20 if self.padding else 0) | (0x10 if self.extension else 0) | len(self.csrc)
         parts = [
-            _HEADER.pack(first, (0x80 if self.marker else 0) | self.payload_type, self.seq & 0xFFFF,
-                         self.timestamp & 0xFFFFFFFF, self.ssrc),
+            _HEADER.pack(
+                first,
+                (0x80 if self.marker else 0) | self.payload_type,
+                self.seq & 0xFFFF,
+                self.timestamp & 0xFFFFFFFF,
+                self.ssrc,
+            ),
             struct.pack(f"!{len(self.csrc)}I", *self.csrc),
         ]
         if self.extension:
@@ -48,7 +54,7 @@ def parse(data: bytes) -> RtpPacket:
         raise MalformedPacket(f"{len(data)} bytes is shorter than an RTP header")
     first, second, seq, timestamp, ssrc = _HEADER.unpack_from(data)
     if first == 0x80:  # what phones send: no padding, extension or CSRC (the fast path, once per packet)
-        return RtpPacket(second & 0x7F, seq, timestamp, ssrc, data[_HEADER.size:], second > 0x7F)
+        return RtpPacket(second & 0x7F, seq, timestamp, ssrc, data[_HEADER.size :], second > 0x7F)
     if first >> 6 != VERSION:
         raise MalformedPacket(f"RTP version {first >> 6}, expected 2")
     end = len(data)
@@ -68,10 +74,11 @@ def parse(data: bytes) -> RtpPacket:
         profile, words = struct.unpack_from("!HH", data, offset)
         if offset + 4 + 4 * words > end:
             raise MalformedPacket("the header extension runs past the end of the packet")
-        extension = (profile, data[offset + 4:offset + 4 + 4 * words])
+        extension = (profile, data[offset + 4 : offset + 4 + 4 * words])
         offset += 4 + 4 * words
-    return RtpPacket(second & 0x7F, seq, timestamp, ssrc, data[offset:end], bool(second & 0x80), csrc, extension,
-                     len(data) - end)
+    return RtpPacket(
+        second & 0x7F, seq, timestamp, ssrc, data[offset:end], bool(second & 0x80), csrc, extension, len(data) - end
+    )
 
 
 def is_rtcp(data: bytes) -> bool:

@@ -4,6 +4,7 @@ SRTP keys exchanged in a=crypto lines (SDES, RFC 4568).
 Only what audio calls need is modelled (origin, connection, media lines, attributes); every other line is
 kept as it came so that a parsed description prints back with nothing lost.
 """
+
 from __future__ import annotations
 
 import base64
@@ -133,13 +134,15 @@ class Crypto:
             raise SdpError(f"a=crypto tag {tag_text}: the inline key is not base64: {key_text[:60]!r}") from None
         known = SUITES.get(suite)
         if known is not None and len(key) != known.key_bytes:
-            raise SdpError(f"a=crypto tag {tag_text}: {suite} needs a {known.key_bytes}-byte key and salt, "
-                           f"the inline key has {len(key)} bytes")
+            raise SdpError(
+                f"a=crypto tag {tag_text}: {suite} needs a {known.key_bytes}-byte key and salt, "
+                f"the inline key has {len(key)} bytes"
+            )
         lifetime = mki = None
         for item in rest:
             if ":" in item:
                 mki = item
-            elif item.isdigit() or (item.startswith(_LIFETIME_POWER) and item[len(_LIFETIME_POWER):].isdigit()):
+            elif item.isdigit() or (item.startswith(_LIFETIME_POWER) and item[len(_LIFETIME_POWER) :].isdigit()):
                 lifetime = item
             else:
                 raise SdpError(f"a=crypto tag {tag_text}: {item!r} is neither a key lifetime nor MKI:length")
@@ -335,12 +338,16 @@ def _origin(local_ip: str, session_id: int | None, session_version: int) -> Orig
     return Origin("voiceswarm", str(sid), str(session_version), local_ip, Connection.for_host(local_ip).addrtype)
 
 
-def _audio_media(port: int, proto: str, codecs: Sequence[Codec], dtmf_pt: int | None, direction: str,
-                 crypto: Sequence[Crypto] = ()) -> Media:
+def _audio_media(
+    port: int, proto: str, codecs: Sequence[Codec], dtmf_pt: int | None, direction: str, crypto: Sequence[Crypto] = ()
+) -> Media:
     formats = [str(codec.payload_type) for codec in codecs] + ([str(dtmf_pt)] if dtmf_pt is not None else [])
     attributes = [Attribute("rtpmap", f"{c.payload_type} {c.name}/{c.clock_rate}") for c in codecs]
     if dtmf_pt is not None:
-        attributes += [Attribute("rtpmap", f"{dtmf_pt} telephone-event/{CLOCK_RATE}"), Attribute("fmtp", f"{dtmf_pt} 0-15")]
+        attributes += [
+            Attribute("rtpmap", f"{dtmf_pt} telephone-event/{CLOCK_RATE}"),
+            Attribute("fmtp", f"{dtmf_pt} 0-15"),
+        ]
     attributes += [Attribute("crypto", str(line)) for line in crypto]
     attributes += [Attribute("ptime", str(PTIME_MS)), Attribute(direction)]
     return Media("audio", port, proto, formats, attributes=attributes)
@@ -379,13 +386,15 @@ def _offered_crypto(media: Media, srtp: SrtpPolicy | None) -> Crypto | None:
     PBXs send) is taken as SRTP and RTP/AVP without it as plain RTP; RTP/SAVP always needs a usable key."""
     if srtp is None or not srtp.enabled:
         if _secure_profile(media):
-            raise SrtpRefused(f"the {media.proto} stream needs SRTP, which is off here (srtp = \"off\")")
+            raise SrtpRefused(f'the {media.proto} stream needs SRTP, which is off here (srtp = "off")')
         return None  # a best-effort a=crypto in RTP/AVP is simply not answered: the call is plain RTP
     crypto, reasons = _first_usable_crypto(media)
     if crypto is None and (srtp.mode == "require" or _secure_profile(media)):
-        why = "SRTP is required here (srtp = \"require\")" if srtp.mode == "require" else "SRTP is needed"
-        raise SrtpRefused(f"{why} but the {media.proto} stream has no key we can use ({'; '.join(reasons)}); "
-                          f"we take {' or '.join(SUITES)}")
+        why = 'SRTP is required here (srtp = "require")' if srtp.mode == "require" else "SRTP is needed"
+        raise SrtpRefused(
+            f"{why} but the {media.proto} stream has no key we can use ({'; '.join(reasons)}); "
+            f"we take {' or '.join(SUITES)}"
+        )
     return crypto
 
 
@@ -445,7 +454,9 @@ def answer(
         if refusals:
             raise SrtpRefused("; ".join(refusals))
         offered = "; ".join(f"{m.media} {m.port} {m.proto} {' '.join(m.formats)}" for m in description.media)
-        raise NoCommonCodec(f"no audio stream with {' or '.join(wanted)} over RTP/AVP in the offer ({offered or 'no m= line'})")
+        raise NoCommonCodec(
+            f"no audio stream with {' or '.join(wanted)} over RTP/AVP in the offer ({offered or 'no m= line'})"
+        )
     offered_media, codec, dtmf_pt, crypto = chosen
     agreed = _negotiate(description, offered_media, codec, dtmf_pt, sdp="")
     ours_crypto: list[Crypto] = []
@@ -479,7 +490,9 @@ def offer(
     """An offer for one sendrecv audio stream with the codecs in our order of preference. With `srtp` on, it
     carries our a=crypto lines: in RTP/SAVP for `require`; in RTP/AVP for `offer` (RFC 4568 best effort), which
     peers without SRTP still answer with plain RTP instead of refusing the call."""
-    chosen = [Codec(name, pt) for name in _check_codecs(codecs) for pt, known in STATIC_PAYLOAD_TYPES.items() if known == name]
+    chosen = [
+        Codec(name, pt) for name in _check_codecs(codecs) for pt, known in STATIC_PAYLOAD_TYPES.items() if known == name
+    ]
     proto, crypto = "RTP/AVP", []
     if srtp is not None and srtp.enabled:
         proto, crypto = "RTP/SAVP" if srtp.mode == "require" else "RTP/AVP", _our_crypto(srtp)

@@ -1,5 +1,6 @@
 """One SIP call as the application sees it (telephony.call.Call): an RtpSession for the audio, a Dialog
 for the signalling inside the call (BYE either way, re-INVITE for hold, REFER for blind transfer)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -45,8 +46,9 @@ class CallContext:
 class SipCall:
     """Created by SipEndpoint (for an INVITE it answers, or by `dial`); never by the application."""
 
-    def __init__(self, context: CallContext, dialog: Dialog, rtp: RtpSession, request: Request,
-                 srtp: SrtpPolicy | None = None) -> None:
+    def __init__(
+        self, context: CallContext, dialog: Dialog, rtp: RtpSession, request: Request, srtp: SrtpPolicy | None = None
+    ) -> None:
         self._context, self.dialog, self._rtp = context, dialog, rtp
         self.call_id = dialog.call_id
         sender, called = request.from_, request.to
@@ -144,8 +146,12 @@ class SipCall:
             ok = status is not None and status < 300
             log.info("event=sip_transfer_result call=%s target=%s sipfrag=%s", self.call_id, uri, status)
         except TimeoutError:
-            log.warning("event=sip_transfer_timeout call=%s target=%s seconds=%s", self.call_id, uri,
-                        self._context.transfer_timeout_s)
+            log.warning(
+                "event=sip_transfer_timeout call=%s target=%s seconds=%s",
+                self.call_id,
+                uri,
+                self._context.transfer_timeout_s,
+            )
         finally:
             self._notifies = None
         metrics = self._context.ua.metrics
@@ -160,16 +166,28 @@ class SipCall:
 
     def answer_offer(self, offer: bytes) -> sdp.Answer:
         """Our answer to the peer's offer; raises sdp.NoCommonCodec or sdp.SrtpRefused (488), sdp.SdpError (400)."""
-        answer = sdp.answer(offer.decode("utf-8", "replace"), self._context.media_host, self._rtp.local_port,
-                            codecs=self._context.codecs, session_id=self._sdp_session,
-                            session_version=self._sdp_version, srtp=self._srtp)
+        answer = sdp.answer(
+            offer.decode("utf-8", "replace"),
+            self._context.media_host,
+            self._rtp.local_port,
+            codecs=self._context.codecs,
+            session_id=self._sdp_session,
+            session_version=self._sdp_version,
+            srtp=self._srtp,
+        )
         self._sdp_version += 1
         return answer
 
     def make_offer(self) -> str:
         """Our offer, for a 2xx answering an INVITE without SDP (the answer then comes in the ACK)."""
-        offer = sdp.offer(self._context.media_host, self._rtp.local_port, self._context.codecs,
-                          session_id=self._sdp_session, session_version=self._sdp_version, srtp=self._srtp)
+        offer = sdp.offer(
+            self._context.media_host,
+            self._rtp.local_port,
+            self._context.codecs,
+            session_id=self._sdp_session,
+            session_version=self._sdp_version,
+            srtp=self._srtp,
+        )
         self._sdp_version += 1
         self._awaiting_answer = True
         return offer
@@ -215,8 +233,9 @@ class SipCall:
             return
         self._awaiting_answer = False
         try:
-            self.start_media(sdp.parse_answer(request.body.decode("utf-8", "replace"), codecs=self._context.codecs,
-                                              srtp=self._srtp))
+            self.start_media(
+                sdp.parse_answer(request.body.decode("utf-8", "replace"), codecs=self._context.codecs, srtp=self._srtp)
+            )
         except (sdp.SdpError, RtpError) as error:  # §13.3.1.4: a bad answer in the ACK ends the call
             log.warning("event=sip_bad_answer_in_ack call=%s error=%s", self.call_id, error)
             self._context.spawn(self._leave("failed"))
@@ -241,8 +260,12 @@ class SipCall:
         self.confirmed.clear()
         transaction.on_ack_timeout = self.on_ack_timeout
         transaction.respond(ua.response(request, 200, sdp=body))
-        log.info("event=sip_reinvite call=%s direction=%s remote=%s", self.call_id,
-                 answer.direction if answer else "offer-in-2xx", answer.remote if answer else None)
+        log.info(
+            "event=sip_reinvite call=%s direction=%s remote=%s",
+            self.call_id,
+            answer.direction if answer else "offer-in-2xx",
+            answer.remote if answer else None,
+        )
 
     def _on_notify(self, request: Request, transaction: ServerTransaction) -> None:
         ua = self._context.ua
@@ -256,8 +279,12 @@ class SipCall:
         transaction.respond(ua.response(request, 200))
         match = _SIPFRAG_RE.match(request.body)
         state = (request.headers.get("Subscription-State") or "").partition(";")[0].strip().lower()
-        log.info("event=sip_transfer_notify call=%s sipfrag=%s state=%s", self.call_id,
-                 match[1].decode() if match else None, state)
+        log.info(
+            "event=sip_transfer_notify call=%s sipfrag=%s state=%s",
+            self.call_id,
+            match[1].decode() if match else None,
+            state,
+        )
         if match:
             self._push_notify(int(match[1]))
         if state == "terminated":
@@ -341,4 +368,3 @@ class SipCall:
 
 def _user(uri: SipUri) -> str:
     return urllib.parse.unquote(uri.user) if uri.user else ""
-

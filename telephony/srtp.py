@@ -5,6 +5,7 @@
 the SDP layer turns an offer/answer into `SrtpKeys`; `SrtpStreams` protects what we send with our key and
 checks what arrives with the peer's.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -26,10 +27,13 @@ class Suite:
 
 
 # Our order of preference when we offer; when we answer, the offerer's order wins (as for codecs).
-SUITES: dict[str, Suite] = {suite.name: suite for suite in (
-    Suite("AES_CM_128_HMAC_SHA1_80", pylibsrtp.Policy.SRTP_PROFILE_AES128_CM_SHA1_80, 30, 10),
-    Suite("AES_CM_128_HMAC_SHA1_32", pylibsrtp.Policy.SRTP_PROFILE_AES128_CM_SHA1_32, 30, 4),
-)}
+SUITES: dict[str, Suite] = {
+    suite.name: suite
+    for suite in (
+        Suite("AES_CM_128_HMAC_SHA1_80", pylibsrtp.Policy.SRTP_PROFILE_AES128_CM_SHA1_80, 30, 10),
+        Suite("AES_CM_128_HMAC_SHA1_32", pylibsrtp.Policy.SRTP_PROFILE_AES128_CM_SHA1_32, 30, 4),
+    )
+}
 
 
 def check_mode(mode: str) -> str:
@@ -80,10 +84,12 @@ class SrtpStreams:
     def __init__(self, keys: SrtpKeys) -> None:
         suite = SUITES[keys.suite]
         self.keys = keys
-        self._outbound = pylibsrtp.Session(pylibsrtp.Policy(
-            keys.local_key, pylibsrtp.Policy.SSRC_ANY_OUTBOUND, srtp_profile=suite.profile))
-        self._inbound = pylibsrtp.Session(pylibsrtp.Policy(
-            keys.remote_key, pylibsrtp.Policy.SSRC_ANY_INBOUND, srtp_profile=suite.profile))
+        self._outbound = pylibsrtp.Session(
+            pylibsrtp.Policy(keys.local_key, pylibsrtp.Policy.SSRC_ANY_OUTBOUND, srtp_profile=suite.profile)
+        )
+        self._inbound = pylibsrtp.Session(
+            pylibsrtp.Policy(keys.remote_key, pylibsrtp.Policy.SSRC_ANY_INBOUND, srtp_profile=suite.profile)
+        )
 
     def protect(self, packet: bytes) -> bytes:
         return self._outbound.protect(packet)

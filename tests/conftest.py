@@ -10,6 +10,7 @@ their server on first use and stop it at the end of the session; a test that kil
 from the next `LocalProvider` turn (or `server.start()`). They skip when the runtime or the model packages
 are not installed, so mark their tests `llm` (selected in CI; `-m "not llm"` leaves them out).
 """
+
 from __future__ import annotations
 
 import itertools

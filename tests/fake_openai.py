@@ -1,5 +1,6 @@
 """A fake OpenAI-compatible server for the provider tests (aiohttp on localhost, real SSE chunk format): the
 `server` fixture, and helpers to build the chunks it streams."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """RFC 4475's torture messages in their exact bytes (tests/data/rfc4475/, see its README): names, sections."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -3,6 +3,7 @@
 The fixtures `model` (Silero VAD) and `piper` (a function speaking text through the phone path) are enabled for
 every test module by tests/conftest.py; the helpers are imported.
 """
+
 from __future__ import annotations
 
 import io
@@ -27,8 +28,9 @@ def model() -> VadModel:
 
 
 def espeak(text: str) -> np.ndarray:
-    out = subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True,
-                         timeout=30).stdout
+    out = subprocess.run(
+        ["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True, timeout=30
+    ).stdout
     with wave.open(io.BytesIO(out)) as wav:
         pcm = np.frombuffer(wav.readframes(wav.getnframes()), dtype=np.int16)
         return phone_path(pcm, wav.getframerate())
@@ -43,6 +45,7 @@ def piper() -> Callable[[str], np.ndarray]:
     def speak(text: str) -> np.ndarray:
         pcm = np.concatenate([chunk.audio_int16_array for chunk in voice.synthesize(text)])
         return phone_path(pcm, voice.config.sample_rate)
+
     return speak
 
 
@@ -50,7 +53,7 @@ def phone_path(pcm: np.ndarray, rate: int) -> np.ndarray:
     """Through the phone and trimmed to the voice (the voices add up to 0.3 s of silence of their own)."""
     phone = ulaw_decode(ulaw_encode(soxr.resample(pcm, rate, RATE)))
     onset, offset = speech_span(phone)
-    return phone[round(onset * RATE):round(offset * RATE)]
+    return phone[round(onset * RATE) : round(offset * RATE)]
 
 
 def silence(seconds: float) -> np.ndarray:
@@ -60,7 +63,7 @@ def silence(seconds: float) -> np.ndarray:
 def speech_span(pcm: np.ndarray) -> tuple[float, float]:
     """First and last 10 ms block within 40 dB of the loudest one: where the voice really is."""
     blocks = pcm[: pcm.size // 80 * 80].astype(np.float64).reshape(-1, 80)
-    rms = np.sqrt((blocks ** 2).mean(axis=1))
+    rms = np.sqrt((blocks**2).mean(axis=1))
     loud = np.nonzero(rms > rms.max() / 100)[0]
     return loud[0] * 0.01, (loud[-1] + 1) * 0.01
 
@@ -69,7 +72,7 @@ def run(endpointer: Endpointer, pcm: np.ndarray, frame: int = 160) -> list[tuple
     """Every event with the stream time at which feed() returned it."""
     events = []
     for start in range(0, pcm.size, frame):
-        chunk = pcm[start:start + frame]
+        chunk = pcm[start : start + frame]
         events += [((start + chunk.size) / RATE, event) for event in endpointer.feed(chunk)]
     return events
 

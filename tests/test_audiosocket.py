@@ -1,6 +1,7 @@
 """The AudioSocket server against a client written here from the protocol documentation
 (docs.asterisk.org/Configuration/Channel-Drivers/AudioSocket: a 1-byte kind, a 16-bit big-endian
 length, the payload; 0x00 hangup, 0x01 UUID, 0x03 DTMF, 0x10 slin 8 kHz, 0xff error)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -56,7 +57,7 @@ class AsteriskClient:
 
     async def send_audio(self, pcm: np.ndarray, samples_per_message: int) -> None:
         for start in range(0, len(pcm), samples_per_message):
-            await self.send(0x10, pcm[start:start + samples_per_message].astype("<i2").tobytes())
+            await self.send(0x10, pcm[start : start + samples_per_message].astype("<i2").tobytes())
 
     async def read_message(self) -> tuple[int, bytes] | None:
         """The next message, or None at end of stream."""
@@ -257,9 +258,9 @@ async def test_playback_is_paced_20ms_frames_with_silence_when_idle(serve) -> No
     samples = samples_of(received)
     voiced = [i for i, (payload, _) in enumerate(received) if any(payload)]
     assert len(voiced) == 50 and voiced == list(range(voiced[0], voiced[0] + 50))
-    assert voiced[0] > 0 and not samples[:voiced[0] * FRAME_SAMPLES].any()  # silence before it, not nothing
+    assert voiced[0] > 0 and not samples[: voiced[0] * FRAME_SAMPLES].any()  # silence before it, not nothing
     start = voiced[0] * FRAME_SAMPLES
-    assert np.array_equal(samples[start:start + 8000], tone(8000))
+    assert np.array_equal(samples[start : start + 8000], tone(8000))
     span = received[voiced[-1]][1] - received[voiced[0]][1]
     assert span > 0.8, f"one second of audio arrived within {span:.3f} s: not paced"  # 49 slots apart = 0.98 s
     assert played == [8000]
@@ -504,13 +505,26 @@ def test_parser_raises_only_its_own_error(data: bytes) -> None:
 
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=40))
 def test_parser_gives_the_same_messages_however_tcp_splits_them(cuts: list[int]) -> None:
-    stream = (struct.pack(">BH", 0x01, 16) + bytes(range(16)) + struct.pack(">BH", 0x10, 6) + b"abcdef"
-              + struct.pack(">BH", 0x03, 1) + b"5" + struct.pack(">BH", 0xFF, 0) + struct.pack(">BH", 0x00, 0))
+    stream = (
+        struct.pack(">BH", 0x01, 16)
+        + bytes(range(16))
+        + struct.pack(">BH", 0x10, 6)
+        + b"abcdef"
+        + struct.pack(">BH", 0x03, 1)
+        + b"5"
+        + struct.pack(">BH", 0xFF, 0)
+        + struct.pack(">BH", 0x00, 0)
+    )
     reader, messages, position = MessageReader(), [], 0
     for cut in cuts:
-        messages += list(reader.feed(stream[position:position + cut]))
+        messages += list(reader.feed(stream[position : position + cut]))
         position += cut
     messages += list(reader.feed(stream[position:]))
     assert [(m.kind, m.payload) for m in messages] == [
-        (0x01, bytes(range(16))), (0x10, b"abcdef"), (0x03, b"5"), (0xFF, b""), (0x00, b"")]
+        (0x01, bytes(range(16))),
+        (0x10, b"abcdef"),
+        (0x03, b"5"),
+        (0xFF, b""),
+        (0x00, b""),
+    ]
     assert reader.pending == 0

@@ -1,4 +1,5 @@
 """The real `voiceswarm` console script, run as a subprocess."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,17 +34,27 @@ def closed_port() -> int:
 
 
 def environment(tmp_path: Path, ollama_host: str | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VOICESWARM_", "OLLAMA_", "OPENAI_")) and "proxy" not in k.lower()}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VOICESWARM_", "OLLAMA_", "OPENAI_")) and "proxy" not in k.lower()
+    }
     env["VOICESWARM_DB"] = str(tmp_path / "var" / "shop.db")
     env["OLLAMA_HOST"] = ollama_host or f"http://127.0.0.1:{closed_port()}"
     return {**env, **extra}
 
 
-def run(tmp_path: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    tmp_path: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [voiceswarm(), *args], input=stdin, capture_output=True, text=True, timeout=TIMEOUT,
-        cwd=tmp_path, env=env or environment(tmp_path),
+        [voiceswarm(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+        env=env or environment(tmp_path),
     )
 
 
@@ -96,7 +107,9 @@ def test_chat_without_input_prints_only_the_brain(tmp_path: Path) -> None:
 
 def test_config_prints_effective_config_with_environment(tmp_path: Path) -> None:
     host = "http://127.0.0.1:5999"
-    done = run(tmp_path, "config", env=environment(tmp_path, host, VOICESWARM_HISTORY_SIZE="9", VOICESWARM_MODEL="tiny:1b"))
+    done = run(
+        tmp_path, "config", env=environment(tmp_path, host, VOICESWARM_HISTORY_SIZE="9", VOICESWARM_MODEL="tiny:1b")
+    )
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
     assert config["llm"]["host"] == host and config["llm"]["model"] == "tiny:1b"
@@ -155,8 +168,13 @@ def test_bad_environment_variable_exits_2(tmp_path: Path) -> None:
 
 async def run_async(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
     process = await asyncio.create_subprocess_exec(
-        voiceswarm(), *args, cwd=tmp_path, env=env,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        voiceswarm(),
+        *args,
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         async with asyncio.timeout(TIMEOUT):
@@ -180,6 +198,8 @@ async def test_config_check_names_a_missing_agent_model(tmp_path: Path) -> None:
     path = tmp_path / "vs.toml"
     path.write_text('[llm.agents]\ntriage = "small-model"\n')
     async with FakeOllama([], models=("qwen3:4b",)) as server:
-        code, output = await run_async(tmp_path, environment(tmp_path, server.url), "--config", str(path), "config", "--check")
+        code, output = await run_async(
+            tmp_path, environment(tmp_path, server.url), "--config", str(path), "config", "--check"
+        )
     assert code == 1
     assert "ollama pull small-model" in output

@@ -1,4 +1,5 @@
 """Configuration: a TOML file, environment variables on top, and errors that name the key."""
+
 from __future__ import annotations
 
 from pathlib import Path

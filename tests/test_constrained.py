@@ -1,4 +1,5 @@
 """Constrained decoding: the reply schema, the say string streamed as it is decoded, and the providers' requests."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,8 @@ from swarm.providers.openai_compat import OpenAIProvider
 from tests.fake_openai import FakeServer, answering, chunk, items, request
 
 SEARCH = ToolSpec(
-    "search_products", "Search the catalogue.",
+    "search_products",
+    "Search the catalogue.",
     {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
 )
 BACK = ToolSpec("navigate_back", "Hand the caller back.")
@@ -60,7 +62,7 @@ def test_a_reply_cut_by_the_token_limit_keeps_what_was_said() -> None:
 
 
 async def test_openai_constrained_request_and_streamed_say(server: FakeServer) -> None:
-    pieces = ['{"say": "Hello', ' there.', ' How can', ' I help?"}']
+    pieces = ['{"say": "Hello', " there.", " How can", ' I help?"}']
     server.handler = answering([chunk({"content": p}) for p in pieces])
     provider = OpenAIProvider("m", server.base_url, tool_mode="constrained", timeout=5)
     got = await items(provider, request(Message("system", "You sell."), Message("user", "hi"), tools=(SEARCH,)))
@@ -75,11 +77,19 @@ async def test_openai_constrained_request_and_streamed_say(server: FakeServer) -
 
 
 async def test_openai_text_protocol_parses_blocks_and_never_streams_them(server: FakeServer) -> None:
-    pieces = ["One moment. <tool", '_call>{"name": "search_products", ', '"arguments": {"query": "kettle"}}</tool_call>']
+    pieces = [
+        "One moment. <tool",
+        '_call>{"name": "search_products", ',
+        '"arguments": {"query": "kettle"}}</tool_call>',
+    ]
     server.handler = answering([chunk({"content": p}) for p in pieces])
     provider = OpenAIProvider("m", server.base_url, tool_mode="text", timeout=5)
-    history = request(Message("user", "kettle?"), Message("assistant", "", tool_calls=(ToolCall("c0", "search_products", {"query": "tea"}),)),
-                      Message("tool", "none", tool_name="search_products"), tools=(SEARCH,))
+    history = request(
+        Message("user", "kettle?"),
+        Message("assistant", "", tool_calls=(ToolCall("c0", "search_products", {"query": "tea"}),)),
+        Message("tool", "none", tool_name="search_products"),
+        tools=(SEARCH,),
+    )
     got = await items(provider, history)
     await provider.aclose()
     assert "".join(i.text for i in got if isinstance(i, Delta)).strip() == "One moment."
@@ -91,8 +101,10 @@ async def test_openai_text_protocol_parses_blocks_and_never_streams_them(server:
 
 async def test_ollama_constrained_sends_the_schema_as_format() -> None:
     async with FakeOllama([Reply('{"navigate_back": {}}')]) as fake:
-        done = await collect(OllamaProvider(fake.url, "qwen3:4b", tool_mode="constrained", timeout=5),
-                             request(Message("user", "I want a return"), tools=(SEARCH, BACK)))
+        done = await collect(
+            OllamaProvider(fake.url, "qwen3:4b", tool_mode="constrained", timeout=5),
+            request(Message("user", "I want a return"), tools=(SEARCH, BACK)),
+        )
     assert done == Completion("", (ToolCall("call_0", "navigate_back", {}),))
     sent = fake.requests[0]
     assert sent["format"] == reply_schema((SEARCH, BACK)) and not sent.get("tools")
@@ -119,7 +131,9 @@ def test_auto_tool_mode_is_the_measured_default_per_provider_and_config_checks_i
         OllamaProvider("http://127.0.0.1:9", "m", tool_mode="json")
 
 
-async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply_is_still_coming(server: FakeServer) -> None:
+async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply_is_still_coming(
+    server: FakeServer,
+) -> None:
     import asyncio
 
     from aiohttp import web
@@ -157,13 +171,19 @@ async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply
 def test_past_replies_are_shown_as_the_json_the_model_writes() -> None:
     from swarm.constrained import to_constrained_messages
 
-    history = (Message("system", "You sell."), Message("user", "kettle?"),
-               Message("assistant", "", tool_calls=(ToolCall("c0", "search_products", {"query": "kettle"}),)),
-               Message("tool", '{"say": "We have one."}', tool_name="search_products"),
-               Message("assistant", "We have one."), Message("user", "yes"))
+    history = (
+        Message("system", "You sell."),
+        Message("user", "kettle?"),
+        Message("assistant", "", tool_calls=(ToolCall("c0", "search_products", {"query": "kettle"}),)),
+        Message("tool", '{"say": "We have one."}', tool_name="search_products"),
+        Message("assistant", "We have one."),
+        Message("user", "yes"),
+    )
     sent = to_constrained_messages(history, (SEARCH, BACK))
     assert [m["role"] for m in sent] == ["system", "system", "user", "assistant", "user", "assistant", "user"]
     assert json.loads(sent[3]["content"]) == {"search_products": {"query": "kettle"}}
     assert json.loads(sent[5]["content"]) == {"say": "We have one."}
     # Every tool's call is written out in the instructions, in the one shape the schema allows.
-    assert '{"navigate_back": {}}' in sent[1]["content"] and '{"search_products": {"query": "..."}}' in sent[1]["content"]
+    assert (
+        '{"navigate_back": {}}' in sent[1]["content"] and '{"search_products": {"query": "..."}}' in sent[1]["content"]
+    )

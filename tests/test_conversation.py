@@ -1,6 +1,7 @@
 """`Conversation` in milliseconds: the shop's swarm on the offline router, with fakes for the call, the
 endpointer, Whisper and Piper (tests/voice_fakes.py). The same behaviours with real audio are in
 tests/test_voice_e2e.py."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -36,8 +37,9 @@ class Line:
         self.call = FakeCall(speed=speed, caller=caller)
         self.endpointer, self.transcriber, self.synthesizer = FakeEndpointer(), FakeTranscriber(), FakeSynthesizer()
         self.session = app.session(self.call.call_id, caller)
-        self.conversation = Conversation(self.call, self.session, self.endpointer, self.transcriber,
-                                         self.synthesizer, settings)
+        self.conversation = Conversation(
+            self.call, self.session, self.endpointer, self.transcriber, self.synthesizer, settings
+        )
         self.caller = Caller(self.call, self.endpointer, self.transcriber)
 
     def said(self) -> list[str]:
@@ -49,8 +51,14 @@ class Line:
     async def agent_done(self) -> None:
         """The agent's turn has been played to its end."""
         await settle()
-        await until(lambda: not self.call.playing and not self.conversation._hearing
-                    and (self.conversation._turn is None or self.conversation._turn.done()), what="agent done")
+        await until(
+            lambda: (
+                not self.call.playing
+                and not self.conversation._hearing
+                and (self.conversation._turn is None or self.conversation._turn.done())
+            ),
+            what="agent done",
+        )
 
 
 async def test_a_spoken_turn_is_answered(app) -> None:
@@ -152,6 +160,7 @@ async def test_0_reaches_a_person_once_the_caller_said_the_number_instead(app) -
 
 # ---- sounds over the agent -----------------------------------------------------------------------------
 
+
 def greeting_frames(line: Line) -> int:
     return -(-int(len(SETTINGS.greeting.split()) * line.synthesizer.seconds_per_word * 8000) // 160)
 
@@ -204,6 +213,7 @@ async def test_yeah_to_the_agents_last_question_is_an_answer(app) -> None:
 
 def test_more_words_than_a_short_sound_could_hold_are_whispers_invention() -> None:
     from speech.turn_words import stops_agent
+
     assert not stops_agent("And then make a chance.", True, "", duration_s=0.9)  # a 0.4 s "mm-hm"
     assert stops_agent("Wait, stop, I need a different product.", True, "", duration_s=2.5)
     assert stops_agent("Stop.", True, "", duration_s=0.7)

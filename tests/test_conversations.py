@@ -1,4 +1,5 @@
 """Whole conversations with the shop's swarm, through the offline router and through Ollama's wire protocol."""
+
 from __future__ import annotations
 
 import json
@@ -86,7 +87,14 @@ async def test_return_through_ollama_wire_protocol(tmp_path):
     # The refund model was sent its own tools with Ollama's function format, and the caller's words.
     refund_request = server.requests[1]
     names = sorted(t["function"]["name"] for t in refund_request["tools"])
-    assert names == ["create_return", "end_call", "find_order", "navigate_back", "navigate_to_sales", "transfer_to_operator"]
+    assert names == [
+        "create_return",
+        "end_call",
+        "find_order",
+        "navigate_back",
+        "navigate_to_sales",
+        "transfer_to_operator",
+    ]
     assert refund_request["messages"][-1] == {"role": "user", "content": RETURN_LINE}
 
 
@@ -147,7 +155,9 @@ async def test_slow_llm_becomes_an_apology_in_bounded_time(tmp_path):
 @pytest.mark.parametrize("provider", ["offline", "auto"])
 async def test_auto_without_ollama_uses_the_offline_router(tmp_path, provider):
     # Nor a local model: auto's choice of the local one is in test_local_llm.py.
-    app, _ = await make_app(tmp_path, provider=provider, host="http://127.0.0.1:9", local_model=str(tmp_path / "none.gguf"))
+    app, _ = await make_app(
+        tmp_path, provider=provider, host="http://127.0.0.1:9", local_model=str(tmp_path / "none.gguf")
+    )
     assert app.brain.startswith("offline router")
 
 

@@ -4,6 +4,7 @@ Calls from sipp spread over the nodes; one node dies and the dispatcher's OPTION
 calls reach the others; one node drains (what SIGTERM does) with calls live on it: they finish, new calls go
 elsewhere, none is lost; the call records of every node are in the one database.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,7 +51,8 @@ async def records_settled(node_records, expected: int, timeout_s: float = 20.0) 
 
 
 async def test_calls_spread_fail_over_and_drain_behind_the_dispatcher(
-        postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels) -> None:
+    postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels
+) -> None:
     if shutil.which("kamailio") is None or shutil.which("sipp") is None:
         pytest.skip("apt-get install kamailio sip-tester")
     url = postgres.new_schema()
@@ -81,7 +83,9 @@ async def test_calls_spread_fail_over_and_drain_behind_the_dispatcher(
             assert served["c"] == 3 and served["a"] + served["b"] == 10, served
 
             # 3. Node b drains with calls live on it: they finish; new calls all go to a; none is lost.
-            process, workdir = await peers.start_sipp(target, "record_route.xml", **{**calls(4), "extra": ("-d", "4000")})
+            process, workdir = await peers.start_sipp(
+                target, "record_route.xml", **{**calls(4), "extra": ("-d", "4000")}
+            )
             async with asyncio.timeout(10):
                 while not b.endpoint.calls:
                     await asyncio.sleep(0.05)
@@ -106,7 +110,8 @@ async def _refuse(call: SipCall) -> None:
 
 
 async def test_a_killed_nodes_caller_is_ended_by_its_media_timeout_and_new_calls_reach_the_others(
-        postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels) -> None:
+    postgres: Cluster, peers: Peers, tmp_path: Path, speech: SpeechModels
+) -> None:
     """SIGKILL: the node sends no BYE and Kamailio (which does not carry the media) cannot tell. What ends its
     caller's call is the caller's side noticing that the audio stopped, as a PBX's RTP timeout does; here our
     own endpoint as the caller, with a 3 s no-media timeout. The other node's call goes on."""
@@ -117,8 +122,15 @@ async def test_a_killed_nodes_caller_is_ended_by_its_media_timeout_and_new_calls
         async with dispatcher(tmp_path / "kamailio", [a.address, killed.address]) as kamailio:
             for address in (a.address, killed.address):
                 await kamailio.until_state(address, True, 10)
-            caller = SipEndpoint(EndpointConfig(listen_host=LOCAL, listen_port=0, rtp_port_range=(32000, 34000),
-                                                no_media_timeout_s=CALLER_MEDIA_TIMEOUT_S), _refuse)
+            caller = SipEndpoint(
+                EndpointConfig(
+                    listen_host=LOCAL,
+                    listen_port=0,
+                    rtp_port_range=(32000, 34000),
+                    no_media_timeout_s=CALLER_MEDIA_TIMEOUT_S,
+                ),
+                _refuse,
+            )
             await caller.start()
             try:
                 calls = [await caller.dial(f"sip:shop@{LOCAL}:{kamailio.port}") for _ in range(2)]
@@ -133,8 +145,15 @@ async def test_a_killed_nodes_caller_is_ended_by_its_media_timeout_and_new_calls
                 assert to_killed.end_reason == "media_timeout"
                 assert not to_a.closed.is_set()  # the live node's call is untouched
                 down_s = await kamailio.until_state(killed.address, False, 20) + ended_s
-                run = await peers.sipp((LOCAL, kamailio.port), "record_route.xml", calls=3, rate=10, limit=3,
-                                       timeout_s=40, extra=("-d", CALL_MS))
+                run = await peers.sipp(
+                    (LOCAL, kamailio.port),
+                    "record_route.xml",
+                    calls=3,
+                    rate=10,
+                    limit=3,
+                    timeout_s=40,
+                    extra=("-d", CALL_MS),
+                )
                 assert (run.successful, run.failed) == (3, 0), run.logs.get("errors.log", "")
                 await to_a.hangup()
             finally:

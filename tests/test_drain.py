@@ -2,6 +2,7 @@
 with RTP both ways) is talking when the deadline comes; it hears nothing over its sentence, then the spoken
 goodbye, then a BYE; the call record says the call was ended by the drain.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,11 +32,19 @@ def speech() -> SpeechModels:
 
 
 async def test_at_the_deadline_a_talking_caller_hears_the_goodbye_after_their_sentence_then_bye(
-        tmp_path: Path, speech: SpeechModels) -> None:
-    config = Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db"),
-                    sip=SipConfig(listen="127.0.0.1:0", no_media_timeout_s=30.0),
-                    voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"),
-                                      metrics_listen="", shutdown_deadline_s=DEADLINE_S))
+    tmp_path: Path, speech: SpeechModels
+) -> None:
+    config = Config(
+        llm=LLMConfig(provider="offline"),
+        database=str(tmp_path / "shop.db"),
+        sip=SipConfig(listen="127.0.0.1:0", no_media_timeout_s=30.0),
+        voice=VoiceConfig(
+            whisper_model="tiny.en",
+            calls_database=str(tmp_path / "calls.db"),
+            metrics_listen="",
+            shutdown_deadline_s=DEADLINE_S,
+        ),
+    )
     caller = TestCaller(speech)
     caller.prepare(LINE)
     async with contextlib.AsyncExitStack() as node:

@@ -1,4 +1,5 @@
 """`voiceswarm echo` as a PBX engineer runs it: a subprocess that real peers call (baresip, sipp)."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,6 +24,8 @@ def echo_args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     echo.register(parser.add_subparsers())
     return parser.parse_args(["echo", *argv])
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -56,12 +59,26 @@ async def echo_process():
 
     async def start(*args: str) -> EchoProcess:
         port = free_udp_port()
-        code = ("import callcenter.cli as c, sys; c.COMMAND_MODULES = ('callcenter.commands.echo',); "
-                "sys.exit(c.main(sys.argv[1:]))")
+        code = (
+            "import callcenter.cli as c, sys; c.COMMAND_MODULES = ('callcenter.commands.echo',); "
+            "sys.exit(c.main(sys.argv[1:]))"
+        )
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", code, "echo", "--listen", f"127.0.0.1:{port}", "--rtp-ports", "50000-50999", *args,
-            cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-            env=os.environ | {"PYTHONUNBUFFERED": "1"})
+            sys.executable,
+            "-c",
+            code,
+            "echo",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--rtp-ports",
+            "50000-50999",
+            *args,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        )
         echo_run = EchoProcess(process, port)
         started.append(echo_run)
         await echo_run.read_until("listening on")
@@ -75,8 +92,9 @@ async def echo_process():
 
 
 @pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")
-async def test_echo_plays_the_callers_audio_back_after_half_a_second(echo_process, peers: Peers,
-                                                                     tmp_path: Path) -> None:
+async def test_echo_plays_the_callers_audio_back_after_half_a_second(
+    echo_process, peers: Peers, tmp_path: Path
+) -> None:
     server = await echo_process()
     signal_in = chirp(2.0, 300, 3400)
     silence = np.zeros(8000, np.int16)  # the echo of the end needs time to come back before baresip hangs up
@@ -98,10 +116,10 @@ async def test_echo_plays_the_callers_audio_back_after_half_a_second(echo_proces
 async def test_echo_with_srtp_offer_answers_baresips_keys(echo_process, peers: Peers, tmp_path: Path) -> None:
     server = await echo_process("--srtp", "offer")
     signal_in = chirp(2.0, 300, 3400)
-    wav = write_wav(tmp_path / "caller.wav", np.concatenate([np.zeros(2400, np.int16), signal_in,
-                                                             np.zeros(8000, np.int16)]))
-    run, recordings = await peers.baresip_call(f"sip:echo@127.0.0.1:{server.port}", wav, seconds=15,
-                                               mediaenc="srtp")
+    wav = write_wav(
+        tmp_path / "caller.wav", np.concatenate([np.zeros(2400, np.int16), signal_in, np.zeros(8000, np.int16)])
+    )
+    run, recordings = await peers.baresip_call(f"sip:echo@127.0.0.1:{server.port}", wav, seconds=15, mediaenc="srtp")
     heard, _ = read_wav(next(recordings.glob("dump-*-dec.wav")))
     correlation, _ = best_lag_correlation(heard, signal_in)
     assert correlation >= 0.95, run.report()
@@ -122,13 +140,16 @@ async def test_echo_prints_each_dtmf_key_with_the_call_id(echo_process, peers: P
     assert call_line.startswith("call ") and "@127.0.0.1" in call_line
 
 
-@pytest.mark.parametrize("listen, rtp_ports, delay, message", [
-    ("nohostport", "10000-20000", 0.5, "--listen must be HOST:PORT"),
-    ("127.0.0.1:5060", "20000", 0.5, "--rtp-ports must be LOW-HIGH"),
-    ("127.0.0.1:5060", "10000-20000", -1.0, "--delay must be between"),
-    ("0.0.0.0:5060", "10000-20000", 0.5, "needs advertised_host"),
-    ("pbx.example.com:5060", "10000-20000", 0.5, "must be an IP address"),
-])
+@pytest.mark.parametrize(
+    "listen, rtp_ports, delay, message",
+    [
+        ("nohostport", "10000-20000", 0.5, "--listen must be HOST:PORT"),
+        ("127.0.0.1:5060", "20000", 0.5, "--rtp-ports must be LOW-HIGH"),
+        ("127.0.0.1:5060", "10000-20000", -1.0, "--delay must be between"),
+        ("0.0.0.0:5060", "10000-20000", 0.5, "needs advertised_host"),
+        ("pbx.example.com:5060", "10000-20000", 0.5, "must be an IP address"),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_message(capsys, listen: str, rtp_ports: str, delay: float, message: str) -> None:
     args = echo_args("--listen", listen, "--rtp-ports", rtp_ports, "--delay", str(delay))
     assert echo.run(args) == 2

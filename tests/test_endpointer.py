@@ -1,4 +1,5 @@
 """The endpointer on phone-path speech made here: espeak-ng and Piper -> 8 kHz -> mu-law -> 20 ms frames."""
+
 from __future__ import annotations
 
 import itertools
@@ -31,7 +32,7 @@ def test_two_sentences_give_two_turns_that_hold_the_speech(model, piper, voice, 
     for turn, (onset, offset) in zip(turns, truths, strict=True):
         assert turn.reason == "silence"
         start = round(turn.start_s * RATE)
-        assert np.array_equal(turn.audio, pcm[start:start + turn.audio.size])
+        assert np.array_equal(turn.audio, pcm[start : start + turn.audio.size])
         assert turn.duration_s == pytest.approx(turn.audio.size / RATE)
         # the whole voice is inside, with at most the two pads (0.3 s each) and Silero's lag around it
         assert turn.start_s <= onset and turn.start_s + turn.duration_s >= offset
@@ -81,13 +82,16 @@ def _tone(seconds: float) -> np.ndarray:
     return (8000 * np.sin(2 * np.pi * 1000 * t)).astype(np.int16)
 
 
-@pytest.mark.parametrize("name, pcm", [
-    ("30 s of silence", silence(30)),
-    ("white noise at -25 dBFS", _noise(10, -25)),
-    ("white noise at -10 dBFS", _noise(10, -10)),
-    ("1 kHz tone", _tone(10)),
-    ("DC offset", np.full(10 * RATE, 6000, dtype=np.int16)),
-])
+@pytest.mark.parametrize(
+    "name, pcm",
+    [
+        ("30 s of silence", silence(30)),
+        ("white noise at -25 dBFS", _noise(10, -25)),
+        ("white noise at -10 dBFS", _noise(10, -10)),
+        ("1 kHz tone", _tone(10)),
+        ("DC offset", np.full(10 * RATE, 6000, dtype=np.int16)),
+    ],
+)
 def test_no_turn_without_speech(model, name, pcm):
     assert run(Endpointer(model), ulaw_decode(ulaw_encode(pcm))) == []
 
@@ -136,7 +140,7 @@ def test_two_calls_sharing_one_model_hear_what_they_would_alone(model):
     for start in range(0, max(one.size, two.size), 160):
         for index, pcm in enumerate((one, two)):
             if start < pcm.size:
-                chunk = pcm[start:start + 160]
+                chunk = pcm[start : start + 160]
                 together[index] += [((start + chunk.size) / RATE, e) for e in endpointers[index].feed(chunk)]
 
     with ThreadPoolExecutor(2) as pool:  # and from two threads at once
@@ -176,8 +180,9 @@ def test_reset_forgets_the_turn_in_progress(model):
     assert 0.5 <= turns[0].start_s <= 1.0  # times restart at the reset
 
 
-@pytest.mark.parametrize("frame", [np.zeros(160, dtype=np.float32), np.zeros((2, 160), dtype=np.int16),
-                                   b"\x00" * 320, [0] * 160])
+@pytest.mark.parametrize(
+    "frame", [np.zeros(160, dtype=np.float32), np.zeros((2, 160), dtype=np.int16), b"\x00" * 320, [0] * 160]
+)
 def test_a_frame_that_is_not_pcm16_is_refused_with_a_clear_error(model, frame):
     with pytest.raises(FrameError, match="1-D numpy int16"):
         Endpointer(model).feed(frame)

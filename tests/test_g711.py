@@ -1,4 +1,5 @@
 """G.711 tables against Python 3.11's audioop, byte for byte, over every 16-bit sample."""
+
 from __future__ import annotations
 
 import sys
@@ -18,12 +19,15 @@ CODES = bytes(range(256))
 
 
 @pytest.mark.skipif(audioop is None, reason="audioop is gone in Python 3.13")
-@pytest.mark.parametrize("ours, theirs, data", [
-    (ulaw_encode, lambda d: audioop.lin2ulaw(d, 2), ALL),
-    (alaw_encode, lambda d: audioop.lin2alaw(d, 2), ALL),
-    (lambda d: ulaw_decode(d).tobytes(), lambda d: audioop.ulaw2lin(d, 2), CODES),
-    (lambda d: alaw_decode(d).tobytes(), lambda d: audioop.alaw2lin(d, 2), CODES),
-])
+@pytest.mark.parametrize(
+    "ours, theirs, data",
+    [
+        (ulaw_encode, lambda d: audioop.lin2ulaw(d, 2), ALL),
+        (alaw_encode, lambda d: audioop.lin2alaw(d, 2), ALL),
+        (lambda d: ulaw_decode(d).tobytes(), lambda d: audioop.ulaw2lin(d, 2), CODES),
+        (lambda d: alaw_decode(d).tobytes(), lambda d: audioop.alaw2lin(d, 2), CODES),
+    ],
+)
 def test_matches_audioop_for_every_input(ours, theirs, data):
     assert ours(data) == theirs(data)
 

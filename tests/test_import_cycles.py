@@ -3,6 +3,7 @@
 A cycle hides a knot in the layering (each side needs the other's insides); break it by moving the shared piece
 down into a module both import, as swarm.specs and callcenter.turn_events were.
 """
+
 from __future__ import annotations
 
 import grimp

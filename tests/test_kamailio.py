@@ -1,5 +1,6 @@
 """Extension mode against Kamailio (registrar + proxy, digest auth): we register, callers reach us through it,
 and a REFER transfer from our call reaches another registered extension."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,7 +24,8 @@ def extension(kamailio: Kamailio, username: str, password: str, **options) -> Re
 
 
 async def test_wrong_password_fails_clearly_then_the_right_one_registers_and_stop_unregisters(
-        start_kamailio, start_endpoint) -> None:
+    start_kamailio, start_endpoint
+) -> None:
     kamailio = await start_kamailio({"agent": "s3cret"})
     wrong = await start_endpoint(registration=extension(kamailio, "agent", "guess"))
     assert wrong.registration is not None
@@ -47,15 +49,18 @@ async def test_wrong_password_fails_clearly_then_the_right_one_registers_and_sto
 
 
 @pytest.mark.parametrize("algorithm,challenge", [("MD5", "www"), ("SHA-256", "www"), ("SHA-256", "proxy")])
-async def test_md5_sha256_and_a_407_challenge_register(start_kamailio, start_endpoint, algorithm: str, challenge: str) -> None:
+async def test_md5_sha256_and_a_407_challenge_register(
+    start_kamailio, start_endpoint, algorithm: str, challenge: str
+) -> None:
     kamailio = await start_kamailio({"7001": "pa55"}, algorithm=algorithm, challenge=challenge)
     endpoint = await start_endpoint(registration=extension(kamailio, "7001", "pa55", contact_user="voiceswarm-1"))
     assert endpoint.registration is not None
     await endpoint.registration.wait_for("registered", timeout_s=5)
     assert await kamailio.contacts("7001") == [f"sip:voiceswarm-1@{LOCAL}:{endpoint.local_address[1]}"]
     line = next(line for line in kamailio.log.splitlines() if "event=kamailio_authenticated user=7001" in line)
-    answered, other = ("authorization", "proxy_authorization") if challenge == "www" else ("proxy_authorization",
-                                                                                          "authorization")
+    answered, other = (
+        ("authorization", "proxy_authorization") if challenge == "www" else ("proxy_authorization", "authorization")
+    )
     assert f"{answered}=Digest " in line and f"{other}=<null>" in line, line
     assert f"algorithm={algorithm}" in line and "qop=auth" in line, line
 
@@ -71,12 +76,14 @@ async def test_the_granted_expiry_is_honoured_and_refreshed_at_half(start_kamail
     assert await kamailio.contacts("agent") == [f"sip:agent@{LOCAL}:{endpoint.local_address[1]}"]
 
 
-async def test_a_sipp_caller_reaches_our_extension_through_kamailio(start_kamailio, start_endpoint,
-                                                                    peers: Peers) -> None:
+async def test_a_sipp_caller_reaches_our_extension_through_kamailio(
+    start_kamailio, start_endpoint, peers: Peers
+) -> None:
     kamailio = await start_kamailio({"agent": "s3cret"})
     recorder = Recorder()
-    endpoint = await start_endpoint(recorder, registration=extension(kamailio, "agent", "s3cret"),
-                                    allowed_sources=(f"{LOCAL}/32",))
+    endpoint = await start_endpoint(
+        recorder, registration=extension(kamailio, "agent", "s3cret"), allowed_sources=(f"{LOCAL}/32",)
+    )
     assert endpoint.registration is not None
     await endpoint.registration.wait_for("registered", timeout_s=5)
     run = await peers.sipp(("127.0.0.1", kamailio.port), "uac_pcap", timeout_s=30, extra=("-s", "agent"))
@@ -95,7 +102,8 @@ async def test_a_sipp_caller_reaches_our_extension_through_kamailio(start_kamail
 
 
 async def test_a_refer_from_our_call_reaches_the_operator_extension_through_kamailio(
-        start_kamailio, start_endpoint, peers: Peers, tmp_path: Path) -> None:
+    start_kamailio, start_endpoint, peers: Peers, tmp_path: Path
+) -> None:
     kamailio = await start_kamailio({"agent": "s3cret", "operator": "0per"})
     transfers: list[bool] = []
     agent_calls: list = []
@@ -120,8 +128,9 @@ async def test_a_refer_from_our_call_reaches_the_operator_extension_through_kama
     voice = chirp(6.0, 300, 3400, amplitude=6000)
     wav = write_wav(tmp_path / "caller.wav", voice)
     # The caller is a phone of this PBX: its address is at Kamailio, so "operator" means the PBX's extension.
-    run, recordings = await peers.baresip_call(f"sip:agent@{LOCAL}:{kamailio.port}", wav, seconds=25,
-                                               aor=f"sip:caller@{LOCAL}:{kamailio.port}", calls=2)
+    run, recordings = await peers.baresip_call(
+        f"sip:agent@{LOCAL}:{kamailio.port}", wav, seconds=25, aor=f"sip:caller@{LOCAL}:{kamailio.port}", calls=2
+    )
     await asyncio.sleep(0.3)
     assert transfers == [True], f"{kamailio.log[-3000:]}\n{run.report()}"
     assert agent_calls[0].end_reason == "transferred"
@@ -147,8 +156,9 @@ async def _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, o
     """Kamailio routes in-dialog requests by their Route only (loose_route, else 404), as operators run it.
     The sipp caller sends no RTP: the no-media timeout is off, so only signalling can end the call."""
     kamailio = await start_kamailio({"agent": "s3cret"}, relookup=False)
-    endpoint = await start_endpoint(on_call, registration=extension(kamailio, "agent", "s3cret"),
-                                    no_media_timeout_s=None)
+    endpoint = await start_endpoint(
+        on_call, registration=extension(kamailio, "agent", "s3cret"), no_media_timeout_s=None
+    )
     assert endpoint.registration is not None
     await endpoint.registration.wait_for("registered", timeout_s=5)
     return kamailio, endpoint
@@ -156,12 +166,14 @@ async def _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, o
 
 @pytest.mark.timeout(90)
 async def test_a_call_through_a_record_routing_proxy_outlives_the_ack_timeout_and_the_caller_hangs_up(
-        start_kamailio, start_endpoint, peers: Peers) -> None:
+    start_kamailio, start_endpoint, peers: Peers
+) -> None:
     recorder = Recorder()
     kamailio, endpoint = await _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, recorder)
     # 33.5 s: past the 64*T1 = 32 s after which an unacknowledged 200 ends the call
-    run = await peers.sipp(("127.0.0.1", kamailio.port), "record_route.xml", timeout_s=50,
-                           extra=("-s", "agent", "-d", "33500"))
+    run = await peers.sipp(
+        ("127.0.0.1", kamailio.port), "record_route.xml", timeout_s=50, extra=("-s", "agent", "-d", "33500")
+    )
     assert_sipp_ok(run)
     await asyncio.sleep(0.2)
     call = recorder.calls[0]
@@ -174,8 +186,9 @@ async def test_a_call_through_a_record_routing_proxy_outlives_the_ack_timeout_an
     assert "event=kamailio_in_dialog_refused" not in kamailio.log
 
 
-async def test_our_bye_reaches_the_caller_through_the_record_routing_proxy(start_kamailio, start_endpoint,
-                                                                            peers: Peers) -> None:
+async def test_our_bye_reaches_the_caller_through_the_record_routing_proxy(
+    start_kamailio, start_endpoint, peers: Peers
+) -> None:
     ended = []
 
     async def hang_up_soon(call) -> None:
@@ -184,8 +197,9 @@ async def test_our_bye_reaches_the_caller_through_the_record_routing_proxy(start
         ended.append(call)
 
     kamailio, _endpoint = await _registered_behind_an_operator_proxy(start_kamailio, start_endpoint, hang_up_soon)
-    run = await peers.sipp(("127.0.0.1", kamailio.port), "record_route_bye_from_us.xml", timeout_s=15,
-                           extra=("-s", "agent"))
+    run = await peers.sipp(
+        ("127.0.0.1", kamailio.port), "record_route_bye_from_us.xml", timeout_s=15, extra=("-s", "agent")
+    )
     assert_sipp_ok(run)
     assert ended and ended[0].end_reason == "local_hangup"
     # our BYE carried the route set: Kamailio forwarded it by its Route header to the caller

@@ -3,6 +3,7 @@
 Outcomes only (who has the caller, which rows the shop holds), never wording; triage with a tolerance
 over a handful of sentences, run once.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -79,8 +80,13 @@ async def converse(registry: Registry, lines: list[str], db: Path, table: str, a
 async def test_purchase_writes_exactly_the_order(shop_swarm: tuple[Registry, Path]) -> None:
     registry, db = shop_swarm
     before = len(rows(db, "orders"))
-    replies = await converse(registry, ["I'd like to buy a new phone charger.", "Yes, please."], db, "order_lines",
-                             answer="Yes, one USB-C phone charger, please.")
+    replies = await converse(
+        registry,
+        ["I'd like to buy a new phone charger.", "Yes, please."],
+        db,
+        "order_lines",
+        answer="Yes, one USB-C phone charger, please.",
+    )
     new_orders = rows(db, "orders")[before:]
     assert len(new_orders) == 1, replies
     lines = [r for r in rows(db, "order_lines") if r["order_id"] == new_orders[0]["id"]]
@@ -100,6 +106,8 @@ async def test_return_writes_exactly_the_return(shop_swarm: tuple[Registry, Path
 async def test_a_caller_who_says_no_gets_nothing_written(shop_swarm: tuple[Registry, Path]) -> None:
     registry, db = shop_swarm
     orders = len(rows(db, "orders"))
-    await converse(registry, ["I want to return the headphones I bought last week.", "No, I'll keep them."], db, "returns")
+    await converse(
+        registry, ["I want to return the headphones I bought last week.", "No, I'll keep them."], db, "returns"
+    )
     await converse(registry, ["I'd like to buy a new phone charger.", "No thanks, not today."], db, "orders")
     assert rows(db, "returns") == [] and len(rows(db, "orders")) == orders

@@ -3,6 +3,7 @@
 The fast tests use small fake model packages made here; the `llm` tests run llama.cpp's server with the real
 packaged models (the 0.5B one where only the plumbing counts).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,7 +36,10 @@ from swarm.providers.base import Completion, Delta, ProviderUnavailable, collect
 from swarm.providers.local import LocalProvider, LocalServer, LocalServerError, ServerSpec
 from swarm.registry import Agent, Registry, SessionConfig, SwarmSpec
 
-needs_runtime = pytest.mark.skipif(missing_local_model("qwen2.5-coder-0.5b") is not None, reason="xllamacpp or the 0.5B model packages are not installed")
+needs_runtime = pytest.mark.skipif(
+    missing_local_model("qwen2.5-coder-0.5b") is not None,
+    reason="xllamacpp or the 0.5B model packages are not installed",
+)
 
 # Nothing listens on the discard port of the loopback interface.
 NO_OLLAMA = "http://127.0.0.1:9"
@@ -44,7 +48,9 @@ NO_OLLAMA = "http://127.0.0.1:9"
 # --- the model file ---------------------------------------------------------------------------------------------
 
 
-def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[bytes], *, expected: bytes | None = None) -> PackagedModel:
+def fake_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[bytes], *, expected: bytes | None = None
+) -> PackagedModel:
     """Model packages `vsfake-partN` holding `parts`, registered as the packaged model "fake"."""
     for number, content in enumerate(parts, 1):
         data = tmp_path / "site" / f"vsfake_part{number}" / "data"
@@ -59,7 +65,9 @@ def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: list[byte
     return model
 
 
-def test_parts_are_joined_once_into_the_cache_then_trusted_by_their_stamp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parts_are_joined_once_into_the_cache_then_trusted_by_their_stamp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake_model(tmp_path, monkeypatch, [b"GGUF" + b"a" * 100, b"b" * 50, b"c"])
     first = local_model_file("fake", tmp_path / "cache")
     assert first.path.read_bytes() == b"GGUF" + b"a" * 100 + b"b" * 50 + b"c"
@@ -88,7 +96,10 @@ def test_parts_of_another_size_are_refused_before_joining(tmp_path: Path, monkey
 
 def test_parts_with_other_content_are_refused_by_their_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_model(tmp_path, monkeypatch, [b"GGUF1234", b"5679"], expected=b"GGUF12345678")
-    with pytest.raises(ModelError, match="does not match its sha256; reinstall the model packages: pip install --force-reinstall vsfake-part1"):
+    with pytest.raises(
+        ModelError,
+        match="does not match its sha256; reinstall the model packages: pip install --force-reinstall vsfake-part1",
+    ):
         local_model_file("fake", tmp_path / "cache")
     assert [p.name for p in (tmp_path / "cache").iterdir()] == []  # no half-written or wrong model left behind
 
@@ -115,7 +126,10 @@ def test_missing_local_model_says_what_to_install(tmp_path: Path, monkeypatch: p
     fake_model(tmp_path, monkeypatch, [b"GGUF", b"x"])
     if missing_local_model("fake") is None:  # the runtime is installed
         monkeypatch.setitem(sys.modules, "vsfake_part2", None)
-        assert missing_local_model("fake") == "the fake model packages are not installed (pip install vsfake-part1 vsfake-part2)"
+        assert (
+            missing_local_model("fake")
+            == "the fake model packages are not installed (pip install vsfake-part1 vsfake-part2)"
+        )
     monkeypatch.setitem(sys.modules, "xllamacpp", None)
     assert missing_local_model("fake") == "the llama.cpp runtime is not installed (pip install xllamacpp)"
 
@@ -136,17 +150,26 @@ def test_local_keys_from_file_and_environment(tmp_path: Path) -> None:
     file.write_text(f'[llm]\nprovider = "local"\nlocal_model = "{model}"\nlocal_threads = 1\nlocal_ctx = 8192\n')
     llm = load_config(file, environ={}).llm
     assert (llm.provider, llm.local_model, llm.local_threads, llm.local_ctx) == ("local", str(model), 1, 8192)
-    assert load_config(file, environ={"VOICESWARM_LOCAL_MODEL": "qwen2.5-coder-0.5b"}).llm.local_model == "qwen2.5-coder-0.5b"
+    assert (
+        load_config(file, environ={"VOICESWARM_LOCAL_MODEL": "qwen2.5-coder-0.5b"}).llm.local_model
+        == "qwen2.5-coder-0.5b"
+    )
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ('local_model = "qwen2.5-coder-7b"', "llm.local_model is 'qwen2.5-coder-7b'; use qwen2.5-coder-1.5b or qwen2.5-coder-0.5b, or the path of a .gguf file"),
-    ('local_model = "/nowhere/model.gguf"', "llm.local_model: the file /nowhere/model.gguf does not exist"),
-    ("local_threads = 0", "llm.local_threads is 0"),
-    ('local_threads = "two"', "llm.local_threads must be a int"),
-    ("local_ctx = 100", "llm.local_ctx is 100; use 512 to 32768"),
-    ('provider = "llamacpp"', "use one of auto, offline, ollama, openai, local"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            'local_model = "qwen2.5-coder-7b"',
+            "llm.local_model is 'qwen2.5-coder-7b'; use qwen2.5-coder-1.5b or qwen2.5-coder-0.5b, or the path of a .gguf file",
+        ),
+        ('local_model = "/nowhere/model.gguf"', "llm.local_model: the file /nowhere/model.gguf does not exist"),
+        ("local_threads = 0", "llm.local_threads is 0"),
+        ('local_threads = "two"', "llm.local_threads must be a int"),
+        ("local_ctx = 100", "llm.local_ctx is 100; use 512 to 32768"),
+        ('provider = "llamacpp"', "use one of auto, offline, ollama, openai, local"),
+    ],
+)
 def test_bad_local_keys_are_refused_at_load_time(tmp_path: Path, line: str, message: str) -> None:
     file = tmp_path / "c.toml"
     file.write_text(f"[llm]\n{line}\n")
@@ -159,20 +182,29 @@ def test_bad_local_keys_are_refused_at_load_time(tmp_path: Path, line: str, mess
 
 
 async def test_auto_takes_ollama_when_it_answers_with_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("callcenter.brains.missing_local_model", lambda spec: pytest.fail("the local model was looked at"))
+    monkeypatch.setattr(
+        "callcenter.brains.missing_local_model", lambda spec: pytest.fail("the local model was looked at")
+    )
     async with FakeOllama([], models=("qwen3:4b",)) as ollama:
         brains = await choose_brains(Config(llm=LLMConfig(host=ollama.url)), ("triage",))
     assert brains.per_agent["triage"].name == "ollama:qwen3:4b" and brains.local == ()
     assert brains.description.startswith(f"ollama at {ollama.url}")
 
 
-async def test_auto_without_ollama_or_local_model_is_the_offline_router_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("callcenter.brains.missing_local_model", lambda spec: "the llama.cpp runtime is not installed (pip install xllamacpp)")
+async def test_auto_without_ollama_or_local_model_is_the_offline_router_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        "callcenter.brains.missing_local_model",
+        lambda spec: "the llama.cpp runtime is not installed (pip install xllamacpp)",
+    )
     async with FakeOllama([], models=("llama3:8b",)) as ollama:
         brains = await choose_brains(Config(llm=LLMConfig(host=ollama.url)), ("triage", "sales"))
     assert brains.per_agent == {"triage": None, "sales": None}
-    assert brains.description == (f"offline router (model 'qwen3:4b' is not pulled on {ollama.url}: run `ollama pull qwen3:4b` "
-                                  "(pulled: llama3:8b); the llama.cpp runtime is not installed (pip install xllamacpp))")
+    assert brains.description == (
+        f"offline router (model 'qwen3:4b' is not pulled on {ollama.url}: run `ollama pull qwen3:4b` "
+        "(pulled: llama3:8b); the llama.cpp runtime is not installed (pip install xllamacpp))"
+    )
 
 
 async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router(tmp_path: Path) -> None:
@@ -182,12 +214,20 @@ async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router
         pytest.skip("xllamacpp is not installed")
     brains = await choose_brains(Config(llm=LLMConfig(host=NO_OLLAMA, local_model=str(broken))), ("triage",))
     assert brains.per_agent == {"triage": None}
-    assert brains.description.startswith(f"offline router (no Ollama server answers at {NO_OLLAMA}; the local model failed: "
-                                         "the local LLM server")
+    assert brains.description.startswith(
+        f"offline router (no Ollama server answers at {NO_OLLAMA}; the local model failed: the local LLM server"
+    )
 
 
-@pytest.mark.parametrize("kind,mode,expected", [("openai", "auto", "native"), ("openai", "text", "text"),
-                                               ("ollama", "auto", "native"), ("ollama", "constrained", "constrained")])
+@pytest.mark.parametrize(
+    "kind,mode,expected",
+    [
+        ("openai", "auto", "native"),
+        ("openai", "text", "text"),
+        ("ollama", "auto", "native"),
+        ("ollama", "constrained", "constrained"),
+    ],
+)
 async def test_the_configured_tool_mode_reaches_the_provider(kind: str, mode: str, expected: str) -> None:
     brains = await choose_brains(Config(llm=LLMConfig(provider=kind, tool_mode=mode)), ("triage",))
     assert brains.per_agent["triage"].tool_mode == expected
@@ -196,10 +236,16 @@ async def test_the_configured_tool_mode_reaches_the_provider(kind: str, mode: st
 @pytest.mark.llm
 @needs_runtime
 async def test_auto_without_ollama_starts_the_local_model() -> None:
-    brains = await choose_brains(Config(llm=LLMConfig(host=NO_OLLAMA, local_model="qwen2.5-coder-0.5b")), ("triage", "sales"))
+    brains = await choose_brains(
+        Config(llm=LLMConfig(host=NO_OLLAMA, local_model="qwen2.5-coder-0.5b")), ("triage", "sales")
+    )
     try:
         provider = brains.per_agent["triage"]
-        assert isinstance(provider, LocalProvider) and brains.per_agent["sales"] is provider and brains.local == (provider,)
+        assert (
+            isinstance(provider, LocalProvider)
+            and brains.per_agent["sales"] is provider
+            and brains.local == (provider,)
+        )
         assert provider.server.alive() and provider.tool_mode == "constrained"  # the measured best (tool_modes.py)
         assert brains.description.startswith("local model qwen2.5-coder-0.5b (llama.cpp on http://127.0.0.1:")
         assert brains.description.endswith(f"because no Ollama server answers at {NO_OLLAMA}")
@@ -222,7 +268,9 @@ def test_a_server_that_cannot_load_its_model_says_why(tmp_path: Path) -> None:
     assert not server.alive()
 
 
-def request(*lines: str, system: str = "You are a helpful assistant. Answer in one short sentence.") -> CompletionRequest:
+def request(
+    *lines: str, system: str = "You are a helpful assistant. Answer in one short sentence."
+) -> CompletionRequest:
     return CompletionRequest("triage", "test", (Message("system", system), *(Message("user", line) for line in lines)))
 
 
@@ -304,14 +352,25 @@ def test_the_packaged_models_declare_no_licence(local_05b: LocalServer, local_15
 def test_the_1_5b_model_is_shown_tool_calls_with_single_braces(local_15b: LocalServer) -> None:
     embedded = gguf_metadata(local_15b.spec.model)["tokenizer.chat_template"]
     assert '{{\\"name\\": <function-name>' in str(embedded)  # the bug this template file exists for
-    tool = {"type": "function", "function": {"name": "navigate_to_sales", "description": "Hand over to sales.",
-                                             "parameters": {"type": "object", "properties": {}}}}
-    reply = httpx.post(local_15b.url + "/apply-template", json={
-        "messages": [{"role": "system", "content": "Triage."}, {"role": "user", "content": "I want to buy."}], "tools": [tool]}, timeout=60)
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "navigate_to_sales",
+            "description": "Hand over to sales.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    reply = httpx.post(
+        local_15b.url + "/apply-template",
+        json={
+            "messages": [{"role": "system", "content": "Triage."}, {"role": "user", "content": "I want to buy."}],
+            "tools": [tool],
+        },
+        timeout=60,
+    )
     prompt = reply.json()["prompt"]
     assert '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' in prompt
     assert "{{" not in prompt and '"navigate_to_sales"' in prompt
-
 
 
 @pytest.mark.llm
@@ -319,8 +378,11 @@ def test_a_reply_that_never_stops_is_cut_by_the_server(local_05b: LocalServer) -
     server = LocalServer(replace(local_05b.spec, max_tokens=8))
     server.start()
     try:
-        reply = httpx.post(server.base_url + "/chat/completions", timeout=120, json={
-            "messages": [{"role": "user", "content": "Count from one to one hundred in words."}]}).json()
+        reply = httpx.post(
+            server.base_url + "/chat/completions",
+            timeout=120,
+            json={"messages": [{"role": "user", "content": "Count from one to one hundred in words."}]},
+        ).json()
     finally:
         server.stop()
     assert reply["choices"][0]["finish_reason"] == "length" and reply["timings"]["predicted_n"] <= 8
@@ -340,7 +402,9 @@ class KilledMidReply:
 
 
 @pytest.mark.llm
-async def test_a_server_dying_mid_call_gets_the_apology_and_transfer_and_the_next_call_a_reply(local_05b: LocalServer) -> None:
+async def test_a_server_dying_mid_call_gets_the_apology_and_transfer_and_the_next_call_a_reply(
+    local_05b: LocalServer,
+) -> None:
     provider = LocalProvider(local_05b, owns_server=False, timeout=60)
     await provider.start()
     starts = local_05b.starts
@@ -348,7 +412,9 @@ async def test_a_server_dying_mid_call_gets_the_apology_and_transfer_and_the_nex
     registry.add_completion("dying", KilledMidReply(provider))
     registry.add_completion("local", provider)
     for name, completion in (("doomed", "dying"), ("helper", "local")):
-        registry.add_agent(Agent(name, "You are a shop assistant on the phone. Answer in one short sentence.", completion))
+        registry.add_agent(
+            Agent(name, "You are a shop assistant on the phone. Answer in one short sentence.", completion)
+        )
         registry.add_swarm(SwarmSpec(name, (name,), name))
     call = registry.session("call-1", "doomed")
     said = await call.complete("Count from one to fifty in words, please.")

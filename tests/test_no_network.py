@@ -1,4 +1,5 @@
 """A call opens no network connection except to the configured LLM server (audited with sys.addaudithook)."""
+
 from __future__ import annotations
 
 import socket
@@ -65,11 +66,16 @@ def test_the_audit_hook_sees_connections() -> None:
 async def whole_call(app: Any) -> list[str]:
     """A caller returns the headphones, then buys a charger, then asks for a person."""
     session = app.session("net-call", CALLER)
-    replies = [await session.complete(line) for line in (
-        "I want to return the headphones I bought last week", "yes",
-        "I'd like to buy a new phone charger.", "yes",
-        "Can I speak to a person please?",
-    )]
+    replies = [
+        await session.complete(line)
+        for line in (
+            "I want to return the headphones I bought last week",
+            "yes",
+            "I'd like to buy a new phone charger.",
+            "yes",
+            "Can I speak to a person please?",
+        )
+    ]
     assert session.escalation
     return replies
 
@@ -128,15 +134,33 @@ async def test_the_supervisor_page_connects_nowhere(tmp_path: Path) -> None:
 
     app = await open_app(Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db")))
     records = CallRecords(tmp_path / "calls.db")
-    records.save(CallRecord("net-past", CALLER, "shop", 1.0, 61.0, "completed",
-                            transcript=[{"at": 2.0, "who": "caller", "text": "my card is 4111 1111 1111 1111"}]))
+    records.save(
+        CallRecord(
+            "net-past",
+            CALLER,
+            "shop",
+            1.0,
+            61.0,
+            "completed",
+            transcript=[{"at": 2.0, "who": "caller", "text": "my card is 4111 1111 1111 1111"}],
+        )
+    )
     live = LiveCalls()
-    page = supervisor_app(SupervisorConfig(token="no-network-token-123"), Sources(live, records, app.shop, lambda: {"state": "serving"}))
+    page = supervisor_app(
+        SupervisorConfig(token="no-network-token-123"), Sources(live, records, app.shop, lambda: {"state": "serving"})
+    )
     headers = {"Authorization": "Bearer no-network-token-123"}
     try:
         async with TestClient(TestServer(page, host="127.0.0.1")) as client:
             with recording() as seen:
-                for path in ("/", "/static/app.js", "/static/style.css", "/api/calls", "/api/call?id=net-past", "/api/health"):
+                for path in (
+                    "/",
+                    "/static/app.js",
+                    "/static/style.css",
+                    "/api/calls",
+                    "/api/call?id=net-past",
+                    "/api/health",
+                ):
                     assert (await client.get(path, headers=headers)).status == 200, path
                 ws = await client.ws_connect("/api/live", headers=headers)
                 assert (await ws.receive_json(timeout=5))["event"] == "snapshot"
@@ -161,11 +185,27 @@ async def test_redaction_records_and_metrics_connect_nowhere(tmp_path: Path) -> 
     from telephony.endpoint import EndpointConfig, SipEndpoint
 
     with recording() as seen:
-        masked = [redact(f"call me on {number}", region) for number, region in
-                  (("+1 415 555 2671", "DE"), ("020 7946 0018", "GB"), ("0151 23456789", "DE"), ("415 555 2671", "US"))]
+        masked = [
+            redact(f"call me on {number}", region)
+            for number, region in (
+                ("+1 415 555 2671", "DE"),
+                ("020 7946 0018", "GB"),
+                ("0151 23456789", "DE"),
+                ("415 555 2671", "US"),
+            )
+        ]
         records = CallRecords(tmp_path / "calls.db", redaction=redact)
-        records.save(CallRecord("c1", CALLER, "shop", 1.0, 2.0, "completed",
-                                transcript=[{"at": 0.0, "who": "caller", "text": "card 4111 1111 1111 1111"}]))
+        records.save(
+            CallRecord(
+                "c1",
+                CALLER,
+                "shop",
+                1.0,
+                2.0,
+                "completed",
+                transcript=[{"at": 0.0, "who": "caller", "text": "card 4111 1111 1111 1111"}],
+            )
+        )
         stored = records.get("c1")
         records.close()
         endpoint = SipEndpoint(EndpointConfig(listen_host="127.0.0.1", listen_port=0), lambda call: None)

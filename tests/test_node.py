@@ -1,4 +1,5 @@
 """Drain and admission: what a node answers the dispatcher's OPTIONS probes and new INVITEs in each state."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,11 +14,23 @@ class Clock:
         self.cpu = 0.0
 
 
-def node(limits: AdmissionLimits, calls: int = 0, stt: tuple[float, ...] = (), clock: Clock | None = None,
-         draining: bool = False) -> NodeState:
+def node(
+    limits: AdmissionLimits,
+    calls: int = 0,
+    stt: tuple[float, ...] = (),
+    clock: Clock | None = None,
+    draining: bool = False,
+) -> NodeState:
     clock = clock or Clock()
-    return NodeState(limits, lambda: calls, lambda: stt, lambda: draining, clock=lambda: clock.now,
-                     cpu_clock=lambda: clock.cpu, cores=2)
+    return NodeState(
+        limits,
+        lambda: calls,
+        lambda: stt,
+        lambda: draining,
+        clock=lambda: clock.now,
+        cpu_clock=lambda: clock.cpu,
+        cores=2,
+    )
 
 
 def test_no_limit_is_on_by_default() -> None:
@@ -25,12 +38,16 @@ def test_no_limit_is_on_by_default() -> None:
     assert state.admission() is None and state.state == "serving"
 
 
-@pytest.mark.parametrize(("limits", "calls", "stt", "reason"), [
-    (AdmissionLimits(max_active_calls=4), 4, (), "4 calls (limit 4)"),
-    (AdmissionLimits(max_stt_delay_s=1.5), 0, (0.5, 2.0, 2.5), "speech-to-text 2.00 s (limit 1.5 s)"),
-])
-def test_over_a_limit_new_calls_are_refused_with_retry_after(limits: AdmissionLimits, calls: int,
-                                                             stt: tuple[float, ...], reason: str) -> None:
+@pytest.mark.parametrize(
+    ("limits", "calls", "stt", "reason"),
+    [
+        (AdmissionLimits(max_active_calls=4), 4, (), "4 calls (limit 4)"),
+        (AdmissionLimits(max_stt_delay_s=1.5), 0, (0.5, 2.0, 2.5), "speech-to-text 2.00 s (limit 1.5 s)"),
+    ],
+)
+def test_over_a_limit_new_calls_are_refused_with_retry_after(
+    limits: AdmissionLimits, calls: int, stt: tuple[float, ...], reason: str
+) -> None:
     state = node(limits, calls=calls, stt=stt)
     assert state.overload() == reason
     assert state.admission() == 30.0 and state.state == "overloaded" and state.refusals == 1
@@ -60,7 +77,8 @@ async def options(peer, endpoint_port: int, branch: str):  # the SipPeer fixture
 
 
 async def test_the_endpoint_answers_503_with_retry_after_when_overloaded_and_when_draining(
-        start_endpoint, sip_peer) -> None:
+    start_endpoint, sip_peer
+) -> None:
     endpoint = await start_endpoint()
     port = endpoint.local_address[1]
     peer = await sip_peer()

@@ -1,4 +1,5 @@
 """normalize_for_speech: what the voice must say for prices, numbers, times, dates, codes and markup."""
+
 from __future__ import annotations
 
 import re
@@ -102,7 +103,9 @@ async def test_the_shops_tool_lines() -> None:
     """Every "say" line the shop's tools produce, through a real shop: no digit or code left for the voice."""
     shop = Shop(":memory:")
     tools = {tool.name: tool for tool in shop_tools(shop)}
-    context = ToolContext(client_id="call-1", agent="sales", session=None, metadata={"caller": "+4915100000000"}, session_id="s1")
+    context = ToolContext(
+        client_id="call-1", agent="sales", session=None, metadata={"caller": "+4915100000000"}, session_id="s1"
+    )
     try:
         found = await tools["search_products"].call({"query": "wireless headphones"}, context)
         sku = found["products"][0]["sku"]
@@ -110,14 +113,19 @@ async def test_the_shops_tool_lines() -> None:
         placed = await tools["place_order"].call({"sku": sku, "quantity": 1, "confirmed": True}, context)
         order = await tools["find_order"].call({"order_number": placed["order_number"]}, context)
         ask = await tools["create_return"].call({"order_number": placed["order_number"], "sku": sku}, context)
-        done = await tools["create_return"].call({"order_number": placed["order_number"], "sku": sku, "confirmed": True}, context)
+        done = await tools["create_return"].call(
+            {"order_number": placed["order_number"], "sku": sku, "confirmed": True}, context
+        )
     finally:
         shop.close()
     lines = [found["say"], proposal["say"], placed["say"], order["say"], ask["say"], done["say"]]
     spoken = [normalize_for_speech(line) for line in lines]
     for line in spoken:
         assert not re.search(r"\d", line), line
-    assert f"The order number is {spelled(placed['order_number'])}, and the total is one hundred and twenty nine euros." in spoken[2]
+    assert (
+        f"The order number is {spelled(placed['order_number'])}, and the total is one hundred and twenty nine euros."
+        in spoken[2]
+    )
     assert "for two hundred and fifty eight euros in total" in spoken[1]
     assert re.search(r"from the \w+( \w+)? of \w+ with the", spoken[3])
     assert f"found your order {spelled(placed['order_number'])} from" in spoken[3]

@@ -1,4 +1,5 @@
 """The offline intent router: triage accuracy on sentences it was never tuned on, and its rules."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,13 @@ from swarm.messages import CompletionRequest, Message, ToolSpec
 from swarm.providers.offline import OfflineRouter, fill_arguments, yes_or_no
 
 DATA = Path(__file__).parent / "data"
-INTENT = {"navigate_to_sales": "buy", "navigate_to_refund": "return", "transfer_to_operator": "operator", "end_call": "goodbye", None: "unclear"}
+INTENT = {
+    "navigate_to_sales": "buy",
+    "navigate_to_refund": "return",
+    "transfer_to_operator": "operator",
+    "end_call": "goodbye",
+    None: "unclear",
+}
 
 
 def triage_accuracy(path: Path) -> float:
@@ -32,17 +39,38 @@ def test_triage_accuracy_on_sentences_never_tuned_on():
     assert triage_accuracy(DATA / "triage_untouched.jsonl") >= 0.9
 
 
-@pytest.mark.parametrize("said, answer", [("Yes.", True), ("yeah go ahead", True), ("no thanks", False),
-                                          ("please don't", False), ("what colour is it", None)])
+@pytest.mark.parametrize(
+    "said, answer",
+    [
+        ("Yes.", True),
+        ("yeah go ahead", True),
+        ("no thanks", False),
+        ("please don't", False),
+        ("what colour is it", None),
+    ],
+)
 def test_yes_or_no(said, answer):
     assert yes_or_no(said) is answer
 
 
 def test_fill_arguments_uses_caller_words_and_digits_only():
-    spec = ToolSpec("find", "", {"type": "object", "properties": {"order_number": {"type": "string"},
-                                                                   "product": {"type": "string"}, "sku": {"type": "string"}},
-                                 "required": ["product"]})
-    assert fill_arguments(spec, "order 12 345 the kettle") == {"order_number": "12345", "product": "order 12 345 the kettle"}
+    spec = ToolSpec(
+        "find",
+        "",
+        {
+            "type": "object",
+            "properties": {
+                "order_number": {"type": "string"},
+                "product": {"type": "string"},
+                "sku": {"type": "string"},
+            },
+            "required": ["product"],
+        },
+    )
+    assert fill_arguments(spec, "order 12 345 the kettle") == {
+        "order_number": "12345",
+        "product": "order 12 345 the kettle",
+    }
     needs_sku = ToolSpec("buy", "", {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]})
     assert fill_arguments(needs_sku, "the kettle") is None
 
@@ -54,8 +82,11 @@ def _request(*messages: Message, tools=()) -> CompletionRequest:
 def test_yes_runs_the_proposal_with_confirmation_and_no_drops_it():
     router = OfflineRouter({}, {"sales": "What are you looking for?"})
     proposal = json.dumps({"say": "Shall I?", "proposal": {"tool": "place_order", "arguments": {"sku": "K-1"}}})
-    history = (Message("user", "a kettle"), Message("tool", proposal, agent="sales", tool_call_id="c", tool_name="search"),
-               Message("assistant", "Shall I?", agent="sales"))
+    history = (
+        Message("user", "a kettle"),
+        Message("tool", proposal, agent="sales", tool_call_id="c", tool_name="search"),
+        Message("assistant", "Shall I?", agent="sales"),
+    )
     confirmed = router.route(_request(*history, Message("user", "yes please")))
     assert confirmed.tool_calls[0].name == "place_order"
     assert confirmed.tool_calls[0].arguments == {"sku": "K-1", "confirmed": True}

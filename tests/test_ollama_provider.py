@@ -1,4 +1,5 @@
 """OllamaProvider with the real `ollama` client against FakeOllama, and the `<tool_call>` text protocol."""
+
 from __future__ import annotations
 
 import itertools
@@ -27,8 +28,11 @@ MODEL = "qwen3:4b"
 FIND = ToolSpec(
     "find_product",
     "Search the shop's products by words.",
-    {"type": "object", "properties": {"query": {"type": "string", "description": "what to look for"}},
-     "required": ["query"]},
+    {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "what to look for"}},
+        "required": ["query"],
+    },
 )
 
 
@@ -66,8 +70,9 @@ async def test_text_streams_as_several_deltas_then_their_join() -> None:
 async def test_native_tool_calls_keep_object_arguments() -> None:
     script = [Reply(tool_calls=[("find_product", {"query": "kettle"}), ("find_product", {"query": "toaster"})])]
     async with FakeOllama(script) as server:
-        done = await collect(OllamaProvider(server.url, MODEL, timeout=5), request(Message("user", "kettle?"),
-                                                                                   tools=(FIND,)))
+        done = await collect(
+            OllamaProvider(server.url, MODEL, timeout=5), request(Message("user", "kettle?"), tools=(FIND,))
+        )
     assert done.tool_calls == (
         ToolCall("call_0", "find_product", {"query": "kettle"}),
         ToolCall("call_1", "find_product", {"query": "toaster"}),
@@ -78,8 +83,7 @@ async def test_request_is_in_ollama_format() -> None:
     history = request(
         Message("system", "You sell kettles."),
         Message("user", "Do you have kettles?"),
-        Message("assistant", "", agent="sales",
-                tool_calls=(ToolCall("call_0", "find_product", {"query": "kettle"}),)),
+        Message("assistant", "", agent="sales", tool_calls=(ToolCall("call_0", "find_product", {"query": "kettle"}),)),
         Message("tool", '[{"sku": "K1"}]', agent="sales", tool_call_id="call_0", tool_name="find_product"),
         tools=(FIND,),
     )
@@ -94,8 +98,12 @@ async def test_request_is_in_ollama_format() -> None:
         "tool_calls": [{"function": {"name": "find_product", "arguments": {"query": "kettle"}}}],
     }
     assert sent["messages"][3] == {"role": "tool", "content": '[{"sku": "K1"}]', "tool_name": "find_product"}
-    assert sent["tools"] == [{"type": "function", "function": {
-        "name": "find_product", "description": FIND.description, "parameters": FIND.parameters}}]
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "find_product", "description": FIND.description, "parameters": FIND.parameters},
+        }
+    ]
 
 
 async def test_error_line_mid_stream_is_a_provider_error() -> None:
@@ -116,8 +124,9 @@ async def test_model_without_native_tools_points_to_the_text_protocol() -> None:
     error = "registry.ollama.ai/library/gemma3:1b does not support tools"
     async with FakeOllama([Reply(status=400, error=error)], models=("gemma3:1b",)) as server:
         with pytest.raises(ProviderError, match="set native_tools = false"):
-            await collect(OllamaProvider(server.url, "gemma3:1b", timeout=5), request(Message("user", "hi"),
-                                                                                      tools=(FIND,)))
+            await collect(
+                OllamaProvider(server.url, "gemma3:1b", timeout=5), request(Message("user", "hi"), tools=(FIND,))
+            )
 
 
 async def test_unknown_model_names_model_and_the_fix() -> None:
@@ -176,8 +185,9 @@ async def test_exhausted_script_is_an_error() -> None:
 
 
 async def test_fake_answers_non_streaming_like_ollama() -> None:
-    async with FakeOllama([Reply("Whole reply.", tool_calls=[("find_product", {"query": "kettle"})]),
-                           Reply(error="boom")]) as server:
+    async with FakeOllama(
+        [Reply("Whole reply.", tool_calls=[("find_product", {"query": "kettle"})]), Reply(error="boom")]
+    ) as server:
         client = ollama.AsyncClient(server.url, timeout=5)
         response = await client.chat(MODEL, [{"role": "user", "content": "hi"}], stream=False)
         with pytest.raises(ollama.ResponseError) as caught:
@@ -226,7 +236,7 @@ def test_visible_text_holds_back_a_possible_tag() -> None:
     assert visible_text("Hello <tool", final=True) == "Hello <tool"
     assert visible_text("1 < 2") == "1 < 2"
     assert visible_text('A <tool_call>{"name"') == "A "
-    assert visible_text('A <tool_call>{}</tool_call> B') == "A  B"
+    assert visible_text("A <tool_call>{}</tool_call> B") == "A  B"
 
 
 def test_visible_text_only_grows_and_never_shows_a_block_at_any_split() -> None:
@@ -244,8 +254,10 @@ async def test_tool_call_split_across_fragments_is_never_a_delta() -> None:
         "</tool_call>"
     )
     async with FakeOllama([Reply(reply)]) as server:
-        deltas, done = await run(OllamaProvider(server.url, MODEL, native_tools=False, timeout=5),
-                                 request(Message("user", "red kettle?"), tools=(FIND,)))
+        deltas, done = await run(
+            OllamaProvider(server.url, MODEL, native_tools=False, timeout=5),
+            request(Message("user", "red kettle?"), tools=(FIND,)),
+        )
     spoken = "".join(d.text for d in deltas)
     assert "<" not in spoken and "find_product" not in spoken
     assert spoken.strip() == done.text == "Let me check that for you."
@@ -256,8 +268,12 @@ async def test_text_protocol_round_trip_request() -> None:
     history = request(
         Message("system", "You sell kettles."),
         Message("user", "Kettles?"),
-        Message("assistant", "Looking.", agent="sales",
-                tool_calls=(ToolCall("call_0", "find_product", {"query": "kettle"}),)),
+        Message(
+            "assistant",
+            "Looking.",
+            agent="sales",
+            tool_calls=(ToolCall("call_0", "find_product", {"query": "kettle"}),),
+        ),
         Message("tool", "K1, K2", agent="sales", tool_call_id="call_0", tool_name="find_product"),
         tools=(FIND,),
     )
@@ -279,8 +295,11 @@ async def test_text_protocol_round_trip_request() -> None:
 def test_text_protocol_merges_results_of_one_turn_and_replays_raw_calls() -> None:
     messages = to_text_protocol_messages(
         [
-            Message("assistant", "", tool_calls=(ToolCall("call_0", "a", {}, raw_arguments="{bad"),
-                                                 ToolCall("call_1", "b", {"x": 1}))),
+            Message(
+                "assistant",
+                "",
+                tool_calls=(ToolCall("call_0", "a", {}, raw_arguments="{bad"), ToolCall("call_1", "b", {"x": 1})),
+            ),
             Message("tool", "error: not JSON", tool_name="a"),
             Message("tool", "ok", tool_name="b"),
         ],

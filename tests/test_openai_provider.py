@@ -1,4 +1,5 @@
 """OpenAIProvider against a fake OpenAI-compatible server (aiohttp on localhost, real SSE chunk format)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,13 +22,15 @@ LOOKUP = ToolSpec(
 
 
 async def test_text_streams_in_deltas_then_one_completion(server: FakeServer) -> None:
-    server.handler = answering([
-        chunk({"role": "assistant", "content": ""}),
-        chunk({"content": "Hello, "}),
-        chunk({"content": "how can I "}),
-        chunk({"content": "help?"}),
-        chunk({}, finish="stop"),
-    ])
+    server.handler = answering(
+        [
+            chunk({"role": "assistant", "content": ""}),
+            chunk({"content": "Hello, "}),
+            chunk({"content": "how can I "}),
+            chunk({"content": "help?"}),
+            chunk({}, finish="stop"),
+        ]
+    )
     provider = OpenAIProvider(MODEL, server.base_url, timeout=5)
     got = await items(provider, request(Message("system", "Be brief."), Message("user", "Hi")))
     assert got == [Delta("Hello, "), Delta("how can I "), Delta("help?"), Completion("Hello, how can I help?")]
@@ -39,26 +42,33 @@ async def test_text_streams_in_deltas_then_one_completion(server: FakeServer) ->
 
 
 async def test_tool_calls_are_assembled_from_split_arguments(server: FakeServer) -> None:
-    server.handler = answering([
-        chunk({"role": "assistant", "content": None}),
-        tool_piece(0, "", call_id="call_a", name="lookup_order"),
-        tool_piece(0, '{"order'),
-        tool_piece(1, "", call_id="call_b", name="lookup_order"),
-        tool_piece(0, '_id": 1'),
-        tool_piece(1, '{"order_id": 2}'),
-        tool_piece(0, "7}"),
-        chunk({}, finish="tool_calls"),
-    ])
+    server.handler = answering(
+        [
+            chunk({"role": "assistant", "content": None}),
+            tool_piece(0, "", call_id="call_a", name="lookup_order"),
+            tool_piece(0, '{"order'),
+            tool_piece(1, "", call_id="call_b", name="lookup_order"),
+            tool_piece(0, '_id": 1'),
+            tool_piece(1, '{"order_id": 2}'),
+            tool_piece(0, "7}"),
+            chunk({}, finish="tool_calls"),
+        ]
+    )
     provider = OpenAIProvider(MODEL, server.base_url, timeout=5)
     completion = await collect(provider, request(Message("user", "Where are orders 17 and 2?"), tools=(LOOKUP,)))
-    assert completion == Completion("", (
-        ToolCall("call_a", "lookup_order", {"order_id": 17}),
-        ToolCall("call_b", "lookup_order", {"order_id": 2}),
-    ))
-    assert server.requests[0]["tools"] == [{
-        "type": "function",
-        "function": {"name": "lookup_order", "description": LOOKUP.description, "parameters": LOOKUP.parameters},
-    }]
+    assert completion == Completion(
+        "",
+        (
+            ToolCall("call_a", "lookup_order", {"order_id": 17}),
+            ToolCall("call_b", "lookup_order", {"order_id": 2}),
+        ),
+    )
+    assert server.requests[0]["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "lookup_order", "description": LOOKUP.description, "parameters": LOOKUP.parameters},
+        }
+    ]
     await provider.aclose()
 
 
@@ -83,10 +93,15 @@ async def test_history_with_tool_calls_is_sent_in_openai_format(server: FakeServ
     server.handler = answering([chunk({"content": "It shipped."})])
     history = (
         Message("user", "Where is order 17?"),
-        Message("assistant", "", agent="sales", tool_calls=(
-            ToolCall("call_a", "lookup_order", {"order_id": 17}),
-            ToolCall("call_b", "lookup_order", {}, raw_arguments="{order 17"),
-        )),
+        Message(
+            "assistant",
+            "",
+            agent="sales",
+            tool_calls=(
+                ToolCall("call_a", "lookup_order", {"order_id": 17}),
+                ToolCall("call_b", "lookup_order", {}, raw_arguments="{order 17"),
+            ),
+        ),
         Message("tool", '{"status": "shipped"}', agent="sales", tool_call_id="call_a", tool_name="lookup_order"),
     )
     provider = OpenAIProvider(MODEL, server.base_url, timeout=5)
@@ -213,7 +228,6 @@ async def test_consumer_time_does_not_count_against_the_deadline(server: FakeSer
 def test_name_defaults_to_openai_and_can_be_set() -> None:
     assert OpenAIProvider(MODEL, "http://127.0.0.1:1/v1").name == "openai"
     assert OpenAIProvider(MODEL, "http://127.0.0.1:1/v1", name="deepseek").name == "deepseek"
-
 
 
 async def test_the_server_timings_reach_the_completion(server: FakeServer) -> None:

@@ -1,4 +1,5 @@
 """OpenAPI operations as tools, called against a small CRM API served by aiohttp on localhost."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,13 @@ CRM_API: dict[str, Any] = {
     "paths": {
         "/customers/{phone}": {
             "parameters": [
-                {"name": "phone", "in": "path", "required": True, "schema": {"type": "string"},
-                 "description": "Caller number in E.164"},
+                {
+                    "name": "phone",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string"},
+                    "description": "Caller number in E.164",
+                },
             ],
             "get": {
                 "operationId": "getCustomer",
@@ -36,8 +42,12 @@ CRM_API: dict[str, Any] = {
                 "operationId": "list orders",  # not a valid function name: must be sanitised
                 "summary": "List orders.",
                 "parameters": [
-                    {"name": "status", "in": "query", "required": True,
-                     "schema": {"type": "string", "enum": ["open", "shipped", "returned"]}},
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "enum": ["open", "shipped", "returned"]},
+                    },
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 50}},
                     {"name": "express", "in": "query", "schema": {"type": "boolean"}},
                 ],
@@ -86,8 +96,10 @@ CRM_API: dict[str, Any] = {
             # Recursive: a thread of replies that are threads.
             "Thread": {
                 "type": "object",
-                "properties": {"text": {"type": "string"},
-                               "replies": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}}},
+                "properties": {
+                    "text": {"type": "string"},
+                    "replies": {"type": "array", "items": {"$ref": "#/components/schemas/Thread"}},
+                },
             },
         },
     },
@@ -103,14 +115,16 @@ async def crm() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
 
     async def record(request: web.Request) -> None:
         body = await request.text()
-        seen.append({
-            "method": request.method,
-            "path": request.path,
-            "raw_path": request.raw_path,
-            "query": list(request.query.items()),
-            "headers": dict(request.headers),
-            "body": json.loads(body) if body else None,
-        })
+        seen.append(
+            {
+                "method": request.method,
+                "path": request.path,
+                "raw_path": request.raw_path,
+                "query": list(request.query.items()),
+                "headers": dict(request.headers),
+                "body": json.loads(body) if body else None,
+            }
+        )
 
     async def customer(request: web.Request) -> web.Response:
         await record(request)

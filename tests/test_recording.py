@@ -1,5 +1,6 @@
 """Call recordings, fast: the recorder's placement of audio on the media clock (fed slot by slot, and by a real
 RtpSession that loses a packet), a recording process killed mid-call, and directories it cannot write."""
+
 from __future__ import annotations
 
 import asyncio
@@ -54,8 +55,11 @@ def recordings(tmp_path: Path):
     made: list[Recordings] = []
 
     def make(directory: Path | None = None, days: int = 90) -> Recordings:
-        made.append(Recordings(VoiceConfig(recording="on", recording_dir=str(directory or tmp_path / "rec"),
-                                           recording_days=days)))
+        made.append(
+            Recordings(
+                VoiceConfig(recording="on", recording_dir=str(directory or tmp_path / "rec"), recording_days=days)
+            )
+        )
         return made[-1]
 
     yield make
@@ -64,6 +68,7 @@ def recordings(tmp_path: Path):
 
 
 # ---- placement on the media clock ---------------------------------------------------------------------------
+
 
 async def test_slots_and_frames_land_where_the_media_clock_had_them(recordings) -> None:
     recorder = recordings().start("call-1")
@@ -87,7 +92,7 @@ async def test_slots_and_frames_land_where_the_media_clock_had_them(recordings) 
     caller, agent = stereo(Path(outcome.path))
     assert levels(caller) == [*range(1, 16), 16, 0, 0]  # within the lag the caller's stream stays continuous
     assert levels(agent) == [0, 0, 1002, 1003, 1004, 2000] + [0] * 12
-    assert agent[5 * FRAME + 80:6 * FRAME].max() == 0  # the flushed rest of that slot is silent
+    assert agent[5 * FRAME + 80 : 6 * FRAME].max() == 0  # the flushed rest of that slot is silent
 
 
 async def test_a_stalled_event_loop_keeps_the_caller_on_the_senders_timeline(recordings) -> None:
@@ -106,7 +111,9 @@ async def test_a_stalled_event_loop_keeps_the_caller_on_the_senders_timeline(rec
     assert levels(caller) == [*range(1, 24), 0, 0]
 
 
-async def test_a_caller_silent_for_longer_than_the_lag_starts_again_at_now_and_early_frames_are_dropped(recordings) -> None:
+async def test_a_caller_silent_for_longer_than_the_lag_starts_again_at_now_and_early_frames_are_dropped(
+    recordings,
+) -> None:
     recorder = recordings().start("call-2")
     recorder.slot(None, 0)
     recorder.received(frame(1))
@@ -118,7 +125,7 @@ async def test_a_caller_silent_for_longer_than_the_lag_starts_again_at_now_and_e
         recorder.received(frame(n))
     outcome = await recorder.stop()
     caller, _ = stereo(Path(outcome.path))
-    assert levels(caller)[:gap + 1] == [1] + [0] * (gap - 1) + [2]
+    assert levels(caller)[: gap + 1] == [1] + [0] * (gap - 1) + [2]
     assert recorder.dropped == 25 - AHEAD_SAMPLES // FRAME
 
 
@@ -137,7 +144,10 @@ async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slo
         played_at = flushed_at = 0
         for n in range(1, 41):
             if n != 20:
-                peer.sendto(RtpPacket(0, n, n * FRAME, 0x1234, ulaw_encode(frame(100 * n))).to_bytes(), (LOCAL, session.local_port))
+                peer.sendto(
+                    RtpPacket(0, n, n * FRAME, 0x1234, ulaw_encode(frame(100 * n))).to_bytes(),
+                    (LOCAL, session.local_port),
+                )
             if n == 10:
                 played_at = recorder.samples
                 session.play(np.full(8000, 3000, dtype=np.int16))
@@ -152,7 +162,7 @@ async def test_a_real_rtp_session_with_a_lost_packet_keeps_the_caller_on_its_slo
         peer.close()
     caller, agent = stereo(Path((await recorder.stop()).path))
     first = next(i for i in range(0, len(caller), FRAME) if caller[i]) // FRAME
-    heard = levels(caller)[first:first + 40]
+    heard = levels(caller)[first : first + 40]
     expected = [int(v) for v in ulaw_decode(ulaw_encode(np.array([100 * n for n in range(1, 41)], np.int16)))]
     assert heard[:19] == expected[:19] and heard[20:] == expected[20:]
     assert 0 < heard[19] <= expected[18]  # the lost packet: the one before it, fading, in its own slot
@@ -182,7 +192,7 @@ async def test_an_audiosocket_call_is_recorded_the_same_way(recordings) -> None:
         client = await AsteriskClient.connect(server.local_address)
         await asyncio.wait_for(tapped.wait(), 5.0)
         for start in range(0, len(caller_audio), FRAME):
-            await client.send(0x10, caller_audio[start:start + FRAME].astype("<i2").tobytes())
+            await client.send(0x10, caller_audio[start : start + FRAME].astype("<i2").tobytes())
             await asyncio.sleep(0.02)
         await client.send(0x00)  # Asterisk hangs up
         await client.close()
@@ -192,7 +202,7 @@ async def test_an_audiosocket_call_is_recorded_the_same_way(recordings) -> None:
     heard, said = np.flatnonzero(caller), np.flatnonzero(agent)
     # The recording ends with the call's last slot: the caller's last frame or two may have come in ahead of it.
     assert len(caller_audio) - 2 * FRAME <= len(heard) <= len(caller_audio)
-    assert np.array_equal(caller[heard], caller_audio[:len(heard)])
+    assert np.array_equal(caller[heard], caller_audio[: len(heard)])
     # All of it, in order (slots the loop skipped under load would show as gaps: nothing was sent in them).
     assert np.array_equal(agent[said], agent_audio)
     assert said[0] <= 2 * FRAME and heard[0] <= 3 * FRAME  # both from the call's first slots
@@ -222,8 +232,14 @@ asyncio.run(main())
 
 @pytest.mark.slow
 def test_a_recording_whose_process_was_killed_mid_call_is_readable_up_to_its_last_seconds(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-c", CRASHING, str(tmp_path)], capture_output=True, text=True, timeout=30, check=False,
-                         cwd=Path(__file__).parent.parent)
+    run = subprocess.run(
+        [sys.executable, "-c", CRASHING, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        cwd=Path(__file__).parent.parent,
+    )
     assert run.returncode == -signal.SIGKILL, run.stderr
     [path] = tmp_path.glob("*/*.wav")
     caller, agent = stereo(path)
@@ -235,13 +251,14 @@ def test_a_recording_whose_process_was_killed_mid_call_is_readable_up_to_its_las
         assert seconds == pytest.approx(len(agent) / 8000)
     # Cut in the middle of a write (the header counts more than the file holds): still read, up to the cut.
     cut = tmp_path / "cut.wav"
-    cut.write_bytes(path.read_bytes()[:44 + 4 * 8000 + 1234])
+    cut.write_bytes(path.read_bytes()[: 44 + 4 * 8000 + 1234])
     with wave.open(str(cut), "rb") as reader:
         assert len(reader.readframes(reader.getnframes())) // 4 == 8000 + 1234 // 4
 
 
 async def test_a_directory_that_cannot_be_written_leaves_no_recording_one_log_line_and_the_reason(
-        recordings, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    recordings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a regular file where the recordings' parent directory should be")
     caplog.set_level(logging.WARNING, "callcenter.recording")
@@ -269,7 +286,8 @@ class FillingFile(io.FileIO):
 
 
 async def test_a_disk_that_fills_up_mid_call_keeps_what_was_written_and_says_why(
-        recordings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    recordings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr("callcenter.recording.open_exclusive", lambda path: (FillingFile(path, "xb"), path))
     caplog.set_level(logging.WARNING, "callcenter.recording")
     recorder = recordings().start("call-5")
@@ -285,7 +303,8 @@ async def test_a_disk_that_fills_up_mid_call_keeps_what_was_written_and_says_why
 
 
 async def test_a_directory_that_hangs_is_given_up_on_without_holding_the_call(
-        recordings, monkeypatch: pytest.MonkeyPatch) -> None:
+    recordings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     opening = WavWriter.open
     monkeypatch.setattr(WavWriter, "open", lambda writer: (time.sleep(0.3), opening(writer)))  # a slow NFS mount
     monkeypatch.setattr("callcenter.recording.OPEN_TIMEOUT_S", 0.05)
@@ -313,7 +332,10 @@ def test_the_writer_names_files_by_day_and_call_id_and_never_overwrites(tmp_path
 
 # ---- retention ----------------------------------------------------------------------------------------------
 
-def test_retention_deletes_old_recordings_and_says_so_in_their_records(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+
+def test_retention_deletes_old_recordings_and_says_so_in_their_records(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     recordings = Recordings(VoiceConfig(recording="on", recording_dir=str(tmp_path / "rec"), recording_days=30))
     records = CallRecords(tmp_path / "calls.db")
     try:
@@ -323,22 +345,30 @@ def test_retention_deletes_old_recordings_and_says_so_in_their_records(tmp_path:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"RIFF")
             os.utime(path, (now - age_days * 86400, now - age_days * 86400))
-            records.save(CallRecord(path.stem, "+1", "shop", now, now + 1, "completed", recording=str(path), recording_seconds=1.0))
+            records.save(
+                CallRecord(
+                    path.stem, "+1", "shop", now, now + 1, "completed", recording=str(path), recording_seconds=1.0
+                )
+            )
         caplog.set_level(logging.INFO, "callcenter.recording")
         assert recordings.enforce_retention(records) == 1
         assert not old.exists() and not old.parent.exists() and new.exists()
         assert records.get(old.stem).recording_error == "deleted by retention after 30 days"
         assert records.get(new.stem).recording_error is None
-        assert [r.getMessage() for r in caplog.records if r.name == "callcenter.recording"] == [f"event=recordings_expired deleted=1 days=30 dir={tmp_path / 'rec'}"]
+        assert [r.getMessage() for r in caplog.records if r.name == "callcenter.recording"] == [
+            f"event=recordings_expired deleted=1 days=30 dir={tmp_path / 'rec'}"
+        ]
     finally:
         records.close()
         recordings.close()
 
 
-
 # ---- voiceswarm calls ID --play / --export ------------------------------------------------------------------
 
-def test_calls_play_and_export_a_recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_calls_play_and_export_a_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     recordings = Recordings(VoiceConfig(recording="on", recording_dir=str(tmp_path / "rec")))
     writer = WavWriter(recordings.path_for("call-6", time.time()), "call-6")
     writer.open()
@@ -347,8 +377,20 @@ def test_calls_play_and_export_a_recording(tmp_path: Path, monkeypatch: pytest.M
     recordings.close()
     records = CallRecords(tmp_path / "calls.db")
     now = time.time()
-    records.save(CallRecord("call-6", "+1", "shop", now, now + 1, "completed", recording=outcome.path, recording_seconds=1.0))
-    records.save(CallRecord("call-7", "+1", "shop", now, now + 1, "completed", recording_error="cannot write /x: [Errno 28] No space left on device"))
+    records.save(
+        CallRecord("call-6", "+1", "shop", now, now + 1, "completed", recording=outcome.path, recording_seconds=1.0)
+    )
+    records.save(
+        CallRecord(
+            "call-7",
+            "+1",
+            "shop",
+            now,
+            now + 1,
+            "completed",
+            recording_error="cannot write /x: [Errno 28] No space left on device",
+        )
+    )
     records.close()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("VOICESWARM_CALLS_DB", str(tmp_path / "calls.db"))
@@ -374,6 +416,9 @@ def test_calls_play_and_export_a_recording(tmp_path: Path, monkeypatch: pytest.M
     assert "recording: - " in calls("call-7")[1] and f"recording: {outcome.path} (1.0 s)" in calls("call-6")[1]
     if shutil.which("sox", path=system_path):
         assert calls("call-6", "--export", "call.flac", sox=True)[0] == 0
-        raw = subprocess.run(["sox", str(tmp_path / "call.flac"), "-t", "raw", "-e", "signed", "-b", "16", "-"],
-                             capture_output=True, check=True).stdout
+        raw = subprocess.run(
+            ["sox", str(tmp_path / "call.flac"), "-t", "raw", "-e", "signed", "-b", "16", "-"],
+            capture_output=True,
+            check=True,
+        ).stdout
         assert raw == Path(outcome.path).read_bytes()[44:]  # lossless, 16-bit stereo

@@ -5,6 +5,7 @@ frame it received, with the time. The server's recording must hold the caller's 
 what the caller heard on its right, each where it happened (normalised cross-correlation, its peak at most
 100 ms from where the clocks put it), and the call record its path and length.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,11 +45,21 @@ def speech() -> SpeechModels:
 @pytest.fixture
 async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[..., object]]:
     async with contextlib.AsyncExitStack() as servers:
+
         async def start(**voice: object) -> VoiceServer:
-            config = Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db"),
-                            sip=SipConfig(listen="127.0.0.1:0"),
-                            voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"),
-                                              metrics_listen="", shutdown_deadline_s=2.0, recording_notice=NOTICE, **voice))
+            config = Config(
+                llm=LLMConfig(provider="offline"),
+                database=str(tmp_path / "shop.db"),
+                sip=SipConfig(listen="127.0.0.1:0"),
+                voice=VoiceConfig(
+                    whisper_model="tiny.en",
+                    calls_database=str(tmp_path / "calls.db"),
+                    metrics_listen="",
+                    shutdown_deadline_s=2.0,
+                    recording_notice=NOTICE,
+                    **voice,
+                ),
+            )
             return await servers.enter_async_context(VoiceServer(config, speech=speech))
 
         yield start
@@ -83,10 +94,10 @@ def on_timeline(audio: np.ndarray, starts_at: float, origin: float, length: int)
     """`audio` that began at wall time `starts_at`, placed on a timeline that begins at `origin`."""
     line = np.zeros(length, np.float64)
     offset = round((starts_at - origin) * RATE)
-    src = audio[max(0, -offset):].astype(np.float64)
+    src = audio[max(0, -offset) :].astype(np.float64)
     dst = max(0, offset)
     n = max(0, min(len(src), length - dst))
-    line[dst:dst + n] = src[:n]
+    line[dst : dst + n] = src[:n]
     return line
 
 
@@ -111,9 +122,9 @@ def read_stereo(path: str) -> tuple[np.ndarray, np.ndarray]:
 
 def loud(channel: np.ndarray, start_s: float, end_s: float) -> float:
     """The loudest 20 ms frame between two times of the recording, in dBFS."""
-    part = channel[int(start_s * RATE):int(end_s * RATE)].astype(np.float64)
+    part = channel[int(start_s * RATE) : int(end_s * RATE)].astype(np.float64)
     frames = part[: len(part) // 160 * 160].reshape(-1, 160)
-    rms = np.sqrt(np.mean(frames ** 2, axis=1)).max() if len(frames) else 0.0
+    rms = np.sqrt(np.mean(frames**2, axis=1)).max() if len(frames) else 0.0
     return 20 * np.log10(max(rms, 1e-9) / 32768)
 
 
@@ -135,14 +146,26 @@ async def test_a_recorded_call_holds_the_caller_left_and_what_they_heard_right(s
     expired.write_bytes(b"RIFF")
     os.utime(expired, (time.time() - 100 * 86400,) * 2)
     records = CallRecords(tmp_path / "calls.db")
-    records.save(CallRecord("old-call", CALLER, "shop", time.time() - 100 * 86400, time.time() - 100 * 86400 + 60,
-                            "completed", recording=str(expired), recording_seconds=60.0))
+    records.save(
+        CallRecord(
+            "old-call",
+            CALLER,
+            "shop",
+            time.time() - 100 * 86400,
+            time.time() - 100 * 86400 + 60,
+            "completed",
+            recording=str(expired),
+            recording_seconds=60.0,
+        )
+    )
     records.close()
     server = await serve(recording="announce", recording_dir=str(tmp_path / "recordings"))
     recorders = []  # the server's recorder of the call, to read where its recording starts
     start = server.recordings.start
     server.recordings.start = lambda *args: recorders.append(start(*args)) or recorders[-1]
-    assert not expired.exists() and server.records.get("old-call").recording_error == "deleted by retention after 90 days"
+    assert (
+        not expired.exists() and server.records.get("old-call").recording_error == "deleted by retention after 90 days"
+    )
     host, port = server.address
     caller, side = TestCaller(speech, caller_id=CALLER), CallerSide()
     caller.prepare(LINE)
@@ -188,7 +211,8 @@ async def test_a_recorded_call_holds_the_caller_left_and_what_they_heard_right(s
 
 
 async def test_a_directory_that_cannot_be_written_costs_the_call_nothing_and_the_record_says_why(
-        serve, speech, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    serve, speech, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("the recordings' parent is a regular file: every write fails with ENOTDIR")
     caplog.set_level(logging.INFO)
@@ -208,5 +232,7 @@ async def test_a_directory_that_cannot_be_written_costs_the_call_nothing_and_the
     assert record.disposition == "completed" and len(record.turns) == 1
     assert record.recording is None and record.recording_seconds is None
     assert "cannot write" in record.recording_error and "Not a directory" in record.recording_error, record
-    failures = [r.getMessage() for r in caplog.records if r.name == "callcenter.recording" and r.levelno >= logging.WARNING]
+    failures = [
+        r.getMessage() for r in caplog.records if r.name == "callcenter.recording" and r.levelno >= logging.WARNING
+    ]
     assert len(failures) == 1, failures

@@ -25,8 +25,7 @@ MASKED = [
     ("My card is 4111 1111 1111 1111, expiry 12/27.", "My card is **** **** **** 1111, expiry 12/27."),
     ("4111111111111111", "************1111"),
     ("use 5500-0000-0000-0004 please", "use ****-****-****-0004 please"),
-    ("four one one one one one one one one one one one one one one one",
-     "* * * * * * * * * * * * one one one one"),
+    ("four one one one one one one one one one one one one one one one", "* * * * * * * * * * * * one one one one"),
     ("amex 3782 822463 10005", "amex **** ****** *0005"),
     # a misheard digit fails Luhn, but "card" says what it is
     ("my credit card is 4111 1111 1111 1112", "my credit card is **** **** **** 1112"),
@@ -96,8 +95,7 @@ def test_masking_twice_changes_nothing() -> None:
     assert redact(once) == once
 
 
-@given(st.sampled_from(NUMBER_WIDTHS).flatmap(lambda w: st.integers(10 ** (w - 1), 10 ** w - 1)),
-       st.integers(1, 99_999))
+@given(st.sampled_from(NUMBER_WIDTHS).flatmap(lambda w: st.integers(10 ** (w - 1), 10**w - 1)), st.integers(1, 99_999))
 def test_what_the_shop_says_is_never_masked(number: int, cents: int) -> None:
     # The shop's own sentences (shop_tools), with the numbers it draws (shop_store), written and spoken.
     said = f"Your order is placed. The order number is {_digits(str(number))}, and the total is {euros(cents)}."
@@ -105,10 +103,10 @@ def test_what_the_shop_says_is_never_masked(number: int, cents: int) -> None:
     assert redact(f"my order is {number}") == f"my order is {number}"
 
 
-@given(st.integers(10 ** 14, 10 ** 15 - 1))
+@given(st.integers(10**14, 10**15 - 1))
 def test_every_valid_card_number_is_masked(body: int) -> None:
     card = str(body) + luhn.calc_check_digit(str(body))
-    grouped = " ".join(card[i:i + 4] for i in range(0, 16, 4))
+    grouped = " ".join(card[i : i + 4] for i in range(0, 16, 4))
     assert redact(grouped) == "**** **** **** " + card[-4:]
 
 
@@ -118,15 +116,31 @@ CARD, PHONE = "4111 1111 1111 1111", "+4915100000000"
 
 
 def _record(call_id: str) -> CallRecord:
-    record = CallRecord(call_id, PHONE, "shop", 1.0, 2.0, "completed", transcript=[
-        {"at": 0.5, "who": "caller", "text": f"My card is {CARD} and my e-mail jane.doe@example.com"},
-        {"at": 1.0, "who": "agent", "text": "The order number is 5 3 0 3 0 1 2 3."},
-    ])
-    record.add_session_events("triage", [
-        UserText(f"call me back on {PHONE}"),
-        ToolCalled(agent="sales", call_id="t1", name="place_order", arguments={"phone": PHONE, "sku": "CH-110"},
-                   result=json.dumps({"order_number": "53030123", "say": f"Noted, {PHONE}.", "total_cents": 2490})),
-    ])
+    record = CallRecord(
+        call_id,
+        PHONE,
+        "shop",
+        1.0,
+        2.0,
+        "completed",
+        transcript=[
+            {"at": 0.5, "who": "caller", "text": f"My card is {CARD} and my e-mail jane.doe@example.com"},
+            {"at": 1.0, "who": "agent", "text": "The order number is 5 3 0 3 0 1 2 3."},
+        ],
+    )
+    record.add_session_events(
+        "triage",
+        [
+            UserText(f"call me back on {PHONE}"),
+            ToolCalled(
+                agent="sales",
+                call_id="t1",
+                name="place_order",
+                arguments={"phone": PHONE, "sku": "CH-110"},
+                result=json.dumps({"order_number": "53030123", "say": f"Noted, {PHONE}.", "total_cents": 2490}),
+            ),
+        ],
+    )
     return record
 
 

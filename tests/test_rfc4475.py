@@ -11,6 +11,7 @@ The messages name real-looking hosts (192.0.2.0/24 is this machine's LAN here, e
 address): an audit hook refuses every send, connect and name lookup off 127.0.0.1 while an element test
 runs, so whatever the endpoint tries (RTP to the SDP's address, a BYE to a Contact) stays on this machine.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,8 +56,26 @@ def test_the_files_are_the_49_messages_byte_for_byte() -> None:
 
 
 # Where the RFC means Content-Length to be right, it is: a second check that nothing reframed the files.
-EXACT_LENGTH = ("wsinv", "esc01", "longreq", "mpart01", "unreason", "badinv01", "quotbal", "ltgtruri", "lwsruri",
-                "lwsstart", "escruri", "baddate", "mismatch02", "insuf", "multi01", "bcast", "invut", "sdp01")
+EXACT_LENGTH = (
+    "wsinv",
+    "esc01",
+    "longreq",
+    "mpart01",
+    "unreason",
+    "badinv01",
+    "quotbal",
+    "ltgtruri",
+    "lwsruri",
+    "lwsstart",
+    "escruri",
+    "baddate",
+    "mismatch02",
+    "insuf",
+    "multi01",
+    "bcast",
+    "invut",
+    "sdp01",
+)
 
 
 @pytest.mark.parametrize("name", EXACT_LENGTH)
@@ -122,8 +141,10 @@ def test_invalid_messages_are_refused_with_the_problem_named(name: str) -> None:
     assert caught.value.status == status
 
 
-@pytest.mark.parametrize("name", [name for name, (stage, _, _) in REFUSED.items()
-                                  if stage == "validate" and not load(name).startswith(b"SIP/")])
+@pytest.mark.parametrize(
+    "name",
+    [name for name, (stage, _, _) in REFUSED.items() if stage == "validate" and not load(name).startswith(b"SIP/")],
+)
 def test_requests_refused_by_validation_can_still_be_answered(name: str) -> None:
     message = parse_message(load(name))
     assert isinstance(message, Request)
@@ -194,8 +215,11 @@ OWED: dict[str, Owed] = {
     "unkscm": owe(416, why="unknown Request-URI scheme: 'will reject it with a 416 Unsupported URI Scheme'"),
     "novelsc": owe(416, 404, why="a scheme we never accept in a Request-URI: 416 (404 if we took some)"),
     "unksm2": owe(400, 405, why="REGISTER: a registrar 400s the non-SIP To; we are no registrar: 405"),
-    "bext01": owe(420, why="Require we do not support: 420 listing them in Unsupported (as a UAS: Require only)",
-                  unsupported=("nothingSupportsThis", "nothingSupportsThisEither")),
+    "bext01": owe(
+        420,
+        why="Require we do not support: 420 listing them in Unsupported (as a UAS: Require only)",
+        unsupported=("nothingSupportsThis", "nothingSupportsThisEither"),
+    ),
     "invut": owe(415, why="body of unknown type: 'an endpoint ... would reject it with a 415', with Accept"),
     "regaut01": owe(405, why=NOT_A_REGISTRAR),
     "multi01": owe(400, why="several To, From, Call-ID, CSeq: 'would respond with a 400 Bad Request'"),
@@ -206,8 +230,11 @@ OWED: dict[str, Owed] = {
     "cparam02": owe(405, why=NOT_A_REGISTRAR),
     "regescrt": owe(405, why=NOT_A_REGISTRAR),
     "sdp01": owe(406, 400, why="Accept without application/sdp: 406 (or 400: every INVITE UA supports SDP)"),
-    "inv2543": owe(200, why="RFC 2543 syntax: 'should be accepted' by elements keeping backward compatibility",
-                   record_route=("<sip:UserB@example.com;maddr=ss1.example.com>",)),
+    "inv2543": owe(
+        200,
+        why="RFC 2543 syntax: 'should be accepted' by elements keeping backward compatibility",
+        record_route=("<sip:UserB@example.com;maddr=ss1.example.com>",),
+    ),
 }
 # RFC 3261: a 405 MUST carry Allow (§8.2.1), a 415 the acceptable formats (§21.4.13), a 420 Unsupported (§8.2.2.3).
 REQUIRED_HEADER = {405: "Allow", 415: "Accept", 420: "Unsupported"}
@@ -264,6 +291,7 @@ def loopback_only() -> Iterator[list[tuple[str, Any]]]:
 
 
 # -- the caller's side: 127.0.0.1:5060 ---------------------------------------------------------------------------
+
 
 @dataclass
 class Datagram:
@@ -374,13 +402,20 @@ async def listen_at_via_port(wire: Wire, raw: bytes) -> None:
 
 # -- a served INVITE: we ACK its 2xx and hang up, so the endpoint sends no request anywhere ----------------
 
+
 def in_dialog(method: str, ok: Response, cseq: int) -> bytes:
     """ACK or BYE for the dialog `ok` set up, straight to the endpoint (as if a proxy had taken its Route)."""
     target = NameAddr.parse(ok.headers.get("Contact") or "").uri
-    lines = [f"{method} {target} SIP/2.0",
-             f"Via: SIP/2.0/UDP {LOCAL}:{SIP_PORT};branch=z9hG4bK{secrets.token_hex(8)};rport",
-             f"From: {ok.headers.get('From')}", f"To: {ok.headers.get('To')}", f"Call-ID: {ok.call_id}",
-             f"CSeq: {cseq} {method}", "Max-Forwards: 70", "Content-Length: 0"]
+    lines = [
+        f"{method} {target} SIP/2.0",
+        f"Via: SIP/2.0/UDP {LOCAL}:{SIP_PORT};branch=z9hG4bK{secrets.token_hex(8)};rport",
+        f"From: {ok.headers.get('From')}",
+        f"To: {ok.headers.get('To')}",
+        f"Call-ID: {ok.call_id}",
+        f"CSeq: {cseq} {method}",
+        "Max-Forwards: 70",
+        "Content-Length: 0",
+    ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
@@ -453,8 +488,7 @@ def check_final(raw: bytes, final: Response, owed: Owed, context: str) -> None:
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("name", REQUESTS)
-async def test_the_endpoint_answers_each_request_as_the_rfc_says(name: str, endpoint: SipEndpoint,
-                                                                 wire: Wire) -> None:
+async def test_the_endpoint_answers_each_request_as_the_rfc_says(name: str, endpoint: SipEndpoint, wire: Wire) -> None:
     raw, owed = load(name), OWED[name]
     await listen_at_via_port(wire, raw)
     port = endpoint.local_address[1]
@@ -477,8 +511,9 @@ async def test_the_endpoint_answers_each_request_as_the_rfc_says(name: str, endp
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("name", RESPONSES)
-async def test_responses_from_nowhere_are_dropped(name: str, endpoint: SipEndpoint, wire: Wire,
-                                                  loopback_only: list) -> None:
+async def test_responses_from_nowhere_are_dropped(
+    name: str, endpoint: SipEndpoint, wire: Wire, loopback_only: list
+) -> None:
     assert OWED[name].statuses == DROPPED
     port = endpoint.local_address[1]
     wire.send(load(name), port)
@@ -487,9 +522,11 @@ async def test_responses_from_nowhere_are_dropped(name: str, endpoint: SipEndpoi
     # bcast's top Via is 255.255.255.255: nothing may go there, nor anywhere else
     assert loopback_only == [], f"{name}: the endpoint tried to send elsewhere: {loopback_only}"
     # and it did not break: a plain OPTIONS is still served
-    options = (f"OPTIONS sip:{LOCAL}:{port} SIP/2.0\r\nVia: SIP/2.0/UDP {LOCAL}:{SIP_PORT};branch=z9hG4bK"
-               f"{secrets.token_hex(8)};rport\r\nFrom: <sip:probe@{LOCAL}>;tag=p1\r\nTo: <sip:{LOCAL}:{port}>\r\n"
-               f"Call-ID: {secrets.token_hex(8)}\r\nCSeq: 1 OPTIONS\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n")
+    options = (
+        f"OPTIONS sip:{LOCAL}:{port} SIP/2.0\r\nVia: SIP/2.0/UDP {LOCAL}:{SIP_PORT};branch=z9hG4bK"
+        f"{secrets.token_hex(8)};rport\r\nFrom: <sip:probe@{LOCAL}>;tag=p1\r\nTo: <sip:{LOCAL}:{port}>\r\n"
+        f"Call-ID: {secrets.token_hex(8)}\r\nCSeq: 1 OPTIONS\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n"
+    )
     wire.send(options.encode(), port)
     assert (await wire.final("OPTIONS")).status == 200
     assert endpoint.metrics.internal_errors == 0

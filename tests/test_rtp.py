@@ -4,6 +4,7 @@ Real traffic comes from sipp's own captures (/usr/share/sip-tester: the 30 ms PC
 and its RFC 4733 DTMF trains), replayed from a plain UDP socket; crafted packets test what a capture
 cannot (reordering, duplicates, loss, garbage).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,6 +40,7 @@ LOCAL = "127.0.0.1"
 
 # ---- helpers -----------------------------------------------------------------------------------------------
 
+
 def sipp_capture(name: str) -> list[bytes]:
     """The UDP payloads of one of sipp's captures (classic little-endian pcap, Ethernet/IPv4/UDP)."""
     path = SIPP_PCAPS / name
@@ -49,12 +51,12 @@ def sipp_capture(name: str) -> list[bytes]:
     payloads, offset = [], 24
     while offset + 16 <= len(data):
         length = struct.unpack_from("<I", data, offset + 8)[0]
-        frame = data[offset + 16:offset + 16 + length]
+        frame = data[offset + 16 : offset + 16 + length]
         offset += 16 + length
         ip = frame[14:]
         if frame[12:14] == b"\x08\x00" and ip[9] == 17:  # IPv4, UDP
-            udp = ip[(ip[0] & 0x0F) * 4:]
-            payloads.append(udp[8:struct.unpack_from("!H", udp, 4)[0]])
+            udp = ip[(ip[0] & 0x0F) * 4 :]
+            payloads.append(udp[8 : struct.unpack_from("!H", udp, 4)[0]])
     return payloads
 
 
@@ -68,15 +70,16 @@ def best_correlation(received: np.ndarray, reference: np.ndarray) -> float:
     x = received.astype(np.float64)
     ref = reference.astype(np.float64)
     lag = int(np.argmax(np.correlate(x, ref, "valid")))
-    return float(np.corrcoef(x[lag:lag + len(ref)], ref)[0, 1])
+    return float(np.corrcoef(x[lag : lag + len(ref)], ref)[0, 1])
 
 
 def mulaw(value: int) -> int:
     return int(ulaw_decode(ulaw_encode(np.array([value], np.int16)))[0])
 
 
-def audio_packet(seq: int, ts: int, value: int, *, samples: int = 160, ssrc: int = 0x1234, marker: bool = False,
-                 pt: int = 0) -> bytes:
+def audio_packet(
+    seq: int, ts: int, value: int, *, samples: int = 160, ssrc: int = 0x1234, marker: bool = False, pt: int = 0
+) -> bytes:
     payload = ulaw_encode(np.full(samples, value, np.int16))
     return RtpPacket(pt, seq, ts, ssrc, payload, marker).to_bytes()
 
@@ -164,23 +167,36 @@ async def pair(open_session, codec: Codec = PCMU, **options) -> tuple[RtpSession
 
 # ---- RTP packets -------------------------------------------------------------------------------------------
 
+
 def test_packet_round_trip_with_every_header_field() -> None:
-    packet = RtpPacket(8, 65535, 0xFFFFFFFF, 0xDEADBEEF, b"\xd5" * 160, marker=True, csrc=(1, 2, 3),
-                       extension=(0xBEDE, b"\x10\xff\x00\x00"), padding=4)
+    packet = RtpPacket(
+        8,
+        65535,
+        0xFFFFFFFF,
+        0xDEADBEEF,
+        b"\xd5" * 160,
+        marker=True,
+        csrc=(1, 2, 3),
+        extension=(0xBEDE, b"\x10\xff\x00\x00"),
+        padding=4,
+    )
     data = packet.to_bytes()
     assert len(data) == 12 + 12 + 8 + 160 + 4 and data[0] == 0x80 | 0x20 | 0x10 | 3
     assert parse(data) == packet
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"\x80\x00\x00", "shorter than an RTP header"),
-    (bytes([0x40]) + bytes(11), "version 1"),
-    (bytes([0xA0]) + bytes(10) + b"\x20", "padding count 32"),
-    (bytes([0xA0]) + bytes(11) + b"\x00", "padding count 0"),
-    (bytes([0x83]) + bytes(11) + bytes(8), "CSRC list"),
-    (bytes([0x90]) + bytes(11) + b"\x00\x01", "extension"),
-    (bytes([0x90]) + bytes(11) + b"\xbe\xde\x00\x02" + bytes(4), "extension"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"\x80\x00\x00", "shorter than an RTP header"),
+        (bytes([0x40]) + bytes(11), "version 1"),
+        (bytes([0xA0]) + bytes(10) + b"\x20", "padding count 32"),
+        (bytes([0xA0]) + bytes(11) + b"\x00", "padding count 0"),
+        (bytes([0x83]) + bytes(11) + bytes(8), "CSRC list"),
+        (bytes([0x90]) + bytes(11) + b"\x00\x01", "extension"),
+        (bytes([0x90]) + bytes(11) + b"\xbe\xde\x00\x02" + bytes(4), "extension"),
+    ],
+)
 def test_malformed_packets_raise_malformed_packet(data: bytes, message: str) -> None:
     with pytest.raises(MalformedPacket, match=message):
         parse(data)
@@ -196,6 +212,7 @@ def test_any_bytes_parse_or_raise_only_malformed_packet(data: bytes) -> None:
 
 
 # ---- jitter buffer -----------------------------------------------------------------------------------------
+
 
 def pk(seq: int) -> RtpPacket:
     return RtpPacket(0, seq & 0xFFFF, seq * 160, 1, b"")
@@ -243,6 +260,7 @@ def test_jitter_buffer_output_is_ordered_unique_and_bounded(arrivals: list[int],
 
 
 # ---- DTMF and RTCP units -------------------------------------------------------------------------------------
+
 
 def test_sipp_dtmf_capture_gives_one_digit_per_key_press() -> None:
     detector = DtmfDetector()
@@ -296,6 +314,7 @@ def test_interval_histogram_percentiles() -> None:
 
 # ---- ports and queues -------------------------------------------------------------------------------------
 
+
 def test_ports_are_an_even_rtp_port_and_the_next_for_rtcp() -> None:
     rtp, rtcp = allocate(LOCAL, (30001, 30011))
     try:
@@ -337,6 +356,7 @@ async def test_drop_oldest_queue_keeps_the_newest_and_ends_after_close() -> None
 
 
 # ---- sessions over loopback -----------------------------------------------------------------------------
+
 
 @pytest.mark.slow  # a second of paced audio
 @pytest.mark.parametrize("codec", [PCMU, PCMA])
@@ -386,12 +406,17 @@ async def test_sent_packets_have_continuous_headers_and_marker_after_silence(ope
     assert [(b.timestamp - a.timestamp) & 0xFFFFFFFF for a, b in itertools.pairwise(packets)] == [160] * 10
     assert silence[0].payload == bytes([PCMA.silence]) * 160
     first_audio = next(i for i, p in enumerate(packets) if p.payload != silence[0].payload)
-    assert [p.marker for p in packets[first_audio:first_audio + 5]] == [True, False, False, False, False]
+    assert [p.marker for p in packets[first_audio : first_audio + 5]] == [True, False, False, False, False]
     assert all(len(p.payload) == 160 for p in packets)
 
 
 async def test_symmetric_rtp_latches_to_where_media_really_comes_from(open_session, open_peer) -> None:
-    session, sdp_address, nat_side, intruder = await open_session(), await open_peer(), await open_peer(), await open_peer()
+    session, sdp_address, nat_side, intruder = (
+        await open_session(),
+        await open_peer(),
+        await open_peer(),
+        await open_peer(),
+    )
     session.start(sdp_address.addr, PCMU, None)
     await sdp_address.packets(2)  # before any media arrives we send where the SDP said
     for n in range(3):
@@ -443,7 +468,7 @@ async def test_sipp_30ms_pcma_capture_is_reframed_to_exact_20ms_frames(open_sess
     expected = alaw_decode(b"".join(parse(data).payload for data in capture))
     frames = await take(session.audio_in, len(expected) // 160)
     assert all(frame.shape == (160,) for frame in frames)
-    assert np.array_equal(np.concatenate(frames), expected[:len(frames) * 160])
+    assert np.array_equal(np.concatenate(frames), expected[: len(frames) * 160])
     assert session.stats.lost == 0 and session.stats.packets_received == len(capture)
 
 
@@ -496,8 +521,15 @@ async def test_dtmf_between_two_sessions_arrives_once(open_session) -> None:
 async def test_bad_packets_are_counted_and_ignored(open_session, open_peer) -> None:
     session, peer = await open_session(), await open_peer()
     session.start(peer.addr, PCMU, 101)
-    garbage = [b"\x80", b"\x00", b"hello world, not rtp", bytes([0x40]) + bytes(20), bytes([0xA0]) + bytes(11) + b"\xff",
-               bytes([0x8F]) + bytes(15), RtpPacket(101, 1, 0, 0x1234, b"\x01").to_bytes()]  # short DTMF payload
+    garbage = [
+        b"\x80",
+        b"\x00",
+        b"hello world, not rtp",
+        bytes([0x40]) + bytes(20),
+        bytes([0xA0]) + bytes(11) + b"\xff",
+        bytes([0x8F]) + bytes(15),
+        RtpPacket(101, 1, 0, 0x1234, b"\x01").to_bytes(),
+    ]  # short DTMF payload
     for data in garbage:
         peer.send(data, session.local_port)
     peer.send(audio_packet(50, 160, 0, pt=13), session.local_port)  # comfort noise was not negotiated
@@ -512,8 +544,13 @@ async def test_bad_packets_are_counted_and_ignored(open_session, open_peer) -> N
 
 rtp_datagrams = st.builds(
     lambda pt, seq, ts, ssrc, payload, marker: RtpPacket(pt, seq, ts, ssrc, payload, marker).to_bytes(),
-    st.sampled_from([0, 8, 13, 101]), st.integers(0, 0xFFFF), st.integers(0, 0xFFFFFFFF), st.sampled_from([1, 2]),
-    st.binary(max_size=400), st.booleans())
+    st.sampled_from([0, 8, 13, 101]),
+    st.integers(0, 0xFFFF),
+    st.integers(0, 0xFFFFFFFF),
+    st.sampled_from([1, 2]),
+    st.binary(max_size=400),
+    st.booleans(),
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -633,6 +670,7 @@ async def test_close_leaves_no_task_and_frees_the_port(open_session) -> None:
 
 # ---- a real peer: baresip ------------------------------------------------------------------------------------
 
+
 def chirp(f0: float, f1: float, seconds: float) -> np.ndarray:
     """A sweep: unlike a steady tone it lines up with itself at one lag only."""
     t = np.arange(int(8000 * seconds)) / 8000
@@ -665,8 +703,9 @@ class ScriptedAnswerer(asyncio.DatagramProtocol):
         if method == "INVITE":
             if self.answered is None:
                 self.answered = answer(body, LOCAL, self.session.local_port, codecs=self.codecs)
-                self.session.start(self.answered.remote, self.answered.codec, self.answered.dtmf_pt,
-                                   self.answered.direction)
+                self.session.start(
+                    self.answered.remote, self.answered.codec, self.answered.dtmf_pt, self.answered.direction
+                )
                 self.call_started.set()
             content = self.answered.sdp
             extra = [f"Contact: <sip:agent@{LOCAL}:{self.port}>", "Content-Type: application/sdp"]
@@ -674,7 +713,9 @@ class ScriptedAnswerer(asyncio.DatagramProtocol):
             self.bye.set()
         elif method == "ACK":
             return
-        response = "\r\n".join(["SIP/2.0 200 OK", *keep, *extra, f"Content-Length: {len(content.encode())}", "", content])
+        response = "\r\n".join(
+            ["SIP/2.0 200 OK", *keep, *extra, f"Content-Length: {len(content.encode())}", "", content]
+        )
         assert self.transport is not None
         self.transport.sendto(response.encode(), addr)
 
@@ -708,9 +749,9 @@ module_app menu.so
 @pytest.mark.peers
 @pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")
 @pytest.mark.parametrize("codecs", [("PCMU",), ("PCMA",)])
-async def test_baresip_call_carries_audio_both_ways_and_our_dtmf(open_session, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch,
-                                                                  codecs: tuple[str, ...]) -> None:
+async def test_baresip_call_carries_audio_both_ways_and_our_dtmf(
+    open_session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codecs: tuple[str, ...]
+) -> None:
     monkeypatch.setattr(rtp_module, "RTCP_INTERVAL", 0.5)  # so that baresip gets our reports during the call
     theirs, ours = chirp(300, 3000, 2.0), chirp(3000, 300, 1.5)
     write_wav(tmp_path / "caller.wav", np.concatenate([theirs, np.zeros(8000, np.int16)]))  # the call ends with it
@@ -720,8 +761,9 @@ async def test_baresip_call_carries_audio_both_ways_and_our_dtmf(open_session, t
     (tmp_path / "contacts").write_text("")
     session = await open_session()
     loop = asyncio.get_running_loop()
-    transport, answerer = await loop.create_datagram_endpoint(lambda: ScriptedAnswerer(session, sip_port, codecs),
-                                                              local_addr=(LOCAL, sip_port))
+    transport, answerer = await loop.create_datagram_endpoint(
+        lambda: ScriptedAnswerer(session, sip_port, codecs), local_addr=(LOCAL, sip_port)
+    )
     heard: list[np.ndarray] = []
 
     async def listen() -> None:
@@ -730,8 +772,18 @@ async def test_baresip_call_carries_audio_both_ways_and_our_dtmf(open_session, t
 
     listener = asyncio.create_task(listen())
     baresip = await asyncio.create_subprocess_exec(
-        "baresip", "-f", str(tmp_path), "-n", LOCAL, "-e", f"/dial sip:agent@{LOCAL}:{sip_port}", "-t", "20",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        "baresip",
+        "-f",
+        str(tmp_path),
+        "-n",
+        LOCAL,
+        "-e",
+        f"/dial sip:agent@{LOCAL}:{sip_port}",
+        "-t",
+        "20",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     try:
         await asyncio.wait_for(answerer.call_started.wait(), 5)
         session.play(ours)
@@ -771,8 +823,9 @@ async def test_sipp_uac_pcap_call_is_heard_in_exact_20ms_frames_with_its_dtmf(op
     session = await open_session()
     sip_port = free_udp_port()
     loop = asyncio.get_running_loop()
-    transport, answerer = await loop.create_datagram_endpoint(lambda: ScriptedAnswerer(session, sip_port, ("PCMA",)),
-                                                              local_addr=(LOCAL, sip_port))
+    transport, answerer = await loop.create_datagram_endpoint(
+        lambda: ScriptedAnswerer(session, sip_port, ("PCMA",)), local_addr=(LOCAL, sip_port)
+    )
     heard: list[np.ndarray] = []
 
     async def listen() -> None:
@@ -781,9 +834,25 @@ async def test_sipp_uac_pcap_call_is_heard_in_exact_20ms_frames_with_its_dtmf(op
 
     listener = asyncio.create_task(listen())
     sipp = await asyncio.create_subprocess_exec(
-        "sipp", "-sn", "uac_pcap", f"{LOCAL}:{sip_port}", "-i", LOCAL, "-p", str(free_udp_port()),
-        "-mp", str(free_udp_port() & ~1), "-m", "1", "-nostdin", "-timeout", "30",
-        cwd=tmp_path, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        "sipp",
+        "-sn",
+        "uac_pcap",
+        f"{LOCAL}:{sip_port}",
+        "-i",
+        LOCAL,
+        "-p",
+        str(free_udp_port()),
+        "-mp",
+        str(free_udp_port() & ~1),
+        "-m",
+        "1",
+        "-nostdin",
+        "-timeout",
+        "30",
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     try:
         digits = await take(session.dtmf_in, 1, timeout=20)
         await asyncio.wait_for(answerer.bye.wait(), 5)
@@ -814,8 +883,9 @@ def srtp_keys(suite: str = SUITE_80) -> tuple[SrtpKeys, SrtpKeys]:
 
 
 @pytest.mark.parametrize("suite, tag_bytes", [(SUITE_80, 10), ("AES_CM_128_HMAC_SHA1_32", 4)])
-async def test_srtp_tone_round_trip_and_the_wire_is_not_plain(open_session, open_peer, suite: str,
-                                                              tag_bytes: int) -> None:
+async def test_srtp_tone_round_trip_and_the_wire_is_not_plain(
+    open_session, open_peer, suite: str, tag_bytes: int
+) -> None:
     ours, theirs = srtp_keys(suite)
     session, peer = await open_session(), await open_peer()
     session.start(peer.addr, PCMU, 101, srtp=ours)
@@ -831,7 +901,7 @@ async def test_srtp_tone_round_trip_and_the_wire_is_not_plain(open_session, open
     assert best_correlation(heard, sent[:1600]) > 0.99
     # and back: what the far end protects, the session hears
     for n in range(40):
-        packet = RtpPacket(0, 100 + n, 160 * n, 0x4321, ulaw_encode(sent[160 * n:160 * n + 160]))
+        packet = RtpPacket(0, 100 + n, 160 * n, 0x4321, ulaw_encode(sent[160 * n : 160 * n + 160]))
         peer.send(far_end.protect(packet.to_bytes()), session.local_port)
     frames = await take(session.audio_in, 30)  # the jitter buffer holds the last few back
     assert best_correlation(np.concatenate(frames), sent[:4800]) > 0.99
@@ -860,10 +930,15 @@ async def test_tampered_replayed_and_plain_packets_are_dropped_and_counted(open_
     tampered = bytearray(protected[1])
     tampered[20] ^= 0x01  # one bit of the encrypted payload: the tag no longer matches
     forged_tag = protected[2][:-1] + bytes([protected[2][-1] ^ 0xFF])
-    for data in (protected[0], bytes(tampered), forged_tag, protected[0],  # the first one replayed
-                 audio_packet(9, 9 * 160, 5000),  # plain RTP to an SRTP session
-                 b"\x80" + bytes(2000),  # longer than libsrtp's buffer
-                 *protected[3:]):
+    for data in (
+        protected[0],
+        bytes(tampered),
+        forged_tag,
+        protected[0],  # the first one replayed
+        audio_packet(9, 9 * 160, 5000),  # plain RTP to an SRTP session
+        b"\x80" + bytes(2000),  # longer than libsrtp's buffer
+        *protected[3:],
+    ):
         peer.send(data, session.local_port)
     frames = await take(session.audio_in, 5, timeout=2)  # packet 1, 2 and 3 concealed, 4, 5
     assert int(np.median(frames[0])) == mulaw(1000)
@@ -878,8 +953,9 @@ async def test_tampered_replayed_and_plain_packets_are_dropped_and_counted(open_
     assert session.stats.srtp_rejected == 6
 
 
-async def test_srtcp_reports_go_out_protected_and_come_in(open_session, open_peer,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_srtcp_reports_go_out_protected_and_come_in(
+    open_session, open_peer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(rtp_module, "RTCP_INTERVAL", 0.1)
     ours, theirs = srtp_keys()
     far_end = SrtpStreams(theirs)

@@ -1,4 +1,5 @@
 """SDP parsing and RFC 3264 offer/answer against offers from real phones (captured here) and hold offers."""
+
 from __future__ import annotations
 
 import base64
@@ -86,8 +87,10 @@ a=rtcp-fb:96 nack pli\r
 
 
 def hold(direction_line: str, address: str = "10.0.0.5") -> str:
-    return (f"v=0\r\no=- 7 8 IN IP4 10.0.0.5\r\ns=-\r\nc=IN IP4 {address}\r\nt=0 0\r\n"
-            f"m=audio 30000 RTP/AVP 8 0 101\r\na=rtpmap:101 telephone-event/8000\r\n{direction_line}")
+    return (
+        f"v=0\r\no=- 7 8 IN IP4 10.0.0.5\r\ns=-\r\nc=IN IP4 {address}\r\nt=0 0\r\n"
+        f"m=audio 30000 RTP/AVP 8 0 101\r\na=rtpmap:101 telephone-event/8000\r\n{direction_line}"
+    )
 
 
 def reparsed_media(result: Answer) -> list:
@@ -95,6 +98,7 @@ def reparsed_media(result: Answer) -> list:
 
 
 # ---- parsing ----------------------------------------------------------------------------------------------
+
 
 def test_parses_baresip_offer_fields() -> None:
     description = SessionDescription.parse(BARESIP)
@@ -119,16 +123,19 @@ def test_static_payload_types_are_known_without_rtpmap() -> None:
     assert list(audio.rtp_formats()) == [(0, "PCMU", 8000)]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "v=0"),
-    ("v=1\r\n", "v=0"),
-    ("v=0\r\nthis is not sdp\r\n", "line 2"),
-    ("v=0\r\nm=audio port RTP/AVP 0\r\n", "port"),
-    ("v=0\r\nm=audio 70000 RTP/AVP 0\r\n", "port"),
-    ("v=0\r\nm=audio\r\n", "m= needs"),
-    ("v=0\r\nc=IN IP4\r\n", "c= needs"),
-    ("v=0\r\no=- 1 IN IP4 1.2.3.4\r\n", "o= needs"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "v=0"),
+        ("v=1\r\n", "v=0"),
+        ("v=0\r\nthis is not sdp\r\n", "line 2"),
+        ("v=0\r\nm=audio port RTP/AVP 0\r\n", "port"),
+        ("v=0\r\nm=audio 70000 RTP/AVP 0\r\n", "port"),
+        ("v=0\r\nm=audio\r\n", "m= needs"),
+        ("v=0\r\nc=IN IP4\r\n", "c= needs"),
+        ("v=0\r\no=- 1 IN IP4 1.2.3.4\r\n", "o= needs"),
+    ],
+)
 def test_malformed_sdp_raises_sdp_error_naming_the_problem(text: str, message: str) -> None:
     with pytest.raises(SdpError, match=message):
         SessionDescription.parse(text)
@@ -144,6 +151,7 @@ def test_any_text_parses_or_raises_only_sdp_error(text: str) -> None:
 
 
 # ---- answering -------------------------------------------------------------------------------------------
+
 
 def test_answers_baresip_with_its_first_codec_and_dtmf() -> None:
     result = answer(BARESIP, "127.0.0.1", 20000)
@@ -192,11 +200,14 @@ def test_srtp_only_stream_is_skipped_for_the_plain_one() -> None:
     assert (savp.port, savp.proto, avp.port) == (0, "RTP/SAVP", 20000)
 
 
-@pytest.mark.parametrize("text", [
-    SIPP_PCAP.replace("RTP/AVP 8 101", "RTP/AVP 18 101").replace("8 PCMA", "18 G729"),
-    SIPP_PCAP.replace("m=audio 6000", "m=audio 0"),
-    "v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nc=IN IP4 1.2.3.4\r\nt=0 0\r\nm=video 5000 RTP/AVP 96\r\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        SIPP_PCAP.replace("RTP/AVP 8 101", "RTP/AVP 18 101").replace("8 PCMA", "18 G729"),
+        SIPP_PCAP.replace("m=audio 6000", "m=audio 0"),
+        "v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nc=IN IP4 1.2.3.4\r\nt=0 0\r\nm=video 5000 RTP/AVP 96\r\n",
+    ],
+)
 def test_no_common_codec_raises(text: str) -> None:
     with pytest.raises(NoCommonCodec, match="PCMU or PCMA"):
         answer(text, "127.0.0.1", 20000)
@@ -218,21 +229,30 @@ def test_answer_keeps_offer_timing_and_ipv6_address_type() -> None:
 def test_reinvite_answer_keeps_session_id_and_bumps_version() -> None:
     first = SessionDescription.parse(answer(BARESIP, "127.0.0.1", 20000).sdp).origin
     assert first is not None
-    again = answer(hold("a=sendonly\r\n"), "127.0.0.1", 20000, session_id=int(first.session_id),
-                   session_version=int(first.version) + 1)
+    again = answer(
+        hold("a=sendonly\r\n"),
+        "127.0.0.1",
+        20000,
+        session_id=int(first.session_id),
+        session_version=int(first.version) + 1,
+    )
     second = SessionDescription.parse(again.sdp).origin
     assert second is not None and (second.session_id, second.version) == (first.session_id, str(int(first.version) + 1))
 
 
 # ---- hold ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("offered, ours", [
-    ("a=sendonly\r\n", "recvonly"),
-    ("a=recvonly\r\n", "sendonly"),
-    ("a=inactive\r\n", "inactive"),
-    ("a=sendrecv\r\n", "sendrecv"),
-    ("", "sendrecv"),
-])
+
+@pytest.mark.parametrize(
+    "offered, ours",
+    [
+        ("a=sendonly\r\n", "recvonly"),
+        ("a=recvonly\r\n", "sendonly"),
+        ("a=inactive\r\n", "inactive"),
+        ("a=sendrecv\r\n", "sendrecv"),
+        ("", "sendrecv"),
+    ],
+)
 def test_hold_directions_are_answered_per_rfc3264(offered: str, ours: str) -> None:
     result = answer(hold(offered), "127.0.0.1", 20000)
     assert result.direction == ours
@@ -246,14 +266,16 @@ def test_session_level_direction_applies_to_the_stream() -> None:
     assert answer(text, "127.0.0.1", 20000).direction == "recvonly"
 
 
-@pytest.mark.parametrize("offered, ours", [("", "recvonly"), ("a=sendonly\r\n", "recvonly"),
-                                           ("a=recvonly\r\n", "inactive")])
+@pytest.mark.parametrize(
+    "offered, ours", [("", "recvonly"), ("a=sendonly\r\n", "recvonly"), ("a=recvonly\r\n", "inactive")]
+)
 def test_old_style_hold_with_zero_address_sends_nothing(offered: str, ours: str) -> None:
     result = answer(hold(offered, address="0.0.0.0"), "127.0.0.1", 20000)
     assert (result.remote, result.direction) == (None, ours)
 
 
 # ---- our offers and their answers ------------------------------------------------------------------------
+
 
 def test_offer_lists_our_codecs_in_our_order_with_dtmf() -> None:
     description = SessionDescription.parse(offer("127.0.0.1", 20010, ("PCMA", "PCMU"), dtmf_pt=101))
@@ -267,8 +289,12 @@ def test_our_offer_answered_by_ourselves_round_trips() -> None:
     ours = offer("127.0.0.1", 20010, ("PCMU", "PCMA"), dtmf_pt=101)
     theirs = answer(ours, "127.0.0.2", 30000, codecs=("PCMA", "PCMU"))
     agreed = parse_answer(theirs.sdp)
-    assert (agreed.codec.name, agreed.dtmf_pt, agreed.remote, agreed.direction) == ("PCMU", 101, ("127.0.0.2", 30000),
-                                                                                   "sendrecv")
+    assert (agreed.codec.name, agreed.dtmf_pt, agreed.remote, agreed.direction) == (
+        "PCMU",
+        101,
+        ("127.0.0.2", 30000),
+        "sendrecv",
+    )
     assert offer("127.0.0.1", 20010, ("PCMU",), dtmf_pt=None).count("telephone-event") == 0
 
 
@@ -365,11 +391,13 @@ def test_savp_without_usable_key_is_refused_even_with_offer() -> None:
 
 
 def test_the_offerers_first_usable_suite_wins() -> None:
-    lines = (f"a=crypto:1 AEAD_AES_256_GCM inline:{KEY_80}\r\n"
-             f"a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}|2^31|1:4\r\n"  # an MKI: not supported
-             f"a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80} UNENCRYPTED_SRTP\r\n"
-             f"a=crypto:4 AES_CM_128_HMAC_SHA1_32 inline:{KEY_32}|2^31\r\n"
-             f"a=crypto:5 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}\r\n")
+    lines = (
+        f"a=crypto:1 AEAD_AES_256_GCM inline:{KEY_80}\r\n"
+        f"a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}|2^31|1:4\r\n"  # an MKI: not supported
+        f"a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80} UNENCRYPTED_SRTP\r\n"
+        f"a=crypto:4 AES_CM_128_HMAC_SHA1_32 inline:{KEY_32}|2^31\r\n"
+        f"a=crypto:5 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}\r\n"
+    )
     text = SIPP_PCAP.replace("RTP/AVP", "RTP/SAVP") + lines
     result = answer(text, "127.0.0.1", 20000, srtp=SrtpPolicy("require"))
     [line] = crypto_lines(result)
@@ -377,14 +405,17 @@ def test_the_offerers_first_usable_suite_wins() -> None:
     assert result.srtp is not None and result.srtp.remote_key == bytes(range(30, 60))
 
 
-@pytest.mark.parametrize("value, message", [
-    ("1 AES_CM_128_HMAC_SHA1_80 inline:not*base64*at*all", "tag 1: the inline key is not base64"),
-    (f"1 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80[:20]}", "needs a 30-byte key and salt, the inline key has 15"),
-    ("1 AES_CM_128_HMAC_SHA1_80", "needs a tag, a suite and a key"),
-    (f"x AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}", "tag must be a number"),
-    (f"1 AES_CM_128_HMAC_SHA1_80 key:{KEY_80}", "the key must be given as inline:<base64>"),
-    (f"1 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}|forever", "'forever' is neither a key lifetime nor MKI"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("1 AES_CM_128_HMAC_SHA1_80 inline:not*base64*at*all", "tag 1: the inline key is not base64"),
+        (f"1 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80[:20]}", "needs a 30-byte key and salt, the inline key has 15"),
+        ("1 AES_CM_128_HMAC_SHA1_80", "needs a tag, a suite and a key"),
+        (f"x AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}", "tag must be a number"),
+        (f"1 AES_CM_128_HMAC_SHA1_80 key:{KEY_80}", "the key must be given as inline:<base64>"),
+        (f"1 AES_CM_128_HMAC_SHA1_80 inline:{KEY_80}|forever", "'forever' is neither a key lifetime nor MKI"),
+    ],
+)
 def test_malformed_crypto_lines_say_what_is_wrong(value: str, message: str) -> None:
     with pytest.raises(SdpError, match=re.escape(message)):
         Crypto.parse(value)
@@ -421,8 +452,10 @@ def test_offer_answer_between_two_policies_gives_mirrored_keys(mode: str) -> Non
     agreed = parse_answer(their_answer.sdp, srtp=ours)
     assert their_answer.srtp is not None and agreed.srtp is not None
     assert agreed.srtp.suite == "AES_CM_128_HMAC_SHA1_80"
-    assert (agreed.srtp.local_key, agreed.srtp.remote_key) == (their_answer.srtp.remote_key,
-                                                              their_answer.srtp.local_key)
+    assert (agreed.srtp.local_key, agreed.srtp.remote_key) == (
+        their_answer.srtp.remote_key,
+        their_answer.srtp.local_key,
+    )
 
 
 def test_a_plain_answer_to_our_srtp_offer() -> None:

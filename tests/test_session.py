@@ -1,4 +1,5 @@
 """The session's turn loop, history, navigation, validation and rescue, with a scripted model."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,7 +36,9 @@ def build(triage_script, sales_script=None, fallback=None) -> tuple[Registry, Sc
     registry.add_tool(navigate_tool("sales", "Hand over to sales."))
     registry.add_tool(navigate_back_tool())
     registry.add_tool(tool_from_function(lookup))
-    registry.add_agent(Agent("triage", "You triage.", "triage-model", ("navigate_to_sales",), fallback=fallback and "fallback"))
+    registry.add_agent(
+        Agent("triage", "You triage.", "triage-model", ("navigate_to_sales",), fallback=fallback and "fallback")
+    )
     registry.add_agent(Agent("sales", "You sell.", "sales-model", ("lookup", "navigate_back")))
     registry.add_swarm(SwarmSpec("shop", ("triage", "sales"), "triage"))
     return registry, triage_model, sales_model
@@ -224,7 +227,9 @@ async def test_emit_execute_and_commits():
 
 
 async def test_commit_heard_keeps_only_what_the_caller_heard():
-    registry, _, sales = build([], [reply("Let me look.", ("lookup", {"sku": "A"})), "It costs ten euros. It comes in blue.", "Blue it is."])
+    registry, _, sales = build(
+        [], [reply("Let me look.", ("lookup", {"sku": "A"})), "It costs ten euros. It comes in blue.", "Blue it is."]
+    )
     session = registry.session("c1", "shop")
     session.change_agent("sales")
     await session.complete("price of A?")
@@ -252,8 +257,12 @@ def circle(triage_script: list, sales_script: list) -> tuple[Registry, ScriptedP
     registry = Registry()
     for provider in (triage, sales):
         registry.add_completion(provider.name, provider)
-    for tool in (navigate_tool("sales", "To sales."), navigate_tool("triage", "To triage."), navigate_back_tool(),
-                 tool_from_function(quote)):
+    for tool in (
+        navigate_tool("sales", "To sales."),
+        navigate_tool("triage", "To triage."),
+        navigate_back_tool(),
+        tool_from_function(quote),
+    ):
         registry.add_tool(tool)
     registry.add_agent(Agent("triage", "You triage.", "triage-model", ("navigate_to_sales",)))
     registry.add_agent(Agent("sales", "You sell.", "sales-model", ("quote", "navigate_to_triage", "navigate_back")))
@@ -263,7 +272,9 @@ def circle(triage_script: list, sales_script: list) -> tuple[Registry, ScriptedP
 
 async def test_the_same_hand_over_twice_in_a_turn_ends_it_with_its_last_say_line():
     # Seen on the 1.5B model: a return written, then refund -> sales -> refund -> sales (by navigate_back)...
-    to_sales, to_triage, back = (reply("", (name, {})) for name in ("navigate_to_sales", "navigate_to_triage", "navigate_back"))
+    to_sales, to_triage, back = (
+        reply("", (name, {})) for name in ("navigate_to_sales", "navigate_to_triage", "navigate_back")
+    )
     registry, triage, sales = circle([to_sales], [reply("", ("quote", {"sku": "HP-100"})), to_triage, back])
     session = registry.session("c1", "shop")
     session.change_agent("sales")
@@ -284,16 +295,21 @@ async def test_a_repeated_hand_over_call_speaks_the_turns_last_say_line():
 
 async def test_a_corrected_hand_over_is_not_a_loop():
     # Triage -> sales -> back to triage, which answers: a wrong hand-over corrected, each hand-over once.
-    registry, triage, sales = build([reply("", ("navigate_to_sales", {})), "Refund speaking."],
-                                    [reply("", ("navigate_back", {}))])
+    registry, triage, sales = build(
+        [reply("", ("navigate_to_sales", {})), "Refund speaking."], [reply("", ("navigate_back", {}))]
+    )
     session = registry.session("c1", "shop")
     assert await session.complete("I want to return these") == "Refund speaking."
-    assert not [e for e in session.events if e.kind == "rescue"] and (len(triage.requests), len(sales.requests)) == (2, 1)
+    assert not [e for e in session.events if e.kind == "rescue"] and (len(triage.requests), len(sales.requests)) == (
+        2,
+        1,
+    )
 
 
 async def test_the_callers_words_said_back_go_back_to_the_model():
-    registry, _, _ = build(["I want to return my kettle.", reply("", ("navigate_to_sales", {}))],
-                                ["What would you like to buy?"])
+    registry, _, _ = build(
+        ["I want to return my kettle.", reply("", ("navigate_to_sales", {}))], ["What would you like to buy?"]
+    )
     session = registry.session("c1", "shop")
     said = await session.complete("I want to return my kettle")
     assert "return my kettle" not in said and session.get_agent_name() == "sales"

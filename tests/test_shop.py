@@ -106,16 +106,14 @@ def test_file_database_uses_wal_and_foreign_keys(file_shop: Shop, db: str) -> No
     with pytest.raises(sqlite3.IntegrityError):
         # Reaching into the connection is the only way to see the pragma is on for it.
         file_shop.database.raw_connection.execute(
-            "INSERT INTO order_lines (order_id, sku, quantity, unit_price_cents)"
-            " VALUES (999, 'HP-100', 1, 1)"
+            "INSERT INTO order_lines (order_id, sku, quantity, unit_price_cents) VALUES (999, 'HP-100', 1, 1)"
         )
 
 
 def test_own_catalogue_csv_is_loaded_instead(tmp_path: Path, db: str) -> None:
     own = tmp_path / "own.csv"
     own.write_text(
-        "sku,name,description,price_eur,stock,category\n"
-        "ZZ-1,Garden gnome,A gnome for the garden,0.30,3,garden\n"
+        "sku,name,description,price_eur,stock,category\nZZ-1,Garden gnome,A gnome for the garden,0.30,3,garden\n"
     )
     with Shop(db, catalogue_csv=own) as shop:
         assert shop.get_product("HP-100") is None
@@ -157,9 +155,7 @@ def test_broken_catalogue_names_file_and_line(tmp_path: Path, db: str, rows: str
         ("smart phone case", "PH-310"),
     ],
 )
-def test_search_ranks_the_obvious_product_first(
-    read_only_shop: Shop, said: str, first: str
-) -> None:
+def test_search_ranks_the_obvious_product_first(read_only_shop: Shop, said: str, first: str) -> None:
     found = read_only_shop.search(said)
     assert found and found[0].sku == first
 
@@ -348,18 +344,13 @@ def _buy_concurrently(shops: list[Shop], sku: str) -> list[object]:
 def scarce_csv(tmp_path: Path) -> Path:
     path = tmp_path / "scarce.csv"
     path.write_text(
-        "sku,name,description,price_eur,stock,category\n"
-        "LE-1,Limited edition speaker,Only three made,99.00,3,audio\n"
+        "sku,name,description,price_eur,stock,category\nLE-1,Limited edition speaker,Only three made,99.00,3,audio\n"
     )
     return path
 
 
-@pytest.mark.parametrize(
-    "separate_connections", [True, False], ids=["connection-per-thread", "shared-shop"]
-)
-def test_concurrent_orders_never_oversell(
-    db: str, scarce_csv: Path, separate_connections: bool
-) -> None:
+@pytest.mark.parametrize("separate_connections", [True, False], ids=["connection-per-thread", "shared-shop"])
+def test_concurrent_orders_never_oversell(db: str, scarce_csv: Path, separate_connections: bool) -> None:
     with Shop(db, catalogue_csv=scarce_csv) as shared:
         shops = [Shop(db) if separate_connections else shared for _ in range(5)]
         try:
@@ -408,12 +399,8 @@ def test_find_order_by_unknown_or_empty_number(shop: Shop, history: dict[str, st
     assert shop.find_orders(order_number="I don't know it") == []
 
 
-@pytest.mark.parametrize(
-    "phone", [PHONE, "+491701234567", "0170 123 4567", "0049-170-1234567", "01701234567"]
-)
-def test_find_orders_by_phone_variants_newest_first(
-    shop: Shop, history: dict[str, str], phone: str
-) -> None:
+@pytest.mark.parametrize("phone", [PHONE, "+491701234567", "0170 123 4567", "0049-170-1234567", "01701234567"])
+def test_find_orders_by_phone_variants_newest_first(shop: Shop, history: dict[str, str], phone: str) -> None:
     found = shop.find_orders(customer_phone=phone)
     assert numbers(found) == [history["mouse"], history["headphones"], history["old"]]
 
@@ -493,9 +480,7 @@ def test_return_is_idempotent(shop: Shop, bought: str) -> None:
         ("HP-100", 3, "Only 2 of the Wireless over-ear headphones"),
     ],
 )
-def test_return_refuses_what_was_not_bought(
-    shop: Shop, bought: str, sku: str, quantity: int, message: str
-) -> None:
+def test_return_refuses_what_was_not_bought(shop: Shop, bought: str, sku: str, quantity: int, message: str) -> None:
     with pytest.raises(NotReturnable, match=message):
         shop.create_return(bought, sku, quantity, "", "ret-x")
     assert stock(shop, "HP-100") == 12

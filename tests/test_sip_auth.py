@@ -1,5 +1,6 @@
 """Digest authentication (telephony.sip.auth) against the worked examples of RFC 2069/2617/7616
 and, for the -sess algorithms the RFCs give no example of, against httpx's own implementation."""
+
 from __future__ import annotations
 
 import re
@@ -35,14 +36,23 @@ def test_rfc2617_section_3_5_example() -> None:
     assert _field(header, "opaque") == "5ccc069c403ebaf9f0171e9517f40e41" and 'qop="auth"' not in header
 
 
-@pytest.mark.parametrize("algorithm, response", [
-    ("MD5", "8ca523f5e9506fed4657c9700eebdbec"),
-    ("SHA-256", "753927fa0e85d155564e2e272a28d1802ca10daf4496794697cf8db5856cb6c1"),
-])
+@pytest.mark.parametrize(
+    "algorithm, response",
+    [
+        ("MD5", "8ca523f5e9506fed4657c9700eebdbec"),
+        ("SHA-256", "753927fa0e85d155564e2e272a28d1802ca10daf4496794697cf8db5856cb6c1"),
+    ],
+)
 def test_rfc7616_section_3_9_1_examples(algorithm: str, response: str) -> None:
     challenge = Challenge.parse(RFC7616_CHALLENGE.format(algorithm=algorithm))
-    header = authorization(challenge, "GET", "/dir/index.html", "Mufasa", "Circle of Life",
-                           cnonce="f2/wE4q74E6zIJEtWaHKaf5wv/H5QzzpXusqGemxURZJ")
+    header = authorization(
+        challenge,
+        "GET",
+        "/dir/index.html",
+        "Mufasa",
+        "Circle of Life",
+        cnonce="f2/wE4q74E6zIJEtWaHKaf5wv/H5QzzpXusqGemxURZJ",
+    )
     assert _field(header, "response") == response and _field(header, "algorithm") == algorithm
 
 
@@ -54,8 +64,14 @@ def test_rfc7616_section_3_9_2_sha512_256() -> None:
         'nonce="5TsQWLVdgBdmrQ0XsxbDODV+57QdFR34I9HAbC/RVvkK", '
         'opaque="HRPCssKJSGjCrkzDg8OhwpzCiGPChXYjwrI2QmXDnsOS", charset=UTF-8, userhash=true'
     )
-    header = authorization(challenge, "GET", "/doe.json", "J\u00e4s\u00f8n Doe", "Secret, or not?",
-                           cnonce="NTg6RKcb9boFIAS3KrFK9BGeh+iDa/sm6jUMp2wds69v")
+    header = authorization(
+        challenge,
+        "GET",
+        "/doe.json",
+        "J\u00e4s\u00f8n Doe",
+        "Secret, or not?",
+        cnonce="NTg6RKcb9boFIAS3KrFK9BGeh+iDa/sm6jUMp2wds69v",
+    )
     assert _field(header, "response") == "3798d4131c277846293534c3edc11bd8a5e4cdcbff78b05db9d95eeb1cec68a5"
 
 
@@ -79,8 +95,9 @@ def test_matches_httpx_digest(algorithm: str, monkeypatch: pytest.MonkeyPatch) -
     request = next(flow)
     retried = flow.send(httpx.Response(401, headers={"WWW-Authenticate": challenge_text}, request=request))
     theirs = retried.headers["Authorization"]
-    ours = authorization(Challenge.parse(challenge_text), "REGISTER", "/registrar", "alice", "s3cret",
-                         cnonce="0a4f113b")
+    ours = authorization(
+        Challenge.parse(challenge_text), "REGISTER", "/registrar", "alice", "s3cret", cnonce="0a4f113b"
+    )
     assert _field(ours, "response") == _field(theirs, "response")
     assert _field(ours, "algorithm") == algorithm  # echoed as the server spelled it
 
@@ -91,14 +108,17 @@ def test_challenge_parsing_details() -> None:
     assert challenge.stale and challenge.opaque == "o" and challenge.qop == ()
 
 
-@pytest.mark.parametrize("value, problem", [
-    ('Basic realm="x"', "scheme 'Basic' is not Digest"),
-    ('Digest realm="x"', "without nonce"),
-    ('Digest realm="x", nonce="y', "unterminated quoted string"),
-    ('Digest realm="x" nonce="y"', "expected ','"),
-    ("Digest realm=", "has no value"),
-    ('Digest ="x"', "malformed digest parameter"),
-])
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ('Basic realm="x"', "scheme 'Basic' is not Digest"),
+        ('Digest realm="x"', "without nonce"),
+        ('Digest realm="x", nonce="y', "unterminated quoted string"),
+        ('Digest realm="x" nonce="y"', "expected ','"),
+        ("Digest realm=", "has no value"),
+        ('Digest ="x"', "malformed digest parameter"),
+    ],
+)
 def test_bad_challenges(value: str, problem: str) -> None:
     with pytest.raises(SipParseError, match=problem):
         Challenge.parse(value)
@@ -113,7 +133,7 @@ def test_unanswerable_challenges() -> None:
 
 def test_verify() -> None:
     challenge = Challenge.parse('Digest realm="127.0.0.1", nonce="Zx1", qop="auth"')
-    header = authorization(challenge, "REGISTER", "sip:127.0.0.1", "1001", "pa\"ss", nc=3)
+    header = authorization(challenge, "REGISTER", "sip:127.0.0.1", "1001", 'pa"ss', nc=3)
     assert _field(header, "nc") == "00000003" and len(_field(header, "cnonce") or "") == 16
     assert verify(header, "REGISTER", 'pa"ss', "127.0.0.1")
     assert not verify(header, "REGISTER", "wrong", "127.0.0.1")

@@ -3,6 +3,7 @@
 baresip plays a WAV as its microphone (module aufile) and records what it sends and hears (module
 sndfile: dump-*-enc.wav, dump-*-dec.wav); it hangs up when the WAV ends.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,10 @@ import soxr
 
 from harness.peers import Peers, best_lag_correlation, chirp, read_wav, write_wav
 
-pytestmark = [pytest.mark.timeout(90),
-              pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core")]
+pytestmark = [
+    pytest.mark.timeout(90),
+    pytest.mark.skipif(shutil.which("baresip") is None, reason="apt-get install baresip-core"),
+]
 
 
 def espeak(text: str, path: Path) -> np.ndarray:
@@ -53,8 +56,9 @@ async def test_baresip_call_carries_audio_both_ways(start_endpoint, peers: Peers
             heard.append(frame)
 
     endpoint = await start_endpoint(on_call)
-    run, recordings = await peers.baresip_call(f"sip:agent@127.0.0.1:{endpoint.local_address[1]}", caller_wav,
-                                               seconds=20)
+    run, recordings = await peers.baresip_call(
+        f"sip:agent@127.0.0.1:{endpoint.local_address[1]}", caller_wav, seconds=20
+    )
     await asyncio.sleep(0.3)
     assert calls and calls[0].end_reason == "remote_hangup", run.report()
     assert calls[0].caller.startswith("caller") and calls[0].called == "agent"

@@ -1,5 +1,6 @@
 """SipEndpoint calling itself on 127.0.0.1, and scripted peers for what sipp scenarios cannot show well:
 DTMF sending, transfer failures and timeouts, dial failures, configuration errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -38,10 +39,10 @@ async def test_our_call_to_ourselves_carries_dtmf_and_hangs_up_both_sides(start_
     assert caller.calls == [] and callee.calls == []
 
 
-@pytest.mark.parametrize("caller_mode,callee_mode", [("require", "require"), ("offer", "offer"),
-                                                     ("require", "offer")])
-async def test_our_call_to_ourselves_is_encrypted_when_srtp_is_on(start_endpoint, caller_mode: str,
-                                                                  callee_mode: str) -> None:
+@pytest.mark.parametrize("caller_mode,callee_mode", [("require", "require"), ("offer", "offer"), ("require", "offer")])
+async def test_our_call_to_ourselves_is_encrypted_when_srtp_is_on(
+    start_endpoint, caller_mode: str, callee_mode: str
+) -> None:
     answered: list = []
 
     async def on_call(call) -> None:
@@ -91,13 +92,15 @@ async def test_dial_failures_raise_call_failed(start_endpoint, sip_peer) -> None
 
 def reply(request: Request, status: int, reason: str) -> str:
     names = ("Via", "From", "To", "Call-ID", "CSeq")
-    return "\r\n".join([f"SIP/2.0 {status} {reason}", *(f"{n}: {request.headers.get(n)}" for n in names),
-                        "Content-Length: 0", "", ""])
+    return "\r\n".join(
+        [f"SIP/2.0 {status} {reason}", *(f"{n}: {request.headers.get(n)}" for n in names), "Content-Length: 0", "", ""]
+    )
 
 
 @pytest.mark.parametrize("refer_status", [403, 202])  # 202 but no NOTIFY: transfer_timeout_s runs out
 async def test_a_refused_or_unfinished_transfer_returns_false_and_keeps_the_call(
-        start_endpoint, sip_peer, refer_status: int) -> None:
+    start_endpoint, sip_peer, refer_status: int
+) -> None:
     results: list[bool] = []
     done = asyncio.Event()
 
@@ -110,8 +113,9 @@ async def test_a_refused_or_unfinished_transfer_returns_false_and_keeps_the_call
     port = endpoint.local_address[1]
     peer = await sip_peer()
     call_id = secrets.token_hex(6)
-    peer.send(sip_request("INVITE", peer.port, port, call_id=call_id, branch=secrets.token_hex(6),
-                          body=sdp_offer(4000)), port)
+    peer.send(
+        sip_request("INVITE", peer.port, port, call_id=call_id, branch=secrets.token_hex(6), body=sdp_offer(4000)), port
+    )
     ok = await peer.response(200)
     peer.send(sip_request("ACK", peer.port, port, call_id=call_id, branch=secrets.token_hex(6), to_tag=ok.to.tag), port)
     refer = await peer.request("REFER")
@@ -124,10 +128,22 @@ async def test_a_refused_or_unfinished_transfer_returns_false_and_keeps_the_call
     assert len(live) == 1 and not live[0].closed.is_set() and live[0].end_reason is None
     assert endpoint.metrics.transfers_failed == 1
     # a NOTIFY after we gave up is refused: the implicit subscription is no longer ours
-    peer.send(sip_request("NOTIFY", peer.port, port, call_id=call_id, branch=secrets.token_hex(6), cseq=2,
-                          from_tag="peer1", to_tag=ok.to.tag, body="SIP/2.0 200 OK\r\n",
-                          content_type="message/sipfrag", extra="Event: refer\nSubscription-State: terminated"),
-              port)
+    peer.send(
+        sip_request(
+            "NOTIFY",
+            peer.port,
+            port,
+            call_id=call_id,
+            branch=secrets.token_hex(6),
+            cseq=2,
+            from_tag="peer1",
+            to_tag=ok.to.tag,
+            body="SIP/2.0 200 OK\r\n",
+            content_type="message/sipfrag",
+            extra="Event: refer\nSubscription-State: terminated",
+        ),
+        port,
+    )
     assert isinstance(await peer.response(481, "NOTIFY"), Response)
 
 

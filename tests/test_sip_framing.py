@@ -1,4 +1,5 @@
 """Stream framing (RFC 3261 §18.3, RFC 5626 keep-alives) without I/O."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,9 +10,14 @@ from telephony.sip.message import parse_message
 
 def options(body: bytes = b"", *, length: int | None = None, branch: str = "z9hG4bKa") -> bytes:
     content_length = b"" if length == -1 else b"Content-Length: %d\r\n" % (len(body) if length is None else length)
-    return (b"OPTIONS sip:echo@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1:5070;branch=" + branch.encode()
-            + b"\r\nFrom: <sip:a@127.0.0.1>;tag=1\r\nTo: <sip:echo@127.0.0.1>\r\nCall-ID: c1\r\nCSeq: 1 OPTIONS\r\n"
-            + content_length + b"\r\n" + body)
+    return (
+        b"OPTIONS sip:echo@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1:5070;branch="
+        + branch.encode()
+        + b"\r\nFrom: <sip:a@127.0.0.1>;tag=1\r\nTo: <sip:echo@127.0.0.1>\r\nCall-ID: c1\r\nCSeq: 1 OPTIONS\r\n"
+        + content_length
+        + b"\r\n"
+        + body
+    )
 
 
 def test_two_messages_in_one_read_are_two_frames() -> None:
@@ -24,7 +30,7 @@ def test_two_messages_in_one_read_are_two_frames() -> None:
 def test_a_message_split_over_many_reads_comes_out_once_whole() -> None:
     message = options(b"v=0\r\n" * 20)
     framer = StreamFramer()
-    frames = [frame for i in range(0, len(message), 7) for frame in framer.feed(message[i:i + 7])]
+    frames = [frame for i in range(0, len(message), 7) for frame in framer.feed(message[i : i + 7])]
     assert frames == [message]
     assert framer.pending == 0
 
@@ -50,8 +56,11 @@ def test_missing_content_length_is_an_error_with_the_headers_for_a_400() -> None
 
 def test_conflicting_or_garbled_content_length_is_an_error() -> None:
     doubled = options(b"ab").replace(b"Content-Length: 2\r\n", b"Content-Length: 2\r\nContent-Length: 3\r\n")
-    for bad in (doubled, options(b"ab").replace(b"Content-Length: 2", b"Content-Length: two"),
-                options(b"ab").replace(b"Content-Length: 2", b"Content-Length: -2")):
+    for bad in (
+        doubled,
+        options(b"ab").replace(b"Content-Length: 2", b"Content-Length: two"),
+        options(b"ab").replace(b"Content-Length: 2", b"Content-Length: -2"),
+    ):
         with pytest.raises(FramingError):
             StreamFramer().feed(bad)
 

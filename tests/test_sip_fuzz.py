@@ -1,5 +1,6 @@
 """Property tests: the SIP parser raises nothing but SipParseError, whatever it is fed, and what it
 parses serializes to bytes that parse back to an equal message."""
+
 from __future__ import annotations
 
 import contextlib
@@ -22,13 +23,56 @@ from telephony.sip.message import (
 )
 from tests.rfc4475 import load
 
-SEEDS = [load(name) for name in (
-    "wsinv", "intmeth", "esc01", "esc02", "lwsdisp", "dblreq", "semiuri", "mpart01", "unreason", "noreason",
-    "badinv01", "quotbal", "baddn", "regbadct", "bcast", "inv2543", "multi01",
-)]
+SEEDS = [
+    load(name)
+    for name in (
+        "wsinv",
+        "intmeth",
+        "esc01",
+        "esc02",
+        "lwsdisp",
+        "dblreq",
+        "semiuri",
+        "mpart01",
+        "unreason",
+        "noreason",
+        "badinv01",
+        "quotbal",
+        "baddn",
+        "regbadct",
+        "bcast",
+        "inv2543",
+        "multi01",
+    )
+]
 # Bytes that matter to the grammar, so mutations hit the interesting branches more often than noise.
-SPECIAL = [b"\r\n", b"\r", b"\n", b" ", b"\t", b":", b";", b",", b'"', b"<", b">", b"\\", b"%", b"@", b"=",
-           b"/", b"?", b"[", b"]", b"\x00", b"\xff", b"\xc3", b"9" * 12, b"\r\n ", b"\r\n\r\n"]
+SPECIAL = [
+    b"\r\n",
+    b"\r",
+    b"\n",
+    b" ",
+    b"\t",
+    b":",
+    b";",
+    b",",
+    b'"',
+    b"<",
+    b">",
+    b"\\",
+    b"%",
+    b"@",
+    b"=",
+    b"/",
+    b"?",
+    b"[",
+    b"]",
+    b"\x00",
+    b"\xff",
+    b"\xc3",
+    b"9" * 12,
+    b"\r\n ",
+    b"\r\n\r\n",
+]
 FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -130,12 +174,14 @@ HOST = st.one_of(
 
 @st.composite
 def sip_uris(draw: st.DrawFn) -> SipUri:
-    user = draw(st.none() | st.text("abcABC019-_.!~*'()&=+$,;?/%", min_size=1, max_size=12).filter(
-        lambda u: "%" not in u))
+    user = draw(
+        st.none() | st.text("abcABC019-_.!~*'()&=+$,;?/%", min_size=1, max_size=12).filter(lambda u: "%" not in u)
+    )
     param = st.text("abcxyz019-_.!~*'()", min_size=1, max_size=8)
     params = draw(st.dictionaries(param, st.none() | param, max_size=3))
-    return SipUri(draw(st.sampled_from(["sip", "sips"])), user, None, draw(HOST),
-                  draw(st.none() | st.integers(0, 65535)), params)
+    return SipUri(
+        draw(st.sampled_from(["sip", "sips"])), user, None, draw(HOST), draw(st.none() | st.integers(0, 65535)), params
+    )
 
 
 @st.composite

@@ -1,4 +1,5 @@
 """Unit tests of telephony.sip: URIs, header values, the header map, framing, make_response."""
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ INVITE = (
     b"Via: SIP/2.0/UDP bigbox3.site3.atlanta.example.com;branch=z9hG4bK77ef4c2312983.1;received=192.0.2.2\r\n"
     b"Max-Forwards: 70\r\n"
     b"To: Bob <sip:bob@biloxi.example.com>\r\n"
-    b"From: \"Alice \\\"A\\\" Liddell\" <sip:alice@atlanta.example.com>;tag=1928301774\r\n"
+    b'From: "Alice \\"A\\" Liddell" <sip:alice@atlanta.example.com>;tag=1928301774\r\n'
     b"Call-ID: a84b4c76e66710@pc33.atlanta.example.com\r\n"
     b"CSeq: 314159 INVITE\r\n"
     b"Contact: <sip:alice@pc33.atlanta.example.com>\r\n"
@@ -50,17 +51,20 @@ def _request(raw: bytes = INVITE) -> Request:
 # --- URIs ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    "sip:alice@atlanta.example.com",
-    "sips:alice:secret@atlanta.example.com:5061;transport=tcp;lr",
-    "sip:+12125551212@gateway.example.com;user=phone",
-    "sip:alice@[2001:db8::10]:5070;maddr=239.255.255.1;ttl=15",
-    "sip:[::1]",
-    "sip:atlanta.example.com;method=REGISTER?to=alice%40atlanta.example.com&priority=urgent",
-    "sip:user;par=u%40example.net@example.com",
-    "tel:+1-201-555-0123;phone-context=example.com",
-    "urn:service:sos",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sip:alice@atlanta.example.com",
+        "sips:alice:secret@atlanta.example.com:5061;transport=tcp;lr",
+        "sip:+12125551212@gateway.example.com;user=phone",
+        "sip:alice@[2001:db8::10]:5070;maddr=239.255.255.1;ttl=15",
+        "sip:[::1]",
+        "sip:atlanta.example.com;method=REGISTER?to=alice%40atlanta.example.com&priority=urgent",
+        "sip:user;par=u%40example.net@example.com",
+        "tel:+1-201-555-0123;phone-context=example.com",
+        "urn:service:sos",
+    ],
+)
 def test_uri_round_trips(text: str) -> None:
     uri = SipUri.parse(text)
     assert str(uri) == text and SipUri.parse(str(uri)) == uri
@@ -74,20 +78,23 @@ def test_uri_fields() -> None:
     assert (tel.user, tel.host, tel.params) == ("+358-555-1234567", "", {"postd": "pp22"})
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("", "empty URI"),
-    ("sip:alice@example.com; lr", "character ' '"),
-    ("<sip:alice@example.com>", "character '<'"),
-    ("alice@example.com", "no valid scheme"),
-    ("sip:", "nothing after the scheme"),
-    ("sip:alice@", "invalid host ''"),
-    ("sip:alice@example.com:99999", "port '99999' is larger than 65535"),
-    ("sip:alice@example.com:5o60", "port '5o60' is not a non-negative integer"),
-    ("sip:al%zzice@example.com", "'%' not followed by two hex digits"),
-    ("sip:alice@example.com;;lr", "invalid parameter ''"),
-    ("sip:alice@[2001:db8::1", "invalid IPv6 reference"),
-    ("sip:al\u00efce@example.com", "character"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("", "empty URI"),
+        ("sip:alice@example.com; lr", "character ' '"),
+        ("<sip:alice@example.com>", "character '<'"),
+        ("alice@example.com", "no valid scheme"),
+        ("sip:", "nothing after the scheme"),
+        ("sip:alice@", "invalid host ''"),
+        ("sip:alice@example.com:99999", "port '99999' is larger than 65535"),
+        ("sip:alice@example.com:5o60", "port '5o60' is not a non-negative integer"),
+        ("sip:al%zzice@example.com", "'%' not followed by two hex digits"),
+        ("sip:alice@example.com;;lr", "invalid parameter ''"),
+        ("sip:alice@[2001:db8::1", "invalid IPv6 reference"),
+        ("sip:al\u00efce@example.com", "character"),
+    ],
+)
 def test_bad_uris_say_what_is_wrong(text: str, problem: str) -> None:
     with pytest.raises(SipParseError, match=problem.replace("?", r"\?")):
         SipUri.parse(text)
@@ -109,12 +116,15 @@ def test_name_addr_forms() -> None:
     assert quoted_param.params["+sip.instance"] == '"<urn:uuid:f81d4fae-7dec-11d0-a765-00a0c91e6bf6>"'
 
 
-@pytest.mark.parametrize("text", [
-    '"Alice \\"A\\" L" <sip:alice@example.com;transport=udp>;tag=88',
-    "<sip:bob@example.com>",
-    '"" <sip:bob@example.com>;q=0.5;expires=3600',
-    '"tab\there \\\\ back" <sip:x@y>',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"Alice \\"A\\" L" <sip:alice@example.com;transport=udp>;tag=88',
+        "<sip:bob@example.com>",
+        '"" <sip:bob@example.com>;q=0.5;expires=3600',
+        '"tab\there \\\\ back" <sip:x@y>',
+    ],
+)
 def test_name_addr_round_trips(text: str) -> None:
     value = NameAddr.parse(text)
     assert NameAddr.parse(str(value)) == value
@@ -125,17 +135,20 @@ def test_name_addr_quotes_control_characters() -> None:
     assert str(value) == '"a\\\x07b  c" <sip:x@y>'  # CR/LF cannot be quoted, so they become spaces
 
 
-@pytest.mark.parametrize("text, problem", [
-    ('"Mr. J. User <sip:j.user@example.com>', "unterminated quoted string"),
-    ("Bell, Alexander <sip:bell@example.com>", "need quotes"),
-    ("sip:user@example.com?Route=x", "must be enclosed in <>"),
-    ("<sip:user@example.com", "'<' without '>'"),
-    ("<sip:user@example.com>;;", "empty parameter"),
-    ('<sip:user@example.com>;tag="abc"def', "text after the quoted value"),
-    ("<sip:user@example.com> junk", "unexpected 'junk'"),
-    ('"Alice" sip:alice@example.com', "not followed by <URI>"),
-    ("   ", "empty address"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('"Mr. J. User <sip:j.user@example.com>', "unterminated quoted string"),
+        ("Bell, Alexander <sip:bell@example.com>", "need quotes"),
+        ("sip:user@example.com?Route=x", "must be enclosed in <>"),
+        ("<sip:user@example.com", "'<' without '>'"),
+        ("<sip:user@example.com>;;", "empty parameter"),
+        ('<sip:user@example.com>;tag="abc"def', "text after the quoted value"),
+        ("<sip:user@example.com> junk", "unexpected 'junk'"),
+        ('"Alice" sip:alice@example.com', "not followed by <URI>"),
+        ("   ", "empty address"),
+    ],
+)
 def test_bad_name_addrs(text: str, problem: str) -> None:
     with pytest.raises(SipParseError, match=problem):
         NameAddr.parse(text)
@@ -150,13 +163,16 @@ def test_via_fields_and_round_trip() -> None:
     assert Via.parse("SIP/2.0/UDP 10.0.0.1;rport=5070;branch=z9hG4bKb").rport == 5070
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("SIP/2.0/UDP", "is not 'SIP/2.0/<transport>"),
-    ("SIP/3.0/UDP host", "protocol SIP/3.0 is not SIP/2.0"),
-    ("SIP/2.0/UDP host:port", "invalid sent-by"),
-    ("SIP/2.0/UDP host:70000", "larger than 65535"),
-    ("SIP/2.0/UDP host;branch=", "invalid value ''"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("SIP/2.0/UDP", "is not 'SIP/2.0/<transport>"),
+        ("SIP/3.0/UDP host", "protocol SIP/3.0 is not SIP/2.0"),
+        ("SIP/2.0/UDP host:port", "invalid sent-by"),
+        ("SIP/2.0/UDP host:70000", "larger than 65535"),
+        ("SIP/2.0/UDP host;branch=", "invalid value ''"),
+    ],
+)
 def test_bad_vias(text: str, problem: str) -> None:
     with pytest.raises(SipParseError, match=problem):
         Via.parse(text)
@@ -173,17 +189,21 @@ def test_headers_compact_forms_and_case() -> None:
 
 
 def test_headers_get_all_splits_lists_only() -> None:
-    headers = Headers([
-        ("Contact", '"Doe, John" <sip:john@a.example>;q=0.5, <sip:j@b.example;x="a,b">'),
-        ("m", "<sip:third@c.example>"),
-        ("Supported", ""),  # baresip sends an empty Supported header
-        ("WWW-Authenticate", 'Digest realm="r", nonce="n", qop="auth,auth-int"'),
-        ("WWW-Authenticate", 'Digest realm="r2", nonce="n2"'),
-        ("Date", "Sat, 13 Nov 2010 23:29:00 GMT"),
-        ("Allow", "INVITE, ACK ,BYE,"),
-    ])
+    headers = Headers(
+        [
+            ("Contact", '"Doe, John" <sip:john@a.example>;q=0.5, <sip:j@b.example;x="a,b">'),
+            ("m", "<sip:third@c.example>"),
+            ("Supported", ""),  # baresip sends an empty Supported header
+            ("WWW-Authenticate", 'Digest realm="r", nonce="n", qop="auth,auth-int"'),
+            ("WWW-Authenticate", 'Digest realm="r2", nonce="n2"'),
+            ("Date", "Sat, 13 Nov 2010 23:29:00 GMT"),
+            ("Allow", "INVITE, ACK ,BYE,"),
+        ]
+    )
     assert headers.get_all("Contact") == [
-        '"Doe, John" <sip:john@a.example>;q=0.5', '<sip:j@b.example;x="a,b">', "<sip:third@c.example>",
+        '"Doe, John" <sip:john@a.example>;q=0.5',
+        '<sip:j@b.example;x="a,b">',
+        "<sip:third@c.example>",
     ]
     assert headers.get_all("Supported") == []
     assert len(headers.get_all("WWW-Authenticate")) == 2  # never split: commas belong to the challenge
@@ -241,8 +261,15 @@ def test_folding_compact_names_and_lf_line_ends() -> None:
     m = _request(raw)
     assert m.vias[0].branch == "z9hG4bK1" and m.cseq == (1, "OPTIONS") and m.call_id == "cid"
     assert m.headers.get("Subject") == "two lines"
-    assert [name for name, _ in m.headers.items()] == ["Via", "To", "From", "Call-ID", "CSeq", "Subject",
-                                                       "Content-Length"]
+    assert [name for name, _ in m.headers.items()] == [
+        "Via",
+        "To",
+        "From",
+        "Call-ID",
+        "CSeq",
+        "Subject",
+        "Content-Length",
+    ]
 
 
 def test_content_length_framing() -> None:
@@ -257,20 +284,23 @@ def test_content_length_framing() -> None:
     assert bad.body == b"abcdef"
 
 
-@pytest.mark.parametrize("raw, problem", [
-    (b"", "empty message"),
-    (b"\r\n\r\n", "empty message"),
-    (b"INVITE sip:a@b SIP/2.0\r\nVia: x\r\n", "no blank line after the headers"),
-    (b"INVITE sip:a@b SIP/2.0\r\n folded\r\n\r\n", "line 2: continuation line before any header"),
-    (b"INVITE sip:a@b SIP/2.0\r\nVia x\r\n\r\n", "line 2: header line without ':'"),
-    (b"INVITE sip:a@b SIP/2.0\r\nTo: a\r\nBad Name: x\r\n\r\n", "line 3: invalid header name 'Bad Name'"),
-    (b"INVITE sip:a@b SIP/2.0\r\nTo: a\rb\r\n\r\n", "line 2: bare CR"),
-    (b"INVITE sip:a@b HTTP/1.1\r\n\r\n", "invalid SIP version 'HTTP/1.1'"),
-    (b"IN(VITE sip:a@b SIP/2.0\r\n\r\n", "invalid method"),
-    (b"SIP/2.0 99 Low\r\n\r\n", "status code '99' is not three digits"),
-    (b"SIP/2.0 700 High\r\n\r\n", "status code '700'"),
-    (b"SIP/x 200 OK\r\n\r\n", "invalid SIP version 'SIP/x'"),
-])
+@pytest.mark.parametrize(
+    "raw, problem",
+    [
+        (b"", "empty message"),
+        (b"\r\n\r\n", "empty message"),
+        (b"INVITE sip:a@b SIP/2.0\r\nVia: x\r\n", "no blank line after the headers"),
+        (b"INVITE sip:a@b SIP/2.0\r\n folded\r\n\r\n", "line 2: continuation line before any header"),
+        (b"INVITE sip:a@b SIP/2.0\r\nVia x\r\n\r\n", "line 2: header line without ':'"),
+        (b"INVITE sip:a@b SIP/2.0\r\nTo: a\r\nBad Name: x\r\n\r\n", "line 3: invalid header name 'Bad Name'"),
+        (b"INVITE sip:a@b SIP/2.0\r\nTo: a\rb\r\n\r\n", "line 2: bare CR"),
+        (b"INVITE sip:a@b HTTP/1.1\r\n\r\n", "invalid SIP version 'HTTP/1.1'"),
+        (b"IN(VITE sip:a@b SIP/2.0\r\n\r\n", "invalid method"),
+        (b"SIP/2.0 99 Low\r\n\r\n", "status code '99' is not three digits"),
+        (b"SIP/2.0 700 High\r\n\r\n", "status code '700'"),
+        (b"SIP/x 200 OK\r\n\r\n", "invalid SIP version 'SIP/x'"),
+    ],
+)
 def test_unparseable_messages(raw: bytes, problem: str) -> None:
     with pytest.raises(SipParseError, match=problem):
         parse_message(raw)
@@ -292,19 +322,22 @@ def test_non_utf8_header_bytes_are_kept() -> None:
     assert b'To: "B\xf6b"' in make_response(m, 200, to_tag="t").to_bytes()  # echoed exactly
 
 
-@pytest.mark.parametrize("change, problem", [
-    ((b"CSeq: 314159 INVITE", b"CSeq: 314159 BYE"), "CSeq method 'BYE' does not match"),
-    ((b"CSeq: 314159 INVITE", b"CSeq: x INVITE"), "CSeq 'x INVITE' is not '<number> <method>'"),
-    ((b"Max-Forwards: 70", b"Max-Forwards: 256"), "Max-Forwards '256' is larger than 255"),
-    ((b"Max-Forwards: 70", b"Max-Forwards: -1"), "Max-Forwards '-1' is not a non-negative integer"),
-    ((b"Content-Length: 4", b"Content-Length: 4\r\nContent-Length: 5"), "2 different Content-Length"),
-    ((b"Call-ID: a84b4c76e66710@pc33.atlanta.example.com", b"Call-ID: a b"), "Call-ID 'a b' is not word"),
-    ((b"Call-ID: a84b4c76e66710@pc33.atlanta.example.com\r\n", b""), "missing Call-ID header"),
-    ((b"Contact: <sip:alice@pc33.atlanta.example.com>", b"Contact: <sip:alice@pc33 bad>"), "Contact: URI"),
-    ((b"Timestamp: 54", b"Expires: 4294967296"), "Expires '4294967296' is larger than 4294967295"),
-    ((b"Timestamp: 54", b"Route: <sip:p1;lr>, bad uri"), "Route: URI"),
-    ((b"Timestamp: 54", b"Date: Sat, 13 Nov 2010 23:29:00 UTC"), "not an RFC 1123 date in GMT"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ((b"CSeq: 314159 INVITE", b"CSeq: 314159 BYE"), "CSeq method 'BYE' does not match"),
+        ((b"CSeq: 314159 INVITE", b"CSeq: x INVITE"), "CSeq 'x INVITE' is not '<number> <method>'"),
+        ((b"Max-Forwards: 70", b"Max-Forwards: 256"), "Max-Forwards '256' is larger than 255"),
+        ((b"Max-Forwards: 70", b"Max-Forwards: -1"), "Max-Forwards '-1' is not a non-negative integer"),
+        ((b"Content-Length: 4", b"Content-Length: 4\r\nContent-Length: 5"), "2 different Content-Length"),
+        ((b"Call-ID: a84b4c76e66710@pc33.atlanta.example.com", b"Call-ID: a b"), "Call-ID 'a b' is not word"),
+        ((b"Call-ID: a84b4c76e66710@pc33.atlanta.example.com\r\n", b""), "missing Call-ID header"),
+        ((b"Contact: <sip:alice@pc33.atlanta.example.com>", b"Contact: <sip:alice@pc33 bad>"), "Contact: URI"),
+        ((b"Timestamp: 54", b"Expires: 4294967296"), "Expires '4294967296' is larger than 4294967295"),
+        ((b"Timestamp: 54", b"Route: <sip:p1;lr>, bad uri"), "Route: URI"),
+        ((b"Timestamp: 54", b"Date: Sat, 13 Nov 2010 23:29:00 UTC"), "not an RFC 1123 date in GMT"),
+    ],
+)
 def test_validation_errors(change: tuple[bytes, bytes], problem: str) -> None:
     m = _request(INVITE.replace(*change))
     with pytest.raises(SipParseError, match=problem) as caught:

@@ -4,6 +4,7 @@ A minimal responder built only from parse_message / validate_request / make_resp
 sipp's built-in `uac` call (INVITE, ACK, BYE) and a REGISTER that sipp authenticates with digest.
 sipp exits 0 only when every response it got was well formed and matched its transaction.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -70,12 +71,28 @@ def responder() -> Iterator[socket.socket]:
     sock.close()
 
 
-def _run_sipp(sock: socket.socket, args: list[str], handle: Callable[[Request], list[Response]],
-              cwd: Path) -> list[Request]:
+def _run_sipp(
+    sock: socket.socket, args: list[str], handle: Callable[[Request], list[Response]], cwd: Path
+) -> list[Request]:
     """Runs sipp against `sock`, answering each request with `handle`; returns what sipp sent."""
     port = sock.getsockname()[1]
-    command = ["sipp", f"127.0.0.1:{port}", "-i", "127.0.0.1", "-p", str(_free_udp_port()),
-               "-mp", str(_free_udp_port()), "-m", "1", "-nostdin", "-timeout", "10s", "-timeout_error", *args]
+    command = [
+        "sipp",
+        f"127.0.0.1:{port}",
+        "-i",
+        "127.0.0.1",
+        "-p",
+        str(_free_udp_port()),
+        "-mp",
+        str(_free_udp_port()),
+        "-m",
+        "1",
+        "-nostdin",
+        "-timeout",
+        "10s",
+        "-timeout_error",
+        *args,
+    ]
     received: list[Request] = []
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -108,8 +125,11 @@ def test_sipp_uac_call_is_answered(responder: socket.socket, tmp_path: Path) -> 
     def handle(request: Request) -> list[Response]:
         if request.method == "INVITE":
             contact = {"Contact": f"<sip:voiceswarm@127.0.0.1:{port}>"}
-            return [make_response(request, 100), make_response(request, 180, to_tag=tag),
-                    make_response(request, 200, to_tag=tag, headers=contact)]
+            return [
+                make_response(request, 100),
+                make_response(request, 180, to_tag=tag),
+                make_response(request, 200, to_tag=tag, headers=contact),
+            ]
         return [] if request.method == "ACK" else [make_response(request, 200, to_tag=tag)]
 
     received = _run_sipp(responder, ["-sn", "uac"], handle, tmp_path)

@@ -1,5 +1,6 @@
 """Registration against a scripted registrar (a plain UDP socket answering by hand): the answers Kamailio
 does not give on demand — outages, 423, odd expiries, challenges we cannot answer — and the config checks."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,9 @@ FAST = Timers(t1=0.05, t2=0.2)  # a silent registrar at teardown costs 8*T1, not
 
 
 def registration(peer: SipPeer, **options) -> RegistrationConfig:
-    return RegistrationConfig(f"sip:{LOCAL}:{peer.port}", "agent", "s3cret", retry_min_s=0.1, retry_max_s=0.2,
-                              **options)
+    return RegistrationConfig(
+        f"sip:{LOCAL}:{peer.port}", "agent", "s3cret", retry_min_s=0.1, retry_max_s=0.2, **options
+    )
 
 
 async def test_an_outage_is_retried_until_the_registrar_answers(start_endpoint, sip_peer) -> None:
@@ -43,8 +45,17 @@ async def test_an_outage_is_retried_until_the_registrar_answers(start_endpoint, 
     retry = await registrar.request("REGISTER", timeout=3)  # after the backoff, in the same Call-ID
     assert retry.call_id == first.call_id and retry.cseq[0] > first.cseq[0]
     contact = f"<sip:agent@{LOCAL}:{endpoint.local_address[1]}>"
-    registrar.send(answer(retry, 200, "OK", "Contact: <sip:other@192.0.2.9>;expires=5",
-                          f"Contact: {contact};expires=77", "Expires: 3600"), retry.vias[0].port)
+    registrar.send(
+        answer(
+            retry,
+            200,
+            "OK",
+            "Contact: <sip:other@192.0.2.9>;expires=5",
+            f"Contact: {contact};expires=77",
+            "Expires: 3600",
+        ),
+        retry.vias[0].port,
+    )
     status = await endpoint.registration.wait_for("registered", timeout_s=3)
     assert status.expires_s == 77  # our binding's expiry, not another one's nor the Expires header
     assert status.failures == 0 and status.registrations == 1 and endpoint.metrics.registration_failures == 1
@@ -56,8 +67,16 @@ async def test_a_challenge_is_answered_and_423_raises_the_interval(start_endpoin
     assert endpoint.registration is not None
     request = await registrar.request("REGISTER")
     challenge = 'Digest realm="pbx", nonce="abc123", algorithm=SHA-256, qop="auth"'
-    registrar.send(answer(request, 401, "Unauthorized", 'WWW-Authenticate: Digest realm="pbx", nonce="x1"',
-                          f"WWW-Authenticate: {challenge}"), request.vias[0].port)
+    registrar.send(
+        answer(
+            request,
+            401,
+            "Unauthorized",
+            'WWW-Authenticate: Digest realm="pbx", nonce="x1"',
+            f"WWW-Authenticate: {challenge}",
+        ),
+        request.vias[0].port,
+    )
     request = await registrar.request("REGISTER")
     credentials = request.headers.get("Authorization") or ""
     assert "algorithm=SHA-256" in credentials, "the stronger of the two challenges is answered"
@@ -70,19 +89,22 @@ async def test_a_challenge_is_answered_and_423_raises_the_interval(start_endpoin
     assert status.expires_s == 120  # no Contact in the 200: the Expires we asked for
 
 
-@pytest.mark.parametrize("challenge,expected", [
-    ('Digest realm="pbx", nonce="n", qop="auth-int"', "without a digest challenge we can answer"),
-    ('Digest realm="pbx", nonce="n", algorithm=SHA-1', "without a digest challenge we can answer"),
-    ('Basic realm="pbx"', "without a digest challenge we can answer"),
-])
-async def test_an_unanswerable_challenge_fails_clearly(start_endpoint, sip_peer, challenge: str,
-                                                       expected: str) -> None:
+@pytest.mark.parametrize(
+    "challenge,expected",
+    [
+        ('Digest realm="pbx", nonce="n", qop="auth-int"', "without a digest challenge we can answer"),
+        ('Digest realm="pbx", nonce="n", algorithm=SHA-1', "without a digest challenge we can answer"),
+        ('Basic realm="pbx"', "without a digest challenge we can answer"),
+    ],
+)
+async def test_an_unanswerable_challenge_fails_clearly(start_endpoint, sip_peer, challenge: str, expected: str) -> None:
     registrar = await sip_peer()
     endpoint = await start_endpoint(registration=registration(registrar))
     assert endpoint.registration is not None
     request = await registrar.request("REGISTER")
-    registrar.send(answer(request, 407, "Proxy Authentication Required", f"Proxy-Authenticate: {challenge}"),
-                   request.vias[0].port)
+    registrar.send(
+        answer(request, 407, "Proxy Authentication Required", f"Proxy-Authenticate: {challenge}"), request.vias[0].port
+    )
     status = await endpoint.registration.wait_for("failing", timeout_s=3)
     assert expected in (status.last_error or "") and "407" in (status.last_error or "")
 
@@ -102,7 +124,9 @@ async def test_a_silent_registrar_times_out_and_stop_does_not_hang(start_endpoin
 
 async def test_stop_removes_the_binding_with_expires_zero(start_endpoint, sip_peer) -> None:
     registrar = await sip_peer()
-    endpoint = await start_endpoint(registration=registration(registrar, outbound_proxy=f"sip:{LOCAL}:{registrar.port}"))
+    endpoint = await start_endpoint(
+        registration=registration(registrar, outbound_proxy=f"sip:{LOCAL}:{registrar.port}")
+    )
     assert endpoint.registration is not None
     request = await registrar.request("REGISTER")
     assert request.headers.get("Route") == f"<sip:{LOCAL}:{registrar.port};lr>"
@@ -124,15 +148,18 @@ def test_backoff_doubles_up_to_the_cap_with_jitter() -> None:
         assert len(set(delays)) > 100  # jittered, not one fixed value
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"registrar": "pbx.example.com"}, "must be a SIP URI"),
-    ({"registrar": "sip:100@pbx.example.com"}, "no user part"),
-    ({"registrar": "sip:pbx.example.com;transport=sctp"}, "transport=tcp|tls"),
-    ({"username": "a b"}, "not a valid SIP user part"),
-    ({"expires": 0}, "expires must be"),
-    ({"retry_min_s": 10, "retry_max_s": 1}, "retry_min_s <= retry_max_s"),
-    ({"outbound_proxy": "proxy:5060"}, "outbound_proxy must be"),
-])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"registrar": "pbx.example.com"}, "must be a SIP URI"),
+        ({"registrar": "sip:100@pbx.example.com"}, "no user part"),
+        ({"registrar": "sip:pbx.example.com;transport=sctp"}, "transport=tcp|tls"),
+        ({"username": "a b"}, "not a valid SIP user part"),
+        ({"expires": 0}, "expires must be"),
+        ({"retry_min_s": 10, "retry_max_s": 1}, "retry_min_s <= retry_max_s"),
+        ({"outbound_proxy": "proxy:5060"}, "outbound_proxy must be"),
+    ],
+)
 def test_bad_registration_config_says_what_to_fix(options: dict, message: str) -> None:
     arguments = {"registrar": "sip:pbx.example.com", "username": "100", "password": "x"} | options
     with pytest.raises(ValueError, match=message):

@@ -1,5 +1,6 @@
 """Bad input, protocol corner cases and timers, driven from plain UDP sockets on 127.0.0.1 (a scripted peer
 writes the SIP by hand), with a real sipp call afterwards to show the endpoint still works."""
+
 from __future__ import annotations
 
 import asyncio
@@ -47,8 +48,10 @@ async def rtp_sink() -> tuple[asyncio.DatagramTransport, RtpSink]:
 
 # ---- bad datagrams -----------------------------------------------------------------------------------------
 
+
 async def test_bad_datagrams_are_counted_answered_when_possible_and_never_stop_the_endpoint(
-        start_endpoint, sip_peer, peers: Peers, caplog: pytest.LogCaptureFixture) -> None:
+    start_endpoint, sip_peer, peers: Peers, caplog: pytest.LogCaptureFixture
+) -> None:
     endpoint = await start_endpoint()
     port = endpoint.local_address[1]
     peer = await sip_peer()
@@ -58,8 +61,12 @@ async def test_bad_datagrams_are_counted_answered_when_possible_and_never_stop_t
         peer.transport.sendto(garbage, (LOCAL, port))
     # truncated in the middle of the headers, then a Content-Length larger than the body
     peer.send(good[: good.index("Max-Forwards") + 5], port)
-    peer.send(sip_request("OPTIONS", peer.port, port, call_id="wrong-length", branch=new_id())
-              .replace("Content-Length: 0", "Content-Length: 500"), port)
+    peer.send(
+        sip_request("OPTIONS", peer.port, port, call_id="wrong-length", branch=new_id()).replace(
+            "Content-Length: 0", "Content-Length: 500"
+        ),
+        port,
+    )
     peer.send(good.replace("CSeq: 1 OPTIONS", "CSeq: one OPTIONS"), port)  # parses, fails validation
     # the largest datagram IPv4 UDP carries (65,507 bytes) is still a message we read
     padding = 65_507 - len(good) - len("X-Padding: \r\n")
@@ -92,8 +99,9 @@ async def test_a_message_over_64_kb_is_refused_before_parsing(start_endpoint, si
     assert endpoint.metrics.oversized == 1 and endpoint.metrics.internal_errors == 0
 
 
-async def test_an_invite_flood_from_one_source_gets_503_with_retry_after(start_endpoint, sip_peer, peers: Peers,
-                                                                          caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_invite_flood_from_one_source_gets_503_with_retry_after(
+    start_endpoint, sip_peer, peers: Peers, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="telephony.sip.transport")
     endpoint = await start_endpoint(invite_rate=1.0, invite_burst=3, timers=FAST)
     port = endpoint.local_address[1]
@@ -120,8 +128,10 @@ async def test_sources_outside_the_allow_list_get_403(start_endpoint, sip_peer) 
     await peer.response(403, "OPTIONS")
     assert endpoint.metrics.forbidden == 2 and endpoint.calls == []
     allowed = await start_endpoint(allowed_sources=("127.0.0.0/8",))
-    peer.send(sip_request("OPTIONS", peer.port, allowed.local_address[1], call_id=new_id(), branch=new_id()),
-              allowed.local_address[1])
+    peer.send(
+        sip_request("OPTIONS", peer.port, allowed.local_address[1], call_id=new_id(), branch=new_id()),
+        allowed.local_address[1],
+    )
     await peer.response(200, "OPTIONS")
 
 
@@ -150,8 +160,10 @@ async def test_unknown_dialog_and_merged_requests(start_endpoint, sip_peer) -> N
 
 # ---- timers --------------------------------------------------------------------------------------------------
 
+
 async def test_the_200_is_retransmitted_until_the_ack_and_a_missing_ack_ends_the_call_with_bye(
-        start_endpoint, sip_peer) -> None:
+    start_endpoint, sip_peer
+) -> None:
     calls = []
 
     async def on_call(call) -> None:
@@ -176,7 +188,8 @@ async def test_the_200_is_retransmitted_until_the_ack_and_a_missing_ack_ends_the
 
 
 async def test_our_bye_is_retransmitted_until_timer_f_and_a_repeated_bye_is_answered_again(
-        start_endpoint, sip_peer) -> None:
+    start_endpoint, sip_peer
+) -> None:
     hung_up = asyncio.Event()
 
     async def on_call(call) -> None:
@@ -215,9 +228,12 @@ async def test_media_timeout_hangs_up_with_bye(start_endpoint, sip_peer) -> None
     peer = await sip_peer()
     await answered_call(peer, endpoint.local_address[1], 4000, new_id())
     bye = await peer.request("BYE", timeout=5)
-    peer.send(f"SIP/2.0 200 OK\r\nVia: {bye.headers.get('Via')}\r\nFrom: {bye.headers.get('From')}\r\n"
-              f"To: {bye.headers.get('To')}\r\nCall-ID: {bye.call_id}\r\nCSeq: {bye.headers.get('CSeq')}\r\n"
-              "Content-Length: 0\r\n\r\n", endpoint.local_address[1])
+    peer.send(
+        f"SIP/2.0 200 OK\r\nVia: {bye.headers.get('Via')}\r\nFrom: {bye.headers.get('From')}\r\n"
+        f"To: {bye.headers.get('To')}\r\nCall-ID: {bye.call_id}\r\nCSeq: {bye.headers.get('CSeq')}\r\n"
+        "Content-Length: 0\r\n\r\n",
+        endpoint.local_address[1],
+    )
     await asyncio.sleep(0.1)
     assert calls[0].end_reason == "media_timeout" and endpoint.metrics.media_timeouts == 1
 
@@ -237,8 +253,16 @@ async def test_reinvite_with_a_new_address_moves_the_media(start_endpoint, sip_p
         ok = await answered_call(peer, port, first_transport.get_extra_info("sockname")[1], call_id)
         await asyncio.sleep(0.3)
         assert len(first.packets) >= 5 and not second.packets
-        reinvite = sip_request("INVITE", peer.port, port, call_id=call_id, branch=new_id(), cseq=2, to_tag=ok.to.tag,
-                               body=sdp_offer(second_transport.get_extra_info("sockname")[1]))
+        reinvite = sip_request(
+            "INVITE",
+            peer.port,
+            port,
+            call_id=call_id,
+            branch=new_id(),
+            cseq=2,
+            to_tag=ok.to.tag,
+            body=sdp_offer(second_transport.get_extra_info("sockname")[1]),
+        )
         peer.send(reinvite, port)
         ok2 = await peer.response(200)
         assert ok2.to.tag == ok.to.tag
@@ -270,6 +294,7 @@ async def test_stale_cseq_in_a_dialog_gets_500(start_endpoint, sip_peer) -> None
 
 # ---- shutdown --------------------------------------------------------------------------------------------------
 
+
 async def test_stop_byes_live_calls_and_leaves_no_task_or_socket(start_endpoint, sip_peer) -> None:
     started = asyncio.Event()
     ends = []
@@ -292,8 +317,10 @@ async def test_stop_byes_live_calls_and_leaves_no_task_or_socket(start_endpoint,
     peer.send(sip_request("ACK", peer.port, port, call_id=ok.call_id, branch=new_id(), to_tag=ok.to.tag), port)
     ringing = new_id()  # a call still ringing when we stop
     slow = await start_endpoint(ring_ms=10_000)
-    peer.send(sip_request("INVITE", peer.port, slow.local_address[1], call_id=ringing, branch=new_id(),
-                          body=sdp_offer(4000)), slow.local_address[1])
+    peer.send(
+        sip_request("INVITE", peer.port, slow.local_address[1], call_id=ringing, branch=new_id(), body=sdp_offer(4000)),
+        slow.local_address[1],
+    )
     await peer.response(180)
     await asyncio.wait_for(asyncio.gather(endpoint.stop(0.2), slow.stop(0.2)), 5)
     bye = await peer.request("BYE")

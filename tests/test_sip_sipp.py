@@ -1,5 +1,6 @@
 """Our SIP endpoint against sipp (package sip-tester) on 127.0.0.1: built-in scenarios and the XML scenarios
 in tests/sipp/. sipp's stats file (-trace_stat) says whether each call went as its scenario expects."""
+
 from __future__ import annotations
 
 import asyncio
@@ -67,8 +68,12 @@ def assert_sipp_ok(run, calls: int = 1) -> None:
 def our_sdp_ports(run) -> list[int]:
     """The m=audio ports in the SDP of every 200 OK sipp received from us."""
     blocks = re.split(r"UDP message received \[\d+\] bytes :", run.logs.get("messages.log", ""))[1:]
-    return [int(port) for block in blocks if block.lstrip().startswith("SIP/2.0 200 OK")
-            for port in re.findall(r"m=audio (\d+)", block.split("----", 1)[0])]
+    return [
+        int(port)
+        for block in blocks
+        if block.lstrip().startswith("SIP/2.0 200 OK")
+        for port in re.findall(r"m=audio (\d+)", block.split("----", 1)[0])
+    ]
 
 
 async def test_sipp_uac_calls_complete(start_endpoint, peers: Peers) -> None:
@@ -81,8 +86,9 @@ async def test_sipp_uac_calls_complete(start_endpoint, peers: Peers) -> None:
     assert metrics.malformed == metrics.bad_requests == metrics.internal_errors == 0
 
 
-async def test_sipp_uac_pcap_sends_pcma_speech_in_exact_20ms_frames_and_a_dtmf_key(start_endpoint,
-                                                                                    peers: Peers) -> None:
+async def test_sipp_uac_pcap_sends_pcma_speech_in_exact_20ms_frames_and_a_dtmf_key(
+    start_endpoint, peers: Peers
+) -> None:
     recorder = Recorder()
     endpoint = await start_endpoint(recorder)
     run = await peers.sipp(endpoint.local_address, "uac_pcap", timeout_s=30)
@@ -118,8 +124,10 @@ async def test_dtmf_scenario_gives_one_key_per_press_and_caller_details(start_en
 
 async def test_pcmu_only_offer_streams_pcmu_audio(start_endpoint, peers: Peers) -> None:
     signal = chirp(3.0, 300, 3400)
-    packets = [RtpPacket(0, seq, seq * 160, 0x1234ABCD, PCMU.encode(signal[i:i + 160]), seq == 0).to_bytes()
-               for seq, i in enumerate(range(0, len(signal), 160))]
+    packets = [
+        RtpPacket(0, seq, seq * 160, 0x1234ABCD, PCMU.encode(signal[i : i + 160]), seq == 0).to_bytes()
+        for seq, i in enumerate(range(0, len(signal), 160))
+    ]
     recorder = Recorder()
     endpoint = await start_endpoint(recorder)
     workdir = peers.sipp_workdir({"pcmu.pcap": pcap_rtp(packets)})
@@ -169,8 +177,10 @@ async def test_application_hangs_up_with_bye(start_endpoint, peers: Peers) -> No
     assert recorder.calls[0].end_reason == "local_hangup"
 
 
-@pytest.mark.parametrize("scenario, counter", [("options.xml", None), ("unknown_method.xml", "not_implemented"),
-                                               ("no_codec.xml", "no_common_codec")])
+@pytest.mark.parametrize(
+    "scenario, counter",
+    [("options.xml", None), ("unknown_method.xml", "not_implemented"), ("no_codec.xml", "no_common_codec")],
+)
 async def test_out_of_call_requests(start_endpoint, peers: Peers, scenario: str, counter: str | None) -> None:
     recorder = Recorder()
     endpoint = await start_endpoint(recorder)
@@ -181,8 +191,9 @@ async def test_out_of_call_requests(start_endpoint, peers: Peers, scenario: str,
         assert getattr(endpoint.metrics, counter) == 1
 
 
-async def test_invite_without_sdp_gets_our_offer_and_takes_the_answer_from_the_ack(start_endpoint,
-                                                                                    peers: Peers) -> None:
+async def test_invite_without_sdp_gets_our_offer_and_takes_the_answer_from_the_ack(
+    start_endpoint, peers: Peers
+) -> None:
     recorder = Recorder()
     endpoint = await start_endpoint(recorder)
     run = await peers.sipp(endpoint.local_address, "late_offer.xml", timeout_s=15)
@@ -193,8 +204,9 @@ async def test_invite_without_sdp_gets_our_offer_and_takes_the_answer_from_the_a
 
 
 @pytest.mark.parametrize("scenario, succeeds", [("transfer_ok.xml", True), ("transfer_busy.xml", False)])
-async def test_blind_transfer_follows_the_notify_sipfrags(start_endpoint, peers: Peers, scenario: str,
-                                                          succeeds: bool) -> None:
+async def test_blind_transfer_follows_the_notify_sipfrags(
+    start_endpoint, peers: Peers, scenario: str, succeeds: bool
+) -> None:
     recorder = Recorder(transfer_to="1234")
     endpoint = await start_endpoint(recorder)
     run = await peers.sipp(endpoint.local_address, scenario, timeout_s=15)

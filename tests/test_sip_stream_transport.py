@@ -1,5 +1,6 @@
 """StreamTransport on 127.0.0.1 with raw TCP/TLS clients: framing, responses on the request's connection,
 connection reuse, limits, idle reaping, RFC 5626 keep-alives, and TLS certificates from files."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,9 +20,11 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def options(branch: str = "z9hG4bK1", *, via_port: int = 5070, body: bytes = b"", transport: str = "TCP") -> bytes:
-    return (f"OPTIONS sip:echo@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/{transport} 127.0.0.1:{via_port};branch={branch}\r\n"
-            "From: <sip:a@127.0.0.1>;tag=1\r\nTo: <sip:echo@127.0.0.1>\r\nCall-ID: c1\r\nCSeq: 1 OPTIONS\r\n"
-            f"Max-Forwards: 70\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"OPTIONS sip:echo@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/{transport} 127.0.0.1:{via_port};branch={branch}\r\n"
+        "From: <sip:a@127.0.0.1>;tag=1\r\nTo: <sip:echo@127.0.0.1>\r\nCall-ID: c1\r\nCSeq: 1 OPTIONS\r\n"
+        f"Max-Forwards: 70\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 class Echo:
@@ -31,8 +34,9 @@ class Echo:
         self.requests: list[tuple[Request, Peer]] = []
         self.responses: list[tuple[Response, Peer]] = []
         self.metrics = SipMetrics()
-        self.transport = StreamTransport(self.metrics, self._request, self._response,
-                                         tls=tls.contexts() if tls else None, limits=limits)
+        self.transport = StreamTransport(
+            self.metrics, self._request, self._response, tls=tls.contexts() if tls else None, limits=limits
+        )
 
     def _request(self, request: Request, source: Peer) -> None:
         self.requests.append((request, source))
@@ -77,12 +81,16 @@ async def test_a_request_dribbled_byte_by_byte_is_served_once() -> None:
         writer.close()
 
 
-@pytest.mark.parametrize("bad, status", [
-    (options().replace(b"Content-Length: 0\r\n", b""), b"400"),
-    (options().replace(b"Content-Length: 0", b"Content-Length: 99999"), b"513"),
-])
-async def test_unframeable_requests_get_an_answer_then_the_connection_closes(bad: bytes, status: bytes,
-                                                                            caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "bad, status",
+    [
+        (options().replace(b"Content-Length: 0\r\n", b""), b"400"),
+        (options().replace(b"Content-Length: 0", b"Content-Length: 99999"), b"513"),
+    ],
+)
+async def test_unframeable_requests_get_an_answer_then_the_connection_closes(
+    bad: bytes, status: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     async with Echo() as echo:
         reader, writer = await asyncio.open_connection(*echo.address)
@@ -94,7 +102,8 @@ async def test_unframeable_requests_get_an_answer_then_the_connection_closes(bad
 
 
 async def test_garbage_closes_the_connection_with_a_log_line_and_the_listener_serves_on(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async with Echo() as echo:
         reader, writer = await asyncio.open_connection(*echo.address)
         writer.write(b"\x16\x03\x01" + bytes(range(256)) * 300)  # no headers end in 76 kB
@@ -135,8 +144,10 @@ async def test_a_peer_cannot_claim_another_hosts_address_for_our_requests() -> N
         reader, writer = await asyncio.open_connection(*echo.address)
         writer.write(options().replace(b"127.0.0.1:5070", b"192.0.2.7:5060"))
         await read_response(reader)
-        echo.transport.send(Request("OPTIONS", echo.requests[0][0].from_.uri, echo.requests[0][0].headers.copy()),
-                            Peer("192.0.2.7", 5060, "TCP"))
+        echo.transport.send(
+            Request("OPTIONS", echo.requests[0][0].from_.uri, echo.requests[0][0].headers.copy()),
+            Peer("192.0.2.7", 5060, "TCP"),
+        )
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(reader.read(1), 0.3)
         writer.close()
@@ -145,8 +156,11 @@ async def test_a_peer_cannot_claim_another_hosts_address_for_our_requests() -> N
 async def test_we_connect_once_and_reuse_the_connection_for_requests_and_their_responses() -> None:
     async with Echo() as server, Echo() as client:
         for n in range(3):
-            request = Request("OPTIONS", server.requests[0][0].uri if server.requests else _uri(server),
-                              _parse(options(f"z9hG4bK{n}")).headers)
+            request = Request(
+                "OPTIONS",
+                server.requests[0][0].uri if server.requests else _uri(server),
+                _parse(options(f"z9hG4bK{n}")).headers,
+            )
             client.transport.send(request, Peer(*server.address, "TCP"))
         async with asyncio.timeout(5):
             while len(client.responses) < 3:
@@ -202,8 +216,9 @@ async def test_a_keepalive_flow_pings_and_reports_a_peer_that_stops_answering() 
         server.close()
 
 
-async def test_tls_serves_a_verified_client_and_refuses_a_plain_tcp_one(certs: CertFiles,
-                                                                        caplog: pytest.LogCaptureFixture) -> None:
+async def test_tls_serves_a_verified_client_and_refuses_a_plain_tcp_one(
+    certs: CertFiles, caplog: pytest.LogCaptureFixture
+) -> None:
     async with Echo(tls=TlsConfig(str(certs.cert), str(certs.key))) as echo:
         context = ssl.create_default_context(cafile=str(certs.ca))
         reader, writer = await asyncio.open_connection(*echo.address, ssl=context, server_hostname="127.0.0.1")
@@ -220,14 +235,18 @@ async def test_tls_serves_a_verified_client_and_refuses_a_plain_tcp_one(certs: C
 
 async def test_tls_client_checks_the_servers_certificate(certs: CertFiles, tmp_path, caplog) -> None:
     other = make_certs(tmp_path / "other-ca")  # a certificate from a CA the client does not trust
-    async with Echo(tls=TlsConfig(str(other.cert), str(other.key))) as untrusted, \
-            Echo(tls=TlsConfig(str(certs.cert), str(certs.key))) as trusted, \
-            Echo(tls=TlsConfig(str(certs.cert), str(certs.key), ca_file=str(certs.ca))) as client:
+    async with (
+        Echo(tls=TlsConfig(str(other.cert), str(other.key))) as untrusted,
+        Echo(tls=TlsConfig(str(certs.cert), str(certs.key))) as trusted,
+        Echo(tls=TlsConfig(str(certs.cert), str(certs.key), ca_file=str(certs.ca))) as client,
+    ):
         unreachable: list[Peer] = []
         client.transport.on_unreachable = unreachable.append
         for server in (untrusted, trusted):
-            client.transport.send(Request("OPTIONS", _uri(server), _parse(options(transport="TLS")).headers),
-                                  Peer(*server.address, "TLS", "127.0.0.1"))
+            client.transport.send(
+                Request("OPTIONS", _uri(server), _parse(options(transport="TLS")).headers),
+                Peer(*server.address, "TLS", "127.0.0.1"),
+            )
         async with asyncio.timeout(5):
             while not (client.responses and unreachable):
                 await asyncio.sleep(0.01)
@@ -238,19 +257,23 @@ async def test_tls_client_checks_the_servers_certificate(certs: CertFiles, tmp_p
 
 # ---- certificate files ----------------------------------------------------------------------------------------
 
+
 def test_good_files_load(certs: CertFiles) -> None:
     contexts = TlsConfig(str(certs.cert), str(certs.key), str(certs.ca)).contexts()
     assert contexts.client.verify_mode == ssl.CERT_REQUIRED and contexts.client.check_hostname
 
 
-@pytest.mark.parametrize("change, message", [
-    ("missing cert", "No such file"),
-    ("cert is key", "holds no PEM certificate"),
-    ("key is cert", "holds no PEM private key"),
-    ("mismatch", "does not belong to the certificate"),
-    ("encrypted", "encrypted with a pass phrase"),
-    ("bad ca", "holds no usable PEM certificate"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("missing cert", "No such file"),
+        ("cert is key", "holds no PEM certificate"),
+        ("key is cert", "holds no PEM private key"),
+        ("mismatch", "does not belong to the certificate"),
+        ("encrypted", "encrypted with a pass phrase"),
+        ("bad ca", "holds no usable PEM certificate"),
+    ],
+)
 def test_bad_files_are_a_clear_error(certs: CertFiles, tmp_path, change: str, message: str) -> None:
     cert, key, ca = str(certs.cert), str(certs.key), None
     if change == "missing cert":

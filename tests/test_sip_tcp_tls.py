@@ -1,6 +1,7 @@
 """SIP over TCP and TLS against real peers on 127.0.0.1: sipp over TCP (-t t1; Debian's sipp is built without
 OpenSSL, so it cannot do -t l1), baresip over TLS checking our certificate, and two endpoints dialling each
 other with sips: and ;transport=tcp."""
+
 from __future__ import annotations
 
 import asyncio
@@ -51,8 +52,11 @@ async def test_our_bye_reaches_a_tcp_caller_on_its_connection(start_endpoint, pe
 
     endpoint = await start_endpoint(hang_up_soon, listen_tcp=(LOCAL, 0))
     scenario = tmp_path / "bye_from_us_tcp.xml"  # the caller's Contact says TCP, as a TCP phone's does
-    scenario.write_text((SIPP_SCENARIOS / "bye_from_us.xml").read_text().replace(
-        "<sip:sipp@[local_ip]:[local_port]>", "<sip:sipp@[local_ip]:[local_port];transport=tcp>"))
+    scenario.write_text(
+        (SIPP_SCENARIOS / "bye_from_us.xml")
+        .read_text()
+        .replace("<sip:sipp@[local_ip]:[local_port]>", "<sip:sipp@[local_ip]:[local_port];transport=tcp>")
+    )
     run = await peers.sipp(endpoint.address("TCP"), str(scenario), extra=("-t", "t1"), timeout_s=20)
     assert run.returncode == 0 and run.successful == 1, run.report()
     bye = sipp_messages(run, "BYE ")
@@ -60,8 +64,9 @@ async def test_our_bye_reaches_a_tcp_caller_on_its_connection(start_endpoint, pe
     assert endpoint._streams[0].connections <= 1
 
 
-async def test_baresip_calls_over_tls_and_hears_itself(start_endpoint, peers: Peers, certs: CertFiles,
-                                                       tmp_path) -> None:
+async def test_baresip_calls_over_tls_and_hears_itself(
+    start_endpoint, peers: Peers, certs: CertFiles, tmp_path
+) -> None:
     if shutil.which("baresip") is None:
         pytest.skip("apt-get install baresip-core")
     heard: list[np.ndarray] = []
@@ -75,8 +80,9 @@ async def test_baresip_calls_over_tls_and_hears_itself(start_endpoint, peers: Pe
     host, port = endpoint.address("TLS")
     speech = chirp(4.0, 300, 3000)
     wav = write_wav(tmp_path / "caller.wav", speech)
-    run, recordings = await peers.baresip_call(f"sip:echo@{host}:{port};transport=tls", wav, seconds=20,
-                                               cafile=certs.ca)
+    run, recordings = await peers.baresip_call(
+        f"sip:echo@{host}:{port};transport=tls", wav, seconds=20, cafile=certs.ca
+    )
     await asyncio.sleep(0.3)
     assert endpoint.metrics.calls_answered == 1 and endpoint.metrics.calls_ended == 1, run.report()
     assert endpoint.metrics.internal_errors == 0
@@ -90,8 +96,9 @@ async def test_baresip_calls_over_tls_and_hears_itself(start_endpoint, peers: Pe
     assert correlation >= 0.9, f"baresip heard its echo with correlation {correlation:.3f}\n{run.report()}"
 
 
-async def test_we_dial_a_sips_uri_over_tls_and_its_bye_comes_back_on_our_connection(start_endpoint,
-                                                                                    certs: CertFiles) -> None:
+async def test_we_dial_a_sips_uri_over_tls_and_its_bye_comes_back_on_our_connection(
+    start_endpoint, certs: CertFiles
+) -> None:
     answered: list = []
 
     async def callee(call) -> None:
@@ -129,6 +136,7 @@ async def test_dialling_sips_without_a_tls_transport_says_what_to_configure(star
 
 # ---- configuration ---------------------------------------------------------------------------------------------
 
+
 def _sip_config(tmp_path, **keys: str):
     from callcenter.config import load_config
 
@@ -140,24 +148,37 @@ def _sip_config(tmp_path, **keys: str):
 def test_config_maps_tcp_and_tls_onto_the_endpoint(tmp_path, certs: CertFiles) -> None:
     from callcenter.config import endpoint_config
 
-    config = _sip_config(tmp_path, listen_tcp="127.0.0.1:5060", listen_tls="[::1]:5061", tls_cert=str(certs.cert),
-                         tls_key=str(certs.key), tls_ca=str(certs.ca))
+    config = _sip_config(
+        tmp_path,
+        listen_tcp="127.0.0.1:5060",
+        listen_tls="[::1]:5061",
+        tls_cert=str(certs.cert),
+        tls_key=str(certs.key),
+        tls_ca=str(certs.ca),
+    )
     endpoint = endpoint_config(config.sip)
     assert endpoint.listen_tcp == ("127.0.0.1", 5060) and endpoint.listen_tls == ("::1", 5061)
     assert endpoint.tls == TlsConfig(str(certs.cert), str(certs.key), str(certs.ca))
 
 
-@pytest.mark.parametrize("keys, message", [
-    ({"listen_tls": "127.0.0.1:5061"}, "sip.listen_tls needs sip.tls_cert and sip.tls_key"),
-    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "CERT"}, "both sip.tls_cert and sip.tls_key"),
-    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "/no/such.pem", "tls_key": "KEY"}, "/no/such.pem: No such file"),
-    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "CERT", "tls_key": "OTHER_KEY"}, "does not belong to the certificate"),
-    ({"listen_tls": "127.0.0.1:5061", "tls_cert": "KEY", "tls_key": "KEY"}, "holds no PEM certificate"),
-    ({"listen_tcp": "pbx.example.com:5060"}, "sip.listen_tcp must be an IP address"),
-    ({"listen_tcp": "5060"}, "sip.listen_tcp is '5060'; write HOST:PORT"),
-])
-def test_a_bad_tls_or_tcp_setting_is_a_config_error_naming_it(tmp_path, certs: CertFiles, keys: dict,
-                                                              message: str) -> None:
+@pytest.mark.parametrize(
+    "keys, message",
+    [
+        ({"listen_tls": "127.0.0.1:5061"}, "sip.listen_tls needs sip.tls_cert and sip.tls_key"),
+        ({"listen_tls": "127.0.0.1:5061", "tls_cert": "CERT"}, "both sip.tls_cert and sip.tls_key"),
+        ({"listen_tls": "127.0.0.1:5061", "tls_cert": "/no/such.pem", "tls_key": "KEY"}, "/no/such.pem: No such file"),
+        (
+            {"listen_tls": "127.0.0.1:5061", "tls_cert": "CERT", "tls_key": "OTHER_KEY"},
+            "does not belong to the certificate",
+        ),
+        ({"listen_tls": "127.0.0.1:5061", "tls_cert": "KEY", "tls_key": "KEY"}, "holds no PEM certificate"),
+        ({"listen_tcp": "pbx.example.com:5060"}, "sip.listen_tcp must be an IP address"),
+        ({"listen_tcp": "5060"}, "sip.listen_tcp is '5060'; write HOST:PORT"),
+    ],
+)
+def test_a_bad_tls_or_tcp_setting_is_a_config_error_naming_it(
+    tmp_path, certs: CertFiles, keys: dict, message: str
+) -> None:
     from callcenter.config import ConfigError
 
     files = {"CERT": str(certs.cert), "KEY": str(certs.key)}
@@ -178,12 +199,27 @@ async def test_voiceswarm_echo_answers_sipp_over_tcp(peers: Peers) -> None:
     from harness.peers import free_sip_port
 
     port = free_sip_port()
-    code = ("import callcenter.cli as c, sys; c.COMMAND_MODULES = ('callcenter.commands.echo',); "
-            "sys.exit(c.main(sys.argv[1:]))")
+    code = (
+        "import callcenter.cli as c, sys; c.COMMAND_MODULES = ('callcenter.commands.echo',); "
+        "sys.exit(c.main(sys.argv[1:]))"
+    )
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", code, "echo", "--listen", f"{LOCAL}:{port}", "--listen-tcp", f"{LOCAL}:{port}",
-        "--rtp-ports", "51000-51999", cwd=Path(__file__).resolve().parent.parent, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+        sys.executable,
+        "-c",
+        code,
+        "echo",
+        "--listen",
+        f"{LOCAL}:{port}",
+        "--listen-tcp",
+        f"{LOCAL}:{port}",
+        "--rtp-ports",
+        "51000-51999",
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert process.stdout is not None
         line = (await asyncio.wait_for(process.stdout.readline(), 15)).decode()
@@ -200,7 +236,15 @@ def test_voiceswarm_echo_refuses_a_bad_certificate_with_a_message(tmp_path, cert
     from callcenter.commands import echo
     from tests.test_echo_command import echo_args
 
-    args = echo_args("--listen", f"{LOCAL}:0", "--listen-tls", f"{LOCAL}:0", "--tls-cert", str(certs.key),
-                     "--tls-key", str(certs.key))
+    args = echo_args(
+        "--listen",
+        f"{LOCAL}:0",
+        "--listen-tls",
+        f"{LOCAL}:0",
+        "--tls-cert",
+        str(certs.key),
+        "--tls-key",
+        str(certs.key),
+    )
     assert echo.run(args) == 2
     assert f"voiceswarm echo: TLS certificate {certs.key} holds no PEM certificate" in capsys.readouterr().err

@@ -4,6 +4,7 @@ The messages are read in their exact bytes from tests/data/rfc4475/ (see its REA
 parse, validate and yield what the RFC says it means; tests/test_rfc4475.py checks every message's
 verdict (accepted, or refused with an error naming the problem) and what our endpoint answers on the wire.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -161,7 +162,11 @@ def test_semiuri() -> None:
     assert isinstance(m, Request)
     assert unquote(m.uri.user or "") == "user;par=u@example.net" and m.uri.params == {}
     assert m.headers.get_all("Accept") == [
-        "application/sdp", "application/pkcs7-mime", "multipart/mixed", "multipart/signed", "message/sip",
+        "application/sdp",
+        "application/pkcs7-mime",
+        "multipart/mixed",
+        "multipart/signed",
+        "message/sip",
         "message/sipfrag",
     ]
 
@@ -202,10 +207,13 @@ def test_badbranch_parses_with_an_empty_transaction_id() -> None:
     assert m.vias[0].branch == "z9hG4bK"
 
 
-@pytest.mark.parametrize("name, scheme, opaque", [
-    ("unkscm", "nobodyknowsthisscheme", "totallyopaquecontent"),
-    ("novelsc", "soap.beep", "//192.0.2.103:3002"),
-])
+@pytest.mark.parametrize(
+    "name, scheme, opaque",
+    [
+        ("unkscm", "nobodyknowsthisscheme", "totallyopaquecontent"),
+        ("novelsc", "soap.beep", "//192.0.2.103:3002"),
+    ],
+)
 def test_unknown_request_uri_schemes_parse_for_a_416(name: str, scheme: str, opaque: str) -> None:
     m = _valid(name)
     assert isinstance(m, Request) and (m.uri.scheme, m.uri.host) == (scheme, opaque)

@@ -1,6 +1,7 @@
 """What RFC 3261 says a UAS must do with a request, each rule checked from a scripted UDP peer on 127.0.0.1:
 Record-Route copied into the dialog's responses, stateless refusals (one response, no 100, no retransmission),
 a To tag on every final response, Require, the Request-URI scheme, Max-Forwards 0 and Accept."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,7 @@ def new_id() -> str:
 
 
 def invite(peer: SipPeer, port: int, *, extra: str = "", uri: str | None = None) -> str:
-    text = sip_request("INVITE", peer.port, port, call_id=new_id(), branch=new_id(), body=sdp_offer(4000),
-                       extra=extra)
+    text = sip_request("INVITE", peer.port, port, call_id=new_id(), branch=new_id(), body=sdp_offer(4000), extra=extra)
     if uri is not None:
         _first, rest = text.split("\r\n", 1)
         text = f"INVITE {uri} SIP/2.0\r\n{rest}"
@@ -40,8 +40,10 @@ async def test_record_route_is_copied_into_the_180_and_the_200_in_order(start_en
     endpoint = await start_endpoint()
     port = endpoint.local_address[1]
     peer = await sip_peer()
-    routes = ("Record-Route: <sip:edge.example.com;lr>, <sip:10.0.0.1:5070;lr;ftag=x>\n"
-              "Record-Route: <sip:core.example.com;transport=udp;lr>")
+    routes = (
+        "Record-Route: <sip:edge.example.com;lr>, <sip:10.0.0.1:5070;lr;ftag=x>\n"
+        "Record-Route: <sip:core.example.com;transport=udp;lr>"
+    )
     peer.send(invite(peer, port, extra=routes), port)
     expected = ["<sip:edge.example.com;lr>", "<sip:10.0.0.1:5070;lr;ftag=x>", "<sip:core.example.com;transport=udp;lr>"]
     for status in (180, 200):
@@ -51,8 +53,9 @@ async def test_record_route_is_copied_into_the_180_and_the_200_in_order(start_en
 
 
 @pytest.mark.parametrize("refusal", ["forbidden", "rate_limited"])
-async def test_a_refused_invite_gets_exactly_one_response_no_bigger_than_itself(start_endpoint, sip_peer,
-                                                                                refusal: str) -> None:
+async def test_a_refused_invite_gets_exactly_one_response_no_bigger_than_itself(
+    start_endpoint, sip_peer, refusal: str
+) -> None:
     if refusal == "forbidden":
         endpoint = await start_endpoint(allowed_sources=("10.0.0.0/8",), timers=FAST)
     else:
@@ -77,24 +80,30 @@ async def test_a_refused_invite_gets_exactly_one_response_no_bigger_than_itself(
     assert [m.status for m in again if isinstance(m, Response) and m.call_id in request.decode()] == [mine[0].status]
 
 
-@pytest.mark.parametrize("method,extra,status", [
-    ("OPTIONS", "", 200),
-    ("SUBSCRIBE", "", 405),
-    ("FOO", "", 501),
-    ("OPTIONS", "Require: nothingSupportsThis", 420),
-    ("INVITE", "", 486),
-    ("INVITE", "Accept: text/nobodyKnowsThis", 406),
-    ("BYE", "", 481),
-])
-async def test_every_final_response_carries_a_to_tag(start_endpoint, sip_peer, method: str, extra: str,
-                                                     status: int) -> None:
+@pytest.mark.parametrize(
+    "method,extra,status",
+    [
+        ("OPTIONS", "", 200),
+        ("SUBSCRIBE", "", 405),
+        ("FOO", "", 501),
+        ("OPTIONS", "Require: nothingSupportsThis", 420),
+        ("INVITE", "", 486),
+        ("INVITE", "Accept: text/nobodyKnowsThis", 406),
+        ("BYE", "", 481),
+    ],
+)
+async def test_every_final_response_carries_a_to_tag(
+    start_endpoint, sip_peer, method: str, extra: str, status: int
+) -> None:
     endpoint = await start_endpoint(max_calls=0)  # any INVITE that gets through is 486 Busy Here
     port = endpoint.local_address[1]
     peer = await sip_peer()
     body = sdp_offer(4000) if method == "INVITE" else ""
     to_tag = new_id() if method == "BYE" else None
-    peer.send(sip_request(method, peer.port, port, call_id=new_id(), branch=new_id(), body=body, extra=extra,
-                          to_tag=to_tag), port)
+    peer.send(
+        sip_request(method, peer.port, port, call_id=new_id(), branch=new_id(), body=body, extra=extra, to_tag=to_tag),
+        port,
+    )
     response = await peer.response(status, method)
     assert response.to.tag, f"{status} {response.reason} has no To tag: {response.headers.get('To')}"
     if to_tag is not None:  # an unknown dialog: the tag the peer sent is echoed, not replaced
@@ -105,21 +114,32 @@ async def test_require_is_refused_with_420_and_unsupported_on_any_method(start_e
     endpoint = await start_endpoint()
     port = endpoint.local_address[1]
     peer = await sip_peer()
-    peer.send(sip_request("OPTIONS", peer.port, port, call_id=new_id(), branch=new_id(),
-                          extra="Require: nothingSupportsThis, nothingSupportsThisEither"), port)
+    peer.send(
+        sip_request(
+            "OPTIONS",
+            peer.port,
+            port,
+            call_id=new_id(),
+            branch=new_id(),
+            extra="Require: nothingSupportsThis, nothingSupportsThisEither",
+        ),
+        port,
+    )
     refused = await peer.response(420, "OPTIONS")
     assert refused.headers.get_all("Unsupported") == ["nothingSupportsThis", "nothingSupportsThisEither"]
     peer.send(invite(peer, port, extra="Require: 100rel"), port)
     assert (await peer.response(420)).headers.get("Unsupported") == "100rel"
     # Proxy-Require is for proxies: a UAS ignores it (RFC 3261 §20.29)
-    peer.send(sip_request("OPTIONS", peer.port, port, call_id=new_id(), branch=new_id(),
-                          extra="Proxy-Require: foo"), port)
+    peer.send(
+        sip_request("OPTIONS", peer.port, port, call_id=new_id(), branch=new_id(), extra="Proxy-Require: foo"), port
+    )
     await peer.response(200, "OPTIONS")
     assert endpoint.calls == []
 
 
-@pytest.mark.parametrize("uri", ["nobodyKnowsThisScheme:totallyopaquecontent", "http://example.com/shop",
-                                 "mailto:shop@example.com"])
+@pytest.mark.parametrize(
+    "uri", ["nobodyKnowsThisScheme:totallyopaquecontent", "http://example.com/shop", "mailto:shop@example.com"]
+)
 async def test_an_unknown_request_uri_scheme_gets_416_and_no_call(start_endpoint, sip_peer, uri: str) -> None:
     calls = []
 
@@ -140,21 +160,28 @@ async def test_max_forwards_zero_is_served_by_a_uas(start_endpoint, sip_peer) ->
     endpoint = await start_endpoint()
     port = endpoint.local_address[1]
     peer = await sip_peer()
-    peer.send(sip_request("OPTIONS", peer.port, port, call_id=new_id(), branch=new_id())
-              .replace("Max-Forwards: 70", "Max-Forwards: 0"), port)
+    peer.send(
+        sip_request("OPTIONS", peer.port, port, call_id=new_id(), branch=new_id()).replace(
+            "Max-Forwards: 70", "Max-Forwards: 0"
+        ),
+        port,
+    )
     await peer.response(200, "OPTIONS")
     peer.send(invite(peer, port).replace("Max-Forwards: 70", "Max-Forwards: 0"), port)
     ok = await peer.response(200)
     assert ok.headers.get("Content-Type") == "application/sdp"
 
 
-@pytest.mark.parametrize("accept,status", [
-    ("text/nobodyKnowsThis", 406),
-    ("", 406),  # an empty Accept admits no body, and our 200 must carry SDP
-    ("text/plain, application/sdp;level=1", 200),
-    ("application/*", 200),
-    ("*/*", 200),
-])
+@pytest.mark.parametrize(
+    "accept,status",
+    [
+        ("text/nobodyKnowsThis", 406),
+        ("", 406),  # an empty Accept admits no body, and our 200 must carry SDP
+        ("text/plain, application/sdp;level=1", 200),
+        ("application/*", 200),
+        ("*/*", 200),
+    ],
+)
 async def test_accept_must_admit_sdp(start_endpoint, sip_peer, accept: str, status: int) -> None:
     endpoint = await start_endpoint()
     port = endpoint.local_address[1]

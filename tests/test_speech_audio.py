@@ -1,4 +1,5 @@
 """speech.audio: resampling with soxr and 16-bit WAV files of any rate and channel count."""
+
 from __future__ import annotations
 
 import wave

@@ -5,6 +5,7 @@ other way round), and what reached our RTP socket must not be plain G.711 of its
 a plain call shows the wire test can tell the two apart. A caller without keys is refused with 488 when SRTP
 is required.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -63,14 +64,17 @@ def dec_recording(recordings: Path) -> np.ndarray:
 
 
 @needs_baresip
-@pytest.mark.parametrize("mediaenc, mode, suite", [
-    ("srtp", "offer", "AES_CM_128_HMAC_SHA1_80"),  # RTP/AVP with a=crypto: RFC 4568 best effort
-    ("srtp-mand", "require", "AES_CM_128_HMAC_SHA1_80"),  # RTP/SAVP
-    ("srtp", "off", None),  # we do not answer the keys: baresip falls back to plain RTP
-])
+@pytest.mark.parametrize(
+    "mediaenc, mode, suite",
+    [
+        ("srtp", "offer", "AES_CM_128_HMAC_SHA1_80"),  # RTP/AVP with a=crypto: RFC 4568 best effort
+        ("srtp-mand", "require", "AES_CM_128_HMAC_SHA1_80"),  # RTP/SAVP
+        ("srtp", "off", None),  # we do not answer the keys: baresip falls back to plain RTP
+    ],
+)
 async def test_baresip_srtp_call_echoes_back_and_the_wire_is_encrypted(
-        start_endpoint, peers: Peers, wire: list[WireTap], tmp_path: Path,
-        mediaenc: str, mode: str, suite: str | None) -> None:
+    start_endpoint, peers: Peers, wire: list[WireTap], tmp_path: Path, mediaenc: str, mode: str, suite: str | None
+) -> None:
     sweep = chirp(3.0, 300, 3400)
     silence = np.zeros(8000, np.int16)  # the echo of the sweep's end comes back while this plays
     caller_wav = write_wav(tmp_path / "caller.wav", np.concatenate([silence[:2400], sweep, silence]))
@@ -81,8 +85,9 @@ async def test_baresip_srtp_call_echoes_back_and_the_wire_is_encrypted(
         await echo_call(call, ECHO_DELAY_S)
 
     endpoint = await start_endpoint(on_call, srtp=mode)
-    run, recordings = await peers.baresip_call(f"sip:echo@{LOCAL}:{endpoint.local_address[1]}", caller_wav,
-                                               seconds=20, mediaenc=mediaenc)
+    run, recordings = await peers.baresip_call(
+        f"sip:echo@{LOCAL}:{endpoint.local_address[1]}", caller_wav, seconds=20, mediaenc=mediaenc
+    )
     assert calls and calls[0].end_reason == "remote_hangup", run.report()
     assert calls[0].srtp_suite == suite
     # what came back to baresip is its own sweep, half a second later
@@ -120,12 +125,16 @@ async def test_require_refuses_a_plain_baresip_call_with_488(start_endpoint, pee
     assert endpoint.metrics.no_common_codec == 1
 
 
-@pytest.mark.parametrize("mode, offered, warning", [
-    ("require", "RTP/AVP", "SRTP is required here"),
-    ("off", "RTP/SAVP", "needs SRTP, which is off here"),
-])
-async def test_an_invite_without_usable_srtp_gets_488_with_the_reason(start_endpoint, sip_peer, mode: str,
-                                                                      offered: str, warning: str) -> None:
+@pytest.mark.parametrize(
+    "mode, offered, warning",
+    [
+        ("require", "RTP/AVP", "SRTP is required here"),
+        ("off", "RTP/SAVP", "needs SRTP, which is off here"),
+    ],
+)
+async def test_an_invite_without_usable_srtp_gets_488_with_the_reason(
+    start_endpoint, sip_peer, mode: str, offered: str, warning: str
+) -> None:
     endpoint = await start_endpoint(srtp=mode)
     peer = await sip_peer()
     port = endpoint.local_address[1]

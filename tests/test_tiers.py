@@ -1,5 +1,6 @@
 """The test tiers of tests/conftest.py: every module it names exists, and `-m` leaves out only whole modules it
 deselects (so `make test-fast` imports no model runtime, and `-m llm` still finds the LLM tests)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,18 +17,22 @@ def test_every_tiered_module_exists() -> None:
     assert [name for name in MODULE_TIERS if not (here / f"{name}.py").exists()] == []
 
 
-@pytest.mark.parametrize(("expression", "tiers", "left_out"), [
-    (FAST, ("models",), True),
-    (FAST, ("peers", "models"), True),
-    ("models", ("models",), False),
-    ("not models", ("peers", "models"), True),
-    ("llm", ("models",), False),  # some of its tests may carry llm
-    ("not llm", ("models",), False),  # and some not
-    ("slow and not peers", ("peers",), True),
-    ("slow and not peers", ("models",), False),  # a test of it may be marked slow by hand
-])
-def test_a_module_is_left_out_only_when_no_test_of_it_can_be_selected(expression: str, tiers: tuple[str, ...],
-                                                                       left_out: bool) -> None:
+@pytest.mark.parametrize(
+    ("expression", "tiers", "left_out"),
+    [
+        (FAST, ("models",), True),
+        (FAST, ("peers", "models"), True),
+        ("models", ("models",), False),
+        ("not models", ("peers", "models"), True),
+        ("llm", ("models",), False),  # some of its tests may carry llm
+        ("not llm", ("models",), False),  # and some not
+        ("slow and not peers", ("peers",), True),
+        ("slow and not peers", ("models",), False),  # a test of it may be marked slow by hand
+    ],
+)
+def test_a_module_is_left_out_only_when_no_test_of_it_can_be_selected(
+    expression: str, tiers: tuple[str, ...], left_out: bool
+) -> None:
     assert deselects_whole(expression, tiers) is left_out
 
 

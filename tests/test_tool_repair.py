@@ -1,4 +1,5 @@
 """The session takes tool calls written as text, feeds back what it cannot take, and never speaks either."""
+
 from __future__ import annotations
 
 import pytest
@@ -56,7 +57,13 @@ async def test_a_call_written_as_text_hands_over_and_nothing_of_it_is_spoken(wri
 
 
 async def test_arguments_written_as_text_are_validated_against_the_schema() -> None:
-    registry, model = build(['{"name": "search", "arguments": {"product": "kettle"}}', '{"name": "search", "arguments": {"query": "kettle"}}', "Anything else?"])
+    registry, model = build(
+        [
+            '{"name": "search", "arguments": {"product": "kettle"}}',
+            '{"name": "search", "arguments": {"query": "kettle"}}',
+            "Anything else?",
+        ]
+    )
     session = registry.session("c1", "shop")
     said = await session.complete("a kettle please")
     (failed,) = [e for e in session.events if e.kind == "validation_error"]
@@ -78,7 +85,9 @@ async def test_a_tool_the_agent_lacks_is_feedback_and_never_runs() -> None:
 
 
 async def test_ambiguous_prose_goes_back_to_the_model_not_to_the_caller() -> None:
-    registry, model = build(["I could use navigate_to_sales or navigate_to_refund here.", "Would you like to buy something?"])
+    registry, model = build(
+        ["I could use navigate_to_sales or navigate_to_refund here.", "Would you like to buy something?"]
+    )
     session = registry.session("c1", "shop")
     said = await session.complete("hmm")
     assert said == "Would you like to buy something?"
@@ -87,7 +96,7 @@ async def test_ambiguous_prose_goes_back_to_the_model_not_to_the_caller() -> Non
 
 
 async def test_json_for_the_ear_is_never_spoken_even_when_every_try_fails() -> None:
-    registry, _ = build(['{"say": "hi"}', '{"answer": 1}', '[1, 2]', '{"reply": "x"}'])
+    registry, _ = build(['{"say": "hi"}', '{"answer": 1}', "[1, 2]", '{"reply": "x"}'])
     session = registry.session("c1", "shop")
     said = await session.complete("hello")
     assert said == SessionConfig().placeholders[0]
@@ -95,7 +104,9 @@ async def test_json_for_the_ear_is_never_spoken_even_when_every_try_fails() -> N
 
 
 async def test_text_before_a_written_call_is_spoken_and_text_after_it_is_not() -> None:
-    registry, _ = build(['Let me pass you on. {"name": "navigate_to_sales", "arguments": {}} You are now with sales, they said yes.'])
+    registry, _ = build(
+        ['Let me pass you on. {"name": "navigate_to_sales", "arguments": {}} You are now with sales, they said yes.']
+    )
     session = registry.session("c1", "shop")
     said = [s async for s in session.stream("buy")]
     assert said == ["Let me pass you on.", "What would you like?"]
@@ -153,7 +164,9 @@ async def test_yes_to_the_read_back_writes_once_and_a_no_writes_nothing() -> Non
     await session.complete("yes please")
     assert WRITES == [{"sku": "K1"}]
     WRITES.clear()
-    other = build_writer([ask, "Shall I order K1?", confirm, confirm, confirm, "Alright, no order."]).session("c2", "shop")
+    other = build_writer([ask, "Shall I order K1?", confirm, confirm, confirm, "Alright, no order."]).session(
+        "c2", "shop"
+    )
     await other.complete("the kettle K1 please")
     said = await other.complete("no thanks")
     assert WRITES == [] and said == "Alright, no order."
@@ -170,9 +183,10 @@ async def test_yes_to_other_arguments_is_not_a_yes_to_these() -> None:
 
 
 async def test_the_same_call_again_in_one_turn_speaks_the_first_results_say_line() -> None:
-    registry, model = build([reply("", ("search", {"query": "kettle"})), reply("", ("search", {"query": "kettle"}))] * 3)
+    registry, model = build(
+        [reply("", ("search", {"query": "kettle"})), reply("", ("search", {"query": "kettle"}))] * 3
+    )
     session = registry.session("c1", "shop")
     said = await session.complete("a kettle")
     assert said == "We have a kettle for ten euros."
     assert [e.kind for e in session.events].count("tool_call") == 1 and len(model.requests) == 2
-

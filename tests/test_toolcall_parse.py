@@ -1,4 +1,5 @@
 """The tolerant parser on the forms small models were measured to write instead of a tool call."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,10 @@ SALES = ("search_products", "place_order", "navigate_back")
         ('```json\n{"name": "navigate_to_refund", "arguments": {}}\n```', "fenced_json"),
         ('<tool_call>\n{"name": "navigate_to_refund", "arguments": {}}\n</tool_call>', "tool_call_tag"),
         ('<tool_call>{"name": "navigate_to_refund", "arguments": {}}', "tool_call_tag"),
-        ('<tool_response name="navigate_to_refund">\nThe caller wants a refund.\n</tool_response>', "tool_response_tag"),
+        (
+            '<tool_response name="navigate_to_refund">\nThe caller wants a refund.\n</tool_response>',
+            "tool_response_tag",
+        ),
         ("functions.navigate_to_refund:", "functions_prefix"),
         ("I understand. Please call navigate_to_refund.", "prose"),
         ('{"function": {"name": "navigate_to_refund", "arguments": "{}"}}', "json"),

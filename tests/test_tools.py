@@ -1,4 +1,5 @@
 """tool_from_function: the JSON schema from type hints and docstring, validation errors, and how the call runs."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,7 +12,9 @@ from pydantic import Field
 from swarm.tools import Tool, ToolContext, tool_from_function
 
 
-def lookup(context: ToolContext, query: str, limit: int = 3, colour: str | None = None, exact: bool = False) -> dict[str, Any]:
+def lookup(
+    context: ToolContext, query: str, limit: int = 3, colour: str | None = None, exact: bool = False
+) -> dict[str, Any]:
     """Search the catalogue for what the caller asked for.
 
     Only products in stock are listed.
@@ -22,7 +25,13 @@ def lookup(context: ToolContext, query: str, limit: int = 3, colour: str | None 
         colour: a colour the caller named
         exact: true to match the words exactly
     """
-    return {"client": context.client_id, "query": query, "limit": limit, "colour": colour, "thread": threading.current_thread()}
+    return {
+        "client": context.client_id,
+        "query": query,
+        "limit": limit,
+        "colour": colour,
+        "thread": threading.current_thread(),
+    }
 
 
 async def lookup_async(context: ToolContext, query: str) -> dict[str, Any]:
@@ -140,7 +149,9 @@ async def test_annotated_constraints_reach_schema_errors_and_call() -> None:
     tool = tool_from_function(order)
     assert tool.parameters["properties"]["quantity"]["minimum"] == 1
     assert tool.parameters["properties"]["quantity"]["maximum"] == 10
-    assert tool.errors({"sku": "CH-110", "quantity": 0}, context()) == ["at 'quantity': 0 is less than the minimum of 1"]
+    assert tool.errors({"sku": "CH-110", "quantity": 0}, context()) == [
+        "at 'quantity': 0 is less than the minimum of 1"
+    ]
     with pytest.raises(ValueError):
         await tool.call({"sku": "CH-110", "quantity": 0}, context())
 

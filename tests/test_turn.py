@@ -1,5 +1,6 @@
 """The semantic end of turn: the endpointer with a judge (fakes for the verdicts), and Smart Turn v3.2
 itself on phone-path speech (skipped when `python -m speech.turn install` has not been run)."""
+
 from __future__ import annotations
 
 from concurrent.futures import Future
@@ -50,7 +51,7 @@ def run_judged(endpointer: Endpointer, judge: Judge, pcm: np.ndarray) -> list:
     events = []
     for start in range(0, pcm.size, 160):
         judge.tick()
-        events += [((start + 160) / RATE, event) for event in endpointer.feed(pcm[start:start + 160])]
+        events += [((start + 160) / RATE, event) for event in endpointer.feed(pcm[start : start + 160])]
     return events
 
 
@@ -61,9 +62,11 @@ def voice_end(pcm_voice: np.ndarray, lead_s: float = 0.5) -> float:
 def test_done_by_the_judge_ends_the_turn_after_the_short_silence(model) -> None:
     voice = espeak(SENTENCE)
     judge = Judge(0.9)
-    endpointer = Endpointer(model, end_silence_ms=2000, post_roll_ms=200, pause_ms=200, judge=judge, turn_silence_ms=200)
+    endpointer = Endpointer(
+        model, end_silence_ms=2000, post_roll_ms=200, pause_ms=200, judge=judge, turn_silence_ms=200
+    )
     events = run_judged(endpointer, judge, np.concatenate([silence(0.5), voice, silence(3.0)]))
-    (ended_at, turn), = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
+    ((ended_at, turn),) = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
     assert turn.reason == "complete" and turn.turn_probability == 0.9
     assert ended_at - voice_end(voice) < 0.45  # 200 ms of silence plus the VAD's own lag, not 2 s
     # The judge heard the same audio the turn ends with (and the early transcript was started on).
@@ -76,7 +79,7 @@ def test_mid_sentence_by_the_judge_waits_for_the_long_silence(model) -> None:
     judge = Judge(0.2)
     endpointer = Endpointer(model, end_silence_ms=2000, judge=judge, turn_silence_ms=200)
     events = run_judged(endpointer, judge, np.concatenate([silence(0.5), voice, silence(3.0)]))
-    (ended_at, turn), = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
+    ((ended_at, turn),) = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
     assert turn.reason == "silence" and turn.turn_probability == 0.2
     assert ended_at - voice_end(voice) > 1.9
 
@@ -116,6 +119,7 @@ def test_a_turn_silence_not_under_the_end_silence_is_refused(model) -> None:
 
 # ---- Smart Turn v3.2 itself ----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def smart_turn() -> TurnModel:
     if find_model() is None:
@@ -137,7 +141,7 @@ def test_smart_turn_ends_a_real_turn_early_through_the_endpointer(smart_turn, mo
     voice = piper("I'd like to buy a new phone charger.")
     endpointer = Endpointer(model, end_silence_ms=2000, judge=InlineJudge(smart_turn))
     events = run(endpointer, np.concatenate([silence(0.5), voice, silence(2.5)]))
-    (ended_at, turn), = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
+    ((ended_at, turn),) = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
     assert turn.reason == "complete" and ended_at - voice_end(voice) < 0.5
 
 

@@ -1,5 +1,6 @@
 """The echo canceller: the agent's voice back on the line at -10 to -25 dB, 20-250 ms late, through mu-law,
 is gone before the VAD; the caller's voice over it stays; the VAD then hears no speech in the echo alone."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,15 +17,17 @@ CALLER = "Sorry to interrupt, I only want to return my headphones."
 
 def line_echo(sent: np.ndarray, delay_ms: int, db: float, extra: np.ndarray | None = None, at: int = 0) -> np.ndarray:
     heard = np.zeros(sent.size + delay_ms * 8)
-    heard[delay_ms * 8:] = sent * 10 ** (db / 20)
+    heard[delay_ms * 8 :] = sent * 10 ** (db / 20)
     if extra is not None:
-        heard[at:at + extra.size] += extra
-    return ulaw_decode(ulaw_encode(np.clip(heard, -32768, 32767).astype(np.int16)))[:sent.size]
+        heard[at : at + extra.size] += extra
+    return ulaw_decode(ulaw_encode(np.clip(heard, -32768, 32767).astype(np.int16)))[: sent.size]
 
 
 def cancelled(mic: np.ndarray, sent: np.ndarray) -> np.ndarray:
     canceller = EchoCanceller()
-    return np.concatenate([canceller.process(mic[i:i + 160], sent[i:i + 160]) for i in range(0, mic.size - 159, 160)])
+    return np.concatenate(
+        [canceller.process(mic[i : i + 160], sent[i : i + 160]) for i in range(0, mic.size - 159, 160)]
+    )
 
 
 def db(x: np.ndarray) -> float:
@@ -39,7 +42,9 @@ def test_echo_alone_is_taken_out_and_never_starts_speech(model, delay_ms, gain_d
     settled = slice(4000, out.size)  # the first half second finds the echo
     assert db(out[settled]) < db(mic[settled]) - 20
     endpointer = Endpointer(model)
-    assert not any(isinstance(e, SpeechStarted) for i in range(0, out.size, 160) for e in endpointer.feed(out[i:i + 160]))
+    assert not any(
+        isinstance(e, SpeechStarted) for i in range(0, out.size, 160) for e in endpointer.feed(out[i : i + 160])
+    )
 
 
 def test_the_caller_talking_over_the_echo_is_kept(model) -> None:
@@ -49,5 +54,7 @@ def test_the_caller_talking_over_the_echo_is_kept(model) -> None:
     voice = slice(16000, 16000 + caller.size)
     assert abs(db(out[voice]) - db(caller[: out[voice].size])) < 1.0
     endpointer = Endpointer(model)
-    starts = [i for i in range(0, out.size, 160) for e in endpointer.feed(out[i:i + 160]) if isinstance(e, SpeechStarted)]
+    starts = [
+        i for i in range(0, out.size, 160) for e in endpointer.feed(out[i : i + 160]) if isinstance(e, SpeechStarted)
+    ]
     assert len(starts) == 1 and 16000 <= starts[0] <= 16000 + 0.4 * 8000

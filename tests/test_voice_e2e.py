@@ -7,6 +7,7 @@ utterance on this CPU; these tests check content, not accuracy or speed). The mo
 either the offline router or a scripted model served over Ollama's wire protocol (tests/fake_ollama.py).
 Every wait is bounded; assertions are on what was said, heard and stored, not on how fast.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,6 +43,7 @@ OPERATOR = "7000"
 
 # ---- the parts ---------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def speech() -> SpeechModels:
     models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
@@ -55,13 +57,22 @@ async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[
     127.0.0.1:<free port> with a fresh shop (holding the caller's headphones order) and call records."""
     servers = contextlib.AsyncExitStack()
 
-    async def start(llm: LLMConfig = LLMConfig(provider="offline"), *, no_media_timeout_s: float = 30.0,
-                    **voice: object) -> VoiceServer:
+    async def start(
+        llm: LLMConfig = LLMConfig(provider="offline"), *, no_media_timeout_s: float = 30.0, **voice: object
+    ) -> VoiceServer:
         config = Config(
-            llm=llm, database=str(tmp_path / "shop.db"),
+            llm=llm,
+            database=str(tmp_path / "shop.db"),
             sip=SipConfig(listen="127.0.0.1:0", no_media_timeout_s=no_media_timeout_s),
-            voice=VoiceConfig(**{"whisper_model": "tiny.en", "calls_database": str(tmp_path / "calls.db"),
-                                 "metrics_listen": "", "shutdown_deadline_s": 2.0, **voice}),
+            voice=VoiceConfig(
+                **{
+                    "whisper_model": "tiny.en",
+                    "calls_database": str(tmp_path / "calls.db"),
+                    "metrics_listen": "",
+                    "shutdown_deadline_s": 2.0,
+                    **voice,
+                }
+            ),
         )
         server = await servers.enter_async_context(VoiceServer(config, speech=speech))
         server.app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
@@ -144,6 +155,7 @@ def closed_tcp_port() -> int:
 
 # ---- scripted models, answering over Ollama's wire protocol ----------------------------------------------
 
+
 def _tools(body: dict) -> set[str]:
     return {t["function"]["name"] for t in body.get("tools") or []}
 
@@ -188,6 +200,7 @@ def talkative_model(body: dict) -> Reply:
 
 # ---- the two paths -----------------------------------------------------------------------------------------
 
+
 async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
     async with FakeOllama(refund_model) as model:
         server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=20.0))
@@ -207,8 +220,9 @@ async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
     assert record.agents == ["triage", "refund"]
     assert record.returns == [returns[0]["return_number"]]
     assert record.disposition == "completed" and record.caller == CALLER
-    assert len(record.turns) == 2 and all(t["voice_to_voice_s"] is not None and t["stt_s"] is not None
-                                          for t in record.turns), record.turns
+    assert len(record.turns) == 2 and all(
+        t["voice_to_voice_s"] is not None and t["stt_s"] is not None for t in record.turns
+    ), record.turns
     # Each turn was transcribed from the caller's first pause, before the end of the turn was certain.
     assert all(t["early_transcript"] for t in record.turns), record.turns
     assert "voiceswarm_voice_to_voice_seconds_count 2.0" in server.metrics.exposition().decode()
@@ -253,8 +267,9 @@ async def test_buy_call_through_offline_router(serve, speech, caplog) -> None:
     async with aiohttp.ClientSession() as client, client.get(f"http://127.0.0.1:{metrics_port}/metrics") as page:
         assert page.status == 200 and page.content_type == "text/plain", page.headers
         metrics = Scrape(await page.text())
-        async with client.get(f"http://127.0.0.1:{metrics_port}/metrics",
-                              headers={"Accept": "application/openmetrics-text"}) as page:
+        async with client.get(
+            f"http://127.0.0.1:{metrics_port}/metrics", headers={"Accept": "application/openmetrics-text"}
+        ) as page:
             assert page.content_type == "application/openmetrics-text" and (await page.text()).endswith("# EOF\n")
     by_caller = record.end_reason == "remote_hangup"  # else the agent said goodbye and hung up
     received = {"INVITE": 1, "ACK": 1, "BYE": 1} if by_caller else {"INVITE": 1, "ACK": 1}
@@ -282,6 +297,7 @@ async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, 
 
 
 # ---- barge-in and hang-up ----------------------------------------------------------------------------------
+
 
 async def test_barge_in_stops_the_agent_and_keeps_only_what_was_heard(serve, speech) -> None:
     async with WatchedOllama(talkative_model) as model:
@@ -442,12 +458,16 @@ _NOTIFY = """  <send retrans="500">
 
 # Press 0 after the greeting has begun; take the REFER to the operator (Refer-To checked), report the
 # transfer's progress and success in NOTIFYs, then expect our BYE.
-PRESS_0_AND_ACCEPT_TRANSFER = _SIPP_CALL.format(name="press 0, accept the transfer", body="""
+PRESS_0_AND_ACCEPT_TRANSFER = _SIPP_CALL.format(
+    name="press 0, accept the transfer",
+    body="""
   <pause milliseconds="1500"/>
   <nop><action><exec play_pcap_audio="pcap/dtmf_2833_0.pcap"/></action></nop>
   <recv request="REFER" timeout="40000">
     <action>
-      <ereg regexp="&lt;sip:""" + OPERATOR + r"""@127\.0\.0\.1[:>]" search_in="hdr" header="Refer-To:" check_it="true" assign_to="target"/>
+      <ereg regexp="&lt;sip:"""
+    + OPERATOR
+    + r"""@127\.0\.0\.1[:>]" search_in="hdr" header="Refer-To:" check_it="true" assign_to="target"/>
     </action>
   </recv>
   <send>
@@ -464,9 +484,12 @@ PRESS_0_AND_ACCEPT_TRANSFER = _SIPP_CALL.format(name="press 0, accept the transf
 
     ]]>
   </send>
-""" + _NOTIFY.format(cseq=2, state="active;expires=60", status="100 Trying")
-    + _NOTIFY.format(cseq=3, state="terminated;reason=noresource", status="200 OK") + """
-  <Reference variables="target"/>""")
+"""
+    + _NOTIFY.format(cseq=2, state="active;expires=60", status="100 Trying")
+    + _NOTIFY.format(cseq=3, state="terminated;reason=noresource", status="200 OK")
+    + """
+  <Reference variables="target"/>""",
+)
 
 # Answer, send no RTP at all, and wait for the BYE.
 SEND_NO_MEDIA = _SIPP_CALL.format(name="no media", body="")
@@ -492,17 +515,24 @@ async def test_dtmf_0_transfers_to_the_operator_with_refer(serve, peers, tmp_pat
 
 
 # Take the REFER straight after the answer (no key pressed): the call the node took over its limits.
-ACCEPT_TRANSFER = PRESS_0_AND_ACCEPT_TRANSFER.replace("""
+ACCEPT_TRANSFER = PRESS_0_AND_ACCEPT_TRANSFER.replace(
+    """
   <pause milliseconds="1500"/>
-  <nop><action><exec play_pcap_audio="pcap/dtmf_2833_0.pcap"/></action></nop>""", "", 1)
+  <nop><action><exec play_pcap_audio="pcap/dtmf_2833_0.pcap"/></action></nop>""",
+    "",
+    1,
+)
 
 
-async def test_over_the_limit_a_call_is_answered_and_handed_to_the_operator(serve, speech, peers, tmp_path,
-                                                                            sip_peer) -> None:
+async def test_over_the_limit_a_call_is_answered_and_handed_to_the_operator(
+    serve, speech, peers, tmp_path, sip_peer
+) -> None:
     server = await serve(operator=OPERATOR, max_active_calls=1, overload="transfer")
     async with TestCaller(speech, caller_id=CALLER).connected(uri(server)):  # the one call the limit allows
         probe = await sip_peer()
-        probe.send(sip_request("OPTIONS", probe.port, server.address[1], call_id="probe", branch="p1"), server.address[1])
+        probe.send(
+            sip_request("OPTIONS", probe.port, server.address[1], call_id="probe", branch="p1"), server.address[1]
+        )
         answer = await probe.expect(lambda message: getattr(message, "status", None) is not None)
         assert answer.status == 503 and answer.headers.get("Retry-After") == "30"  # the dispatcher goes elsewhere
         run = await run_sipp(peers, tmp_path, server, ACCEPT_TRANSFER, "overflow.xml")
@@ -539,6 +569,7 @@ async def test_llm_server_down_apologises_and_tries_the_operator(serve, speech, 
 
 
 # ---- bad input ---------------------------------------------------------------------------------------------
+
 
 async def test_silent_caller_is_reprompted_then_hung_up_on(serve, speech) -> None:
     server = await serve(reprompt_after_s=2.0, reprompts_before_hangup=1)

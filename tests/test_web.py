@@ -1,4 +1,5 @@
 """The WebSocket endpoint /api/v1/session/{client_id}, served by aiohttp and driven by the real `websockets` client."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,6 +1,7 @@
 """Fakes for the parts of a call, so `Conversation` runs in milliseconds: the call (playback at many times
 real time), the endpointer (events the test scripts), Whisper (texts the test scripts) and Piper (tagged
 silence, one tag per sentence, so what the caller heard can be read back sentence by sentence)."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """`voiceswarm call SIP-URI --say "..."`: the built-in test caller, for trying a deployment by ear."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """`voiceswarm calls [ID]`: recent call records, or one call in full; `--play` / `--export FILE` its recording."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
             for each in found:
                 print(json.dumps(_summary(each)) if args.json else _line(each))
             return 0
-        record = records.get(args.call_id) or next((r for r in records.recent(1000) if r.call_id.startswith(args.call_id)), None)
+        record = records.get(args.call_id) or next(
+            (r for r in records.recent(1000) if r.call_id.startswith(args.call_id)), None
+        )
         if record is None:
             print(f"voiceswarm calls: no call {args.call_id!r}", file=sys.stderr)
             return 1
@@ -59,9 +62,11 @@ def _recording(record: CallRecord, export: str | None) -> int:
     play = shutil.which("play")
     if play is not None and subprocess.run([play, "-q", str(path)], check=False).returncode == 0:
         return 0
-    print(f"{path}\n(a stereo WAV, 8 kHz: the caller on the left, the agent on the right; "
-          f"{'sox could not play it here' if play else 'no sox here (apt-get install sox)'}: "
-          "open it in any audio player or a browser, or copy it with --export FILE)")
+    print(
+        f"{path}\n(a stereo WAV, 8 kHz: the caller on the left, the agent on the right; "
+        f"{'sox could not play it here' if play else 'no sox here (apt-get install sox)'}: "
+        "open it in any audio player or a browser, or copy it with --export FILE)"
+    )
     return 0 if play is None else 1
 
 
@@ -79,7 +84,10 @@ def _export(source: Path, target: Path) -> int:
     else:
         sox = shutil.which("sox")
         if sox is None:
-            print("voiceswarm calls: a .flac needs sox (apt-get install sox); --export to a .wav works without", file=sys.stderr)
+            print(
+                "voiceswarm calls: a .flac needs sox (apt-get install sox); --export to a .wav works without",
+                file=sys.stderr,
+            )
             return 1
         done = subprocess.run([sox, str(source), "-b", "16", str(target)], capture_output=True, text=True, check=False)
         if done.returncode:
@@ -90,9 +98,16 @@ def _export(source: Path, target: Path) -> int:
 
 
 def _summary(record: CallRecord) -> dict:
-    return {"call_id": record.call_id, "caller": record.caller, "started_at": record.started_at,
-            "seconds": round(record.ended_at - record.started_at, 1), "disposition": record.disposition,
-            "agents": record.agents, "orders": record.orders, "returns": record.returns}
+    return {
+        "call_id": record.call_id,
+        "caller": record.caller,
+        "started_at": record.started_at,
+        "seconds": round(record.ended_at - record.started_at, 1),
+        "disposition": record.disposition,
+        "agents": record.agents,
+        "orders": record.orders,
+        "returns": record.returns,
+    }
 
 
 def _line(record: CallRecord) -> str:
@@ -106,7 +121,9 @@ def _full(record: CallRecord) -> str:
     lines = [_line(record), f"end reason: {record.end_reason or '-'}"]
     if record.recording or record.recording_error:
         length = f" ({record.recording_seconds:.1f} s)" if record.recording_seconds is not None else ""
-        lines.append(f"recording: {record.recording or '-'}{length}{'  ' + record.recording_error if record.recording_error else ''}")
+        lines.append(
+            f"recording: {record.recording or '-'}{length}{'  ' + record.recording_error if record.recording_error else ''}"
+        )
     for entry in record.transcript:
         lines.append(f"  {entry['who']:>6}: {entry['text']}")
     for call in record.tool_calls:

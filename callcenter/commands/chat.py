@@ -1,4 +1,5 @@
 """`voiceswarm chat`: talk to the agents in the terminal, one caller line at a time (or --json events)."""
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,12 @@ async def _chat(config: Config, provider: str | None, as_json: bool, caller: str
             if not as_json:
                 print(f"[{session.get_agent_name()}] {reply}", flush=True)
             if session.escalation:
-                _print_event({"event": "transfer", "reason": session.escalation} if as_json else f"(transfer to a person: {session.escalation})", as_json)
+                _print_event(
+                    {"event": "transfer", "reason": session.escalation}
+                    if as_json
+                    else f"(transfer to a person: {session.escalation})",
+                    as_json,
+                )
                 break
     finally:
         app.close()

@@ -1,5 +1,6 @@
 """`voiceswarm config [--check]`: print the effective configuration (file, then environment), and whether the
 LLM server answers."""
+
 from __future__ import annotations
 
 import argparse

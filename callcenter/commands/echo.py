@@ -1,5 +1,6 @@
 """`voiceswarm echo --listen HOST:PORT`: answer every call and play the caller's audio back after a delay,
 printing each DTMF key: the first thing a PBX engineer dials to test the audio path."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,12 +28,18 @@ def register(subparsers: Any) -> None:
     echo.add_argument("--tls-key", metavar="PEM", help="its unencrypted private key")
     echo.add_argument("--tls-ca", metavar="PEM", help="CAs to check servers we connect to (default: the system's)")
     echo.add_argument("--advertise", metavar="HOST", help="address for Contact and SDP (needed with 0.0.0.0)")
-    echo.add_argument("--rtp-ports", default="10000-20000", metavar="LOW-HIGH",
-                      help="RTP port range (default: %(default)s)")
-    echo.add_argument("--delay", type=float, default=0.5,
-                      help="seconds before the audio comes back (default: %(default)s)")
-    echo.add_argument("--srtp", choices=SRTP_MODES, default="off",
-                      help="SRTP with SDES keys: offer (when the caller offers keys) or require (default: %(default)s)")
+    echo.add_argument(
+        "--rtp-ports", default="10000-20000", metavar="LOW-HIGH", help="RTP port range (default: %(default)s)"
+    )
+    echo.add_argument(
+        "--delay", type=float, default=0.5, help="seconds before the audio comes back (default: %(default)s)"
+    )
+    echo.add_argument(
+        "--srtp",
+        choices=SRTP_MODES,
+        default="off",
+        help="SRTP with SDES keys: offer (when the caller offers keys) or require (default: %(default)s)",
+    )
     echo.set_defaults(run=lambda args, config: run(args))
 
 
@@ -59,11 +66,17 @@ def _endpoint_config(args: argparse.Namespace) -> EndpointConfig:
     if bool(args.tls_cert) != bool(args.tls_key):
         raise ValueError("TLS needs both --tls-cert and --tls-key")
     tls = TlsConfig(args.tls_cert, args.tls_key, args.tls_ca) if args.tls_cert else None
-    return EndpointConfig(listen_host=host, listen_port=port, advertised_host=args.advertise,
-                          rtp_port_range=(int(low), int(high)), user_agent="VoiceSwarm echo", srtp=args.srtp,
-                          listen_tcp=_host_port(args.listen_tcp, "--listen-tcp") if args.listen_tcp else None,
-                          listen_tls=_host_port(args.listen_tls, "--listen-tls") if args.listen_tls else None,
-                          tls=tls)
+    return EndpointConfig(
+        listen_host=host,
+        listen_port=port,
+        advertised_host=args.advertise,
+        rtp_port_range=(int(low), int(high)),
+        user_agent="VoiceSwarm echo",
+        srtp=args.srtp,
+        listen_tcp=_host_port(args.listen_tcp, "--listen-tcp") if args.listen_tcp else None,
+        listen_tls=_host_port(args.listen_tls, "--listen-tls") if args.listen_tls else None,
+        tls=tls,
+    )
 
 
 def _host_port(text: str, option: str) -> tuple[str, int]:

@@ -1,4 +1,5 @@
 """`voiceswarm eval SUITE... --llm BRAIN[,BRAIN...] --repeat K`: the scenarios × brains × K trials, scored."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,11 +22,17 @@ from swarm.providers.base import ProviderError
 def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser("eval", help="score scenario files against one or more brains (pass^k)")
     p.add_argument("suite", nargs="+", help="scenario .toml files or directories of them")
-    p.add_argument("--llm", default="offline", help="brains, comma-separated: offline, local[:0.5b|1.5b], ollama:MODEL, "
-                   "openai:MODEL@URL, scripted:FILE (default: offline)")
+    p.add_argument(
+        "--llm",
+        default="offline",
+        help="brains, comma-separated: offline, local[:0.5b|1.5b], ollama:MODEL, "
+        "openai:MODEL@URL, scripted:FILE (default: offline)",
+    )
     p.add_argument("--repeat", "-k", type=int, default=1, help="trials per scenario and brain (pass^1..pass^K)")
     p.add_argument("--only", action="append", default=[], help="run only scenarios whose id contains this (repeatable)")
-    p.add_argument("--jobs", type=int, default=1, help="trials run at once per brain (the offline router gains nothing)")
+    p.add_argument(
+        "--jobs", type=int, default=1, help="trials run at once per brain (the offline router gains nothing)"
+    )
     p.add_argument("--json", dest="json_out", help="write every run and the summary to this file")
     p.add_argument("--baseline", help="an earlier --json file: print what got better and worse")
     p.add_argument("--min-pass", type=float, help="exit 1 when a brain's overall pass^1 is below this (0..1)")
@@ -60,14 +67,21 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
     if args.min_pass is not None:
-        low = {b: s["pass_hat"]["1"] for b, s in summary["brains"].items() if (s["pass_hat"]["1"] or 0.0) < args.min_pass}
+        low = {
+            b: s["pass_hat"]["1"] for b, s in summary["brains"].items() if (s["pass_hat"]["1"] or 0.0) < args.min_pass
+        }
         if low:
-            print("\nbelow --min-pass {}: {}".format(args.min_pass, ", ".join(f"{b} {v:.2f}" for b, v in low.items())), file=sys.stderr)
+            print(
+                "\nbelow --min-pass {}: {}".format(args.min_pass, ", ".join(f"{b} {v:.2f}" for b, v in low.items())),
+                file=sys.stderr,
+            )
             return 1
     return 0
 
 
-async def _evaluate(scenarios: list[Scenario], specs: list[BrainSpec], args: argparse.Namespace, config: Config) -> list[TrialResult]:
+async def _evaluate(
+    scenarios: list[Scenario], specs: list[BrainSpec], args: argparse.Namespace, config: Config
+) -> list[TrialResult]:
     results: list[TrialResult] = []
     total = len(scenarios) * len(specs) * args.repeat
     with tempfile.TemporaryDirectory(prefix="voiceswarm-eval-") as folder:
@@ -93,8 +107,12 @@ async def _evaluate(scenarios: list[Scenario], specs: list[BrainSpec], args: arg
     if not args.quiet:
         print(file=sys.stderr)
     # Gathered trials finish in any order: the report lists them as they were asked for.
-    order = {(spec.text, s.id, t): i for i, (spec, s, t) in enumerate(
-        (spec, s, t) for spec in specs for s in scenarios for t in range(1, args.repeat + 1))}
+    order = {
+        (spec.text, s.id, t): i
+        for i, (spec, s, t) in enumerate(
+            (spec, s, t) for spec in specs for s in scenarios for t in range(1, args.repeat + 1)
+        )
+    }
     return sorted(results, key=lambda r: order[(r.brain, r.scenario, r.trial)])
 
 
@@ -104,4 +122,9 @@ def _progress(done: int, total: int, result: TrialResult, quiet: bool) -> None:
     width = 30
     filled = width * done // total
     mark = "pass" if result.passed else "FAIL"
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {mark} {result.scenario[:40]:<40}", end="", file=sys.stderr, flush=True)
+    print(
+        f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {mark} {result.scenario[:40]:<40}",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )

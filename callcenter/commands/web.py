@@ -1,4 +1,5 @@
 """`voiceswarm web --listen HOST:PORT`: the WebSocket endpoint /api/v1/session/{client_id} (callcenter.web)."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """The catalogue CSV a fresh shop is filled from: the packaged one or the call centre's own."""
+
 from __future__ import annotations
 
 import csv

@@ -4,6 +4,7 @@ The stores speak a small common SQL (`?` placeholders, RETURNING, rows read by c
 whole transactions to `Database.write`, which retries those PostgreSQL aborted because another node won a
 race (a unique key, a serialization failure, a deadlock): the retry then sees the winner's row.
 """
+
 from __future__ import annotations
 
 import logging
@@ -140,8 +141,9 @@ class SqliteDatabase:
             Path(url.target).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
-            self._conn = sqlite3.connect(url.target, timeout=busy_timeout_s, check_same_thread=False,
-                                         isolation_level=None)  # transactions are begun explicitly, never implicitly
+            self._conn = sqlite3.connect(
+                url.target, timeout=busy_timeout_s, check_same_thread=False, isolation_level=None
+            )  # transactions are begun explicitly, never implicitly
         except sqlite3.Error as error:
             raise DatabaseError(f"cannot open the SQLite database {url}: {error}") from error
         self._conn.row_factory = sqlite3.Row
@@ -194,13 +196,22 @@ class PostgresDatabase:
 
         self.url = url
         self._errors = psycopg.errors
-        self._pool = ConnectionPool(url.target, min_size=1, max_size=pool_size, open=False, name="voiceswarm",
-                                    kwargs={"autocommit": True, "row_factory": dict_row}, timeout=connect_timeout_s)
+        self._pool = ConnectionPool(
+            url.target,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            name="voiceswarm",
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            timeout=connect_timeout_s,
+        )
         try:
             self._pool.open(wait=True, timeout=connect_timeout_s)
         except Exception as error:  # psycopg_pool.PoolTimeout says only "timeout": name what was tried
             self._pool.close()
-            raise DatabaseError(f"cannot connect to PostgreSQL at {url} within {connect_timeout_s:g} s: {error}") from error
+            raise DatabaseError(
+                f"cannot connect to PostgreSQL at {url} within {connect_timeout_s:g} s: {error}"
+            ) from error
 
     def write(self, work: Callable[[Connection], T]) -> T:
         errors = self._errors

@@ -1,4 +1,5 @@
 """The shop's records and the errors its requests end in: plain values, no storage."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,10 +22,7 @@ class OutOfStock(ShopError):
             message = f"The {product.name} is out of stock."
         else:
             verb = "is" if product.stock == 1 else "are"
-            message = (
-                f"Only {product.stock} of the {product.name} {verb} left in stock, "
-                f"not {requested}."
-            )
+            message = f"Only {product.stock} of the {product.name} {verb} left in stock, not {requested}."
         super().__init__(message)
         self.sku = product.sku
         self.requested = requested

@@ -4,6 +4,7 @@ Each store (the shop, the call records) is a component with its own numbered lis
 database. Versions live in `schema_versions`; the migrations of one start-up run in one transaction, and on
 PostgreSQL under an advisory lock, so two nodes starting at once do not both create the tables.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -29,8 +30,12 @@ class Migration:
         return self.sqlite if dialect == "sqlite" else self.postgresql
 
 
-def migrate(database: Database, component: str, migrations: Sequence[Migration],
-            then: Callable[[Connection], None] | None = None) -> int:
+def migrate(
+    database: Database,
+    component: str,
+    migrations: Sequence[Migration],
+    then: Callable[[Connection], None] | None = None,
+) -> int:
     """Bring `component` up to the last of `migrations`, then run `then` in the same transaction
     (seeding a fresh catalogue must not race another node either); returns the version."""
     versions = [m.version for m in migrations]
@@ -41,13 +46,16 @@ def migrate(database: Database, component: str, migrations: Sequence[Migration],
     def run(conn: Connection) -> int:
         if conn.dialect == "postgresql":
             conn.execute("SELECT pg_advisory_xact_lock(?)", (_ADVISORY_LOCK,))
-        conn.script("CREATE TABLE IF NOT EXISTS schema_versions ("
-                    " component TEXT PRIMARY KEY, version INTEGER NOT NULL);")
+        conn.script(
+            "CREATE TABLE IF NOT EXISTS schema_versions ( component TEXT PRIMARY KEY, version INTEGER NOT NULL);"
+        )
         row = conn.one("SELECT version FROM schema_versions WHERE component = ?", (component,))
         current = 0 if row is None else int(row["version"])
         if current > latest:
-            raise SchemaTooNew(f"the {component} database {database.url} is at schema version {current}, but this "
-                               f"VoiceSwarm knows only up to {latest}: upgrade VoiceSwarm on this node")
+            raise SchemaTooNew(
+                f"the {component} database {database.url} is at schema version {current}, but this "
+                f"VoiceSwarm knows only up to {latest}: upgrade VoiceSwarm on this node"
+            )
         for migration in migrations[current:]:
             conn.script(migration.script(conn.dialect))
         if row is None:

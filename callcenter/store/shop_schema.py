@@ -4,6 +4,7 @@ Both keep the same tables and columns, so every query but full-text search is wr
 fixed-width UTC ISO text on both: it sorts in time order, which "newest first" relies on, and reads back the
 same everywhere.
 """
+
 from __future__ import annotations
 
 from callcenter.store.migrations import Migration

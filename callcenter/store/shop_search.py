@@ -2,6 +2,7 @@
 
 Both take the same Terms and agree on what is found: every word first, then any word.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -53,10 +54,14 @@ def name_match(conn: Connection, terms: Sequence[str], every: bool) -> tuple[str
     """A condition on `l.sku` (an order line) that its product's name matches the terms."""
     terms = terms[:MAX_QUERY_TERMS]
     if conn.dialect == "sqlite":
-        return ("l.sku IN (SELECT sku FROM products_fts WHERE products_fts MATCH ?)",
-                [f"{{name keywords}} : ({_fts5(terms, every)})"])
-    return ("l.sku IN (SELECT sku FROM products WHERE name_search @@ websearch_to_tsquery('english', ?))",
-            [_tsquery(terms, every)])
+        return (
+            "l.sku IN (SELECT sku FROM products_fts WHERE products_fts MATCH ?)",
+            [f"{{name keywords}} : ({_fts5(terms, every)})"],
+        )
+    return (
+        "l.sku IN (SELECT sku FROM products WHERE name_search @@ websearch_to_tsquery('english', ?))",
+        [_tsquery(terms, every)],
+    )
 
 
 def _fts5(terms: Sequence[str], every: bool) -> str:

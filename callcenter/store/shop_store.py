@@ -5,6 +5,7 @@ Every write is one transaction (Database.write), guarded so that concurrent call
 can neither oversell nor place one order twice: the stock is decremented with a `stock >= n` guard that the
 database re-checks under the row lock, and idempotency keys are unique.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -52,8 +53,12 @@ class Shop:
         self.path = str(path)
         self._db = database or open_database(path, busy_timeout_s=busy_timeout_s)
         try:
-            self.schema_version = migrate(self._db, shop_schema.COMPONENT, shop_schema.MIGRATIONS,
-                                          then=lambda conn: _seed_catalogue(conn, catalogue_csv))
+            self.schema_version = migrate(
+                self._db,
+                shop_schema.COMPONENT,
+                shop_schema.MIGRATIONS,
+                then=lambda conn: _seed_catalogue(conn, catalogue_csv),
+            )
         except BaseException:
             self._db.close()
             raise
@@ -112,9 +117,7 @@ class Shop:
 
     # -- orders --
 
-    def place_order(
-        self, customer_phone: str, items: Sequence[tuple[str, int]], idempotency_key: str
-    ) -> Order:
+    def place_order(self, customer_phone: str, items: Sequence[tuple[str, int]], idempotency_key: str) -> Order:
         """Sell ``items`` to the caller in one transaction.
 
         Raises UnknownProduct, OutOfStock or InvalidRequest and then changes nothing.
@@ -206,9 +209,7 @@ class Shop:
 
     # -- returns --
 
-    def create_return(
-        self, order_number: str, sku: str, quantity: int, reason: str, idempotency_key: str
-    ) -> Return:
+    def create_return(self, order_number: str, sku: str, quantity: int, reason: str, idempotency_key: str) -> Return:
         """Take back ``quantity`` of ``sku`` from an order and restock it, in one transaction.
 
         Raises NotReturnable (no such order, not in it, more than is left to return) or
@@ -227,8 +228,15 @@ class Shop:
             row = conn.one(
                 "INSERT INTO returns (return_number, order_id, sku, quantity, reason, created_at,"
                 " idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (_new_number(conn, "returns", "return_number"), order_id, line.sku, quantity,
-                 str(reason).strip(), _timestamp(_now()), idempotency_key),
+                (
+                    _new_number(conn, "returns", "return_number"),
+                    order_id,
+                    line.sku,
+                    quantity,
+                    str(reason).strip(),
+                    _timestamp(_now()),
+                    idempotency_key,
+                ),
             )
             _mark_if_fully_returned(conn, order_id)
             return _load_return(conn, row["id"])
@@ -251,15 +259,14 @@ def _seed_catalogue(conn: Connection, catalogue_csv: str | Path | None) -> None:
     # nor undo the stock changes of past orders.
     if conn.one("SELECT 1 AS found FROM products LIMIT 1") is None:
         conn.executemany(
-            "INSERT INTO products (sku, name, description, price_cents, stock, category)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [(p.sku, p.name, p.description, p.price_cents, p.stock, p.category)
-             for p in load_catalogue(catalogue_csv)],
+            "INSERT INTO products (sku, name, description, price_cents, stock, category) VALUES (?, ?, ?, ?, ?, ?)",
+            [(p.sku, p.name, p.description, p.price_cents, p.stock, p.category) for p in load_catalogue(catalogue_csv)],
         )
 
 
-def _order_ids(conn: Connection, where: list[str], params: list[object], product_text: str | None,
-               limit: int) -> list[int]:
+def _order_ids(
+    conn: Connection, where: list[str], params: list[object], product_text: str | None, limit: int
+) -> list[int]:
     def query(match: tuple[str, list[object]] | None) -> list[int]:
         sql = f"SELECT o.id FROM orders o WHERE {' AND '.join(where)}"
         args = list(params)
@@ -301,8 +308,7 @@ def _find_product(conn: Connection, sku: str) -> Product | None:
         # A model or a caller may say "hp 100" or "HP100" for HP-100.
         compact = "".join(words(sku)).upper()
         row = conn.one(
-            f"SELECT {PRODUCT_COLUMNS} FROM products"
-            " WHERE upper(replace(replace(sku, '-', ''), ' ', '')) = ?",
+            f"SELECT {PRODUCT_COLUMNS} FROM products WHERE upper(replace(replace(sku, '-', ''), ' ', '')) = ?",
             (compact,),
         )
     return _product(row) if row is not None else None
@@ -344,9 +350,7 @@ def _require_key(idempotency_key: str) -> None:
 
 def _require_quantity(quantity: int) -> None:
     if isinstance(quantity, bool) or not isinstance(quantity, int) or quantity < 1:
-        raise InvalidRequest(
-            f"The quantity must be a whole number of at least one, not {quantity!r}."
-        )
+        raise InvalidRequest(f"The quantity must be a whole number of at least one, not {quantity!r}.")
 
 
 def _checked_items(items: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -382,8 +386,15 @@ def _insert_order(
     row = conn.one(
         "INSERT INTO orders (order_number, customer_phone, phone_key, created_at, status,"
         " total_cents, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (_new_number(conn, "orders", "order_number"), phone.strip(), phone_key(phone),
-         _timestamp(created), status, total, idempotency_key),
+        (
+            _new_number(conn, "orders", "order_number"),
+            phone.strip(),
+            phone_key(phone),
+            _timestamp(created),
+            status,
+            total,
+            idempotency_key,
+        ),
     )
     order_id: int = row["id"]
     conn.executemany(
@@ -422,8 +433,9 @@ def _load_order(conn: Connection, order_id: int) -> Order:
         created_at=datetime.fromisoformat(row["created_at"]),
         status=row["status"],
         total_cents=row["total_cents"],
-        lines=tuple(OrderLine(r["sku"], r["name"], r["quantity"], r["unit_price_cents"], int(r["returned"]))
-                    for r in lines),
+        lines=tuple(
+            OrderLine(r["sku"], r["name"], r["quantity"], r["unit_price_cents"], int(r["returned"])) for r in lines
+        ),
     )
 
 
@@ -443,9 +455,7 @@ def _returnable_line(conn: Connection, order_number: str, sku: str, quantity: in
         raise NotReturnable(f"Order {order.order_number} does not contain the product {sku}.")
     if quantity > line.returnable_quantity:
         if line.returnable_quantity == 0:
-            raise NotReturnable(
-                f"The {line.name} from order {order.order_number} has already been returned."
-            )
+            raise NotReturnable(f"The {line.name} from order {order.order_number} has already been returned.")
         raise NotReturnable(
             f"Only {line.returnable_quantity} of the {line.name} from order "
             f"{order.order_number} can still be returned, not {quantity}."

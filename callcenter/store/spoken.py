@@ -1,4 +1,5 @@
 """Numbers as callers say them ("double one oh five", "twelve three forty five") and their phone numbers."""
+
 from __future__ import annotations
 
 import re
@@ -12,20 +13,12 @@ PHONE_KEY_DIGITS = 9
 # Longer input is a transcription accident, not a product description.
 MAX_QUERY_CHARS = 500
 
-_UNITS = {
-    w: i
-    for i, w in enumerate("zero one two three four five six seven eight nine".split())
-}
+_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine".split())}
 _TEENS = {
     w: 10 + i
-    for i, w in enumerate(
-        "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
-    )
+    for i, w in enumerate("ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split())
 }
-_TENS = {
-    w: 20 + 10 * i
-    for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
-}
+_TENS = {w: 20 + 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
 _MULTIPLIERS = {"hundred": 100, "thousand": 1000}
 _REPEATS = {"double": 2, "triple": 3}
 

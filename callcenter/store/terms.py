@@ -1,4 +1,5 @@
 """What a caller's words ask the catalogue for: search terms, independent of the database's search engine."""
+
 from __future__ import annotations
 
 import itertools

@@ -4,6 +4,7 @@ The token arrives as `Authorization: Bearer`, as basic auth's password (a phone'
 `?token=` (a link; the page then keeps it in a cookie and drops it from the address bar), or in that cookie,
 which the browser also sends with the WebSocket and the recording (neither can carry a header).
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,8 +22,10 @@ from callcenter.config import is_loopback
 COOKIE = "voiceswarm_supervisor"
 REALM = 'Basic realm="VoiceSwarm supervisor", charset="UTF-8"'
 # What the page may load: only its own files; no inline script or style, no frames, no other hosts.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
-       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -57,12 +60,15 @@ def guard(token: str) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if token and not holds(request, token):
-            raise web.HTTPUnauthorized(text="401: this page needs the supervisor token (supervisor.token)",
-                                       headers={"WWW-Authenticate": REALM})
+            raise web.HTTPUnauthorized(
+                text="401: this page needs the supervisor token (supervisor.token)", headers={"WWW-Authenticate": REALM}
+            )
         if not token and not is_loopback(urlsplit(f"//{request.host}").hostname or ""):
             # Open without a token only as 127.0.0.1 or localhost: another site's name resolved to this
             # machine (DNS rebinding) would otherwise be the page's own origin in the browser.
-            raise web.HTTPForbidden(text="403: without supervisor.token the page answers only as 127.0.0.1 or localhost")
+            raise web.HTTPForbidden(
+                text="403: without supervisor.token the page answers only as 127.0.0.1 or localhost"
+            )
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
         if (request.method != "GET" or upgrade) and not same_origin(request):
             raise web.HTTPForbidden(text="403: not from the supervisor's page")

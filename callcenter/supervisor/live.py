@@ -5,6 +5,7 @@ a second and publishes what changed (transcript lines, tool calls, the active ag
 latencies). Looking, rather than hooks in every place a conversation changes, keeps the conversation's code
 as it is: it only says what state it is in. A supervisor sees a change within POLL_S.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,10 +51,17 @@ class LiveCall:
 
     def view(self) -> Event:
         conversation = self.conversation
-        return {"call_id": self.call.call_id, "caller": self.call.caller, "called": self.call.called,
-                "started_at": self.started_at, "state": self.state, "agent": self.agent, "items": list(self.items),
-                "turns": [timing.breakdown() for timing in conversation.transcript.turns[:self.turns]],
-                "can_hand_over": conversation.settings.operator is not None}
+        return {
+            "call_id": self.call.call_id,
+            "caller": self.call.caller,
+            "called": self.call.called,
+            "started_at": self.started_at,
+            "state": self.state,
+            "agent": self.agent,
+            "items": list(self.items),
+            "turns": [timing.breakdown() for timing in conversation.transcript.turns[: self.turns]],
+            "can_hand_over": conversation.settings.operator is not None,
+        }
 
 
 class LiveCalls:
@@ -144,11 +152,19 @@ class LiveCalls:
         for happened in session.events:
             if isinstance(happened, ToolCalled) and id(happened) not in live._tools:
                 live._tools[id(happened)] = happened
-                item = live.number({"kind": "tool", "at": time.time(), "agent": happened.agent, "name": happened.name,
-                                    "arguments": happened.arguments, "result": happened.result})
+                item = live.number(
+                    {
+                        "kind": "tool",
+                        "at": time.time(),
+                        "agent": happened.agent,
+                        "name": happened.name,
+                        "arguments": happened.arguments,
+                        "result": happened.result,
+                    }
+                )
                 out.append({"event": "item", "call_id": call_id, "item": item})
         turns = live.conversation.transcript.turns
-        for timing in turns[live.turns:]:
+        for timing in turns[live.turns :]:
             out.append({"event": "turn", "call_id": call_id, "turn": timing.breakdown()})
         live.turns = len(turns)
         for key, value in (("state", live.conversation.state), ("agent", session.get_agent_name())):

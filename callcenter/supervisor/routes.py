@@ -1,4 +1,5 @@
 """The supervisor's page: its files, the live feed (a WebSocket), the two buttons, past calls and the node's health."""
+
 from __future__ import annotations
 
 import asyncio
@@ -110,10 +111,13 @@ async def _search(request: web.Request) -> web.Response:
     try:
         since, until = (float(query[key]) if query.get(key) else None for key in ("since", "until"))
         limit = int(query.get("limit", "50"))
-        records = await asyncio.to_thread(sources.records.search, query.get("number", ""), since, until,
-                                          query.get("disposition", ""), limit)
+        records = await asyncio.to_thread(
+            sources.records.search, query.get("number", ""), since, until, query.get("disposition", ""), limit
+        )
     except ValueError as error:
-        return _error(400, f"{error}; search with number=, since= and until= (seconds since 1970), disposition=, limit=")
+        return _error(
+            400, f"{error}; search with number=, since= and until= (seconds since 1970), disposition=, limit="
+        )
     return web.json_response(sources.show({"calls": [summary(record) for record in records]}))
 
 

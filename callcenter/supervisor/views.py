@@ -1,4 +1,5 @@
 """What the supervisor's page is shown of a call: masked by default, as JSON-ready dicts."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,26 @@ from callcenter.store.domain import Order, Return
 from swarm.events import Event, ToolCalled, UserText
 
 # Keys whose values are names and identifiers, never what a caller said: shown as they are.
-PLAIN_KEYS = frozenset({"event", "kind", "who", "via", "state", "agent", "agents", "name", "disposition", "end_reason",
-                        "node", "call_id", "sku", "status", "order_number", "return_number"})
+PLAIN_KEYS = frozenset(
+    {
+        "event",
+        "kind",
+        "who",
+        "via",
+        "state",
+        "agent",
+        "agents",
+        "name",
+        "disposition",
+        "end_reason",
+        "node",
+        "call_id",
+        "sku",
+        "status",
+        "order_number",
+        "return_number",
+    }
+)
 CALLER_KEYS = frozenset({"caller", "called"})
 SHOWN_DIGITS = 4
 
@@ -45,9 +64,18 @@ def shown(value: Any, *, masked: bool, region: str = "DE", key: str = "") -> Any
 
 
 def summary(record: CallRecord) -> dict[str, Any]:
-    return {"call_id": record.call_id, "caller": record.caller, "called": record.called, "started_at": record.started_at,
-            "ended_at": record.ended_at, "disposition": record.disposition, "agents": record.agents,
-            "turns": len(record.turns), "orders": record.orders, "returns": record.returns}
+    return {
+        "call_id": record.call_id,
+        "caller": record.caller,
+        "called": record.called,
+        "started_at": record.started_at,
+        "ended_at": record.ended_at,
+        "disposition": record.disposition,
+        "agents": record.agents,
+        "turns": len(record.turns),
+        "orders": record.orders,
+        "returns": record.returns,
+    }
 
 
 def past_call(record: CallRecord, events: list[Event], shop: Shop) -> dict[str, Any]:
@@ -55,11 +83,17 @@ def past_call(record: CallRecord, events: list[Event], shop: Shop) -> dict[str, 
     details = asdict(record)
     details.pop("events")
     recording = details.pop("recording")
-    return {**summary(record), **{k: v for k, v in details.items() if k.startswith("recording_")},
-            "end_reason": record.end_reason, "node": record.node, "items": interleaved(record.transcript, events),
-            "turns": record.turns, "recording": bool(recording) and Path(recording).is_file(),
-            "order_rows": [order_row(o) for n in record.orders for o in shop.find_orders(order_number=n, limit=1)],
-            "return_rows": [return_row(r) for n in record.returns if (r := shop.find_return(n)) is not None]}
+    return {
+        **summary(record),
+        **{k: v for k, v in details.items() if k.startswith("recording_")},
+        "end_reason": record.end_reason,
+        "node": record.node,
+        "items": interleaved(record.transcript, events),
+        "turns": record.turns,
+        "recording": bool(recording) and Path(recording).is_file(),
+        "order_rows": [order_row(o) for n in record.orders for o in shop.find_orders(order_number=n, limit=1)],
+        "return_rows": [return_row(r) for n in record.returns if (r := shop.find_return(n)) is not None],
+    }
 
 
 def interleaved(transcript: list[dict[str, Any]], events: list[Event]) -> list[dict[str, Any]]:
@@ -72,8 +106,15 @@ def interleaved(transcript: list[dict[str, Any]], events: list[Event]) -> list[d
         if isinstance(event, UserText):
             user_turns += 1
         elif isinstance(event, ToolCalled):
-            tools.setdefault(user_turns, []).append({"kind": "tool", "agent": event.agent, "name": event.name,
-                                                     "arguments": event.arguments, "result": event.result})
+            tools.setdefault(user_turns, []).append(
+                {
+                    "kind": "tool",
+                    "agent": event.agent,
+                    "name": event.name,
+                    "arguments": event.arguments,
+                    "result": event.result,
+                }
+            )
     items: list[dict[str, Any]] = list(tools.pop(0, []))
     caller_lines = 0
     for line in transcript:
@@ -85,13 +126,23 @@ def interleaved(transcript: list[dict[str, Any]], events: list[Event]) -> list[d
 
 
 def order_row(order: Order) -> dict[str, Any]:
-    return {"order_number": order.order_number, "status": order.status, "created_at": order.created_at.isoformat(),
-            "total_cents": order.total_cents,
-            "lines": [{"sku": line.sku, "name": line.name, "quantity": line.quantity} for line in order.lines]}
+    return {
+        "order_number": order.order_number,
+        "status": order.status,
+        "created_at": order.created_at.isoformat(),
+        "total_cents": order.total_cents,
+        "lines": [{"sku": line.sku, "name": line.name, "quantity": line.quantity} for line in order.lines],
+    }
 
 
 def return_row(row: Return) -> dict[str, Any]:
-    return {"return_number": row.return_number, "order_number": row.order_number, "sku": row.sku,
-            "name": row.product_name, "quantity": row.quantity, "reason": row.reason,
-            "created_at": row.created_at.isoformat(), "refund_cents": row.refund_cents}
-
+    return {
+        "return_number": row.return_number,
+        "order_number": row.order_number,
+        "sku": row.sku,
+        "name": row.product_name,
+        "quantity": row.quantity,
+        "reason": row.reason,
+        "created_at": row.created_at.isoformat(),
+        "refund_cents": row.refund_cents,
+    }

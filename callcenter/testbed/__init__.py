@@ -3,6 +3,7 @@
 `voiceswarm eval` runs suites (callcenter.commands.eval); `agent_under_test` (callcenter.testbed.fixture)
 lets a call centre's own pytest tests talk to the agents.
 """
+
 from callcenter.testbed.fixture import AgentUnderTest, agent_under_test
 from callcenter.testbed.report import pass_hat_k, summarise
 from callcenter.testbed.runner import TrialResult, run_trial
@@ -10,6 +11,17 @@ from callcenter.testbed.scenario import Scenario, ScenarioError, load_scenario, 
 from callcenter.testbed.textcall import Expect, TextCall, TurnResult
 
 __all__ = [
-    "AgentUnderTest", "Expect", "Scenario", "ScenarioError", "TextCall", "TrialResult", "TurnResult",
-    "agent_under_test", "load_scenario", "load_suite", "pass_hat_k", "run_trial", "summarise",
+    "AgentUnderTest",
+    "Expect",
+    "Scenario",
+    "ScenarioError",
+    "TextCall",
+    "TrialResult",
+    "TurnResult",
+    "agent_under_test",
+    "load_scenario",
+    "load_suite",
+    "pass_hat_k",
+    "run_trial",
+    "summarise",
 ]

@@ -1,5 +1,6 @@
 """The brains an eval compares, named on the command line: offline, local[:MODEL], ollama:MODEL,
 openai:MODEL@URL, scripted:FILE. A brain is opened once (a local server starts once) and serves every trial."""
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,9 @@ def parse_brain(text: str) -> BrainSpec:
         return BrainSpec(text, kind, model, url)
     if kind == "scripted" and rest:
         return BrainSpec(text, kind, url=rest)
-    raise BrainError(f"unknown brain {text!r}; use offline, local[:0.5b|1.5b|FILE.gguf], ollama:MODEL, openai:MODEL@URL or scripted:FILE")
+    raise BrainError(
+        f"unknown brain {text!r}; use offline, local[:0.5b|1.5b|FILE.gguf], ollama:MODEL, openai:MODEL@URL or scripted:FILE"
+    )
 
 
 @dataclass
@@ -66,8 +69,11 @@ class OpenBrain:
 async def open_brain(spec: BrainSpec, config: Config) -> OpenBrain:
     if spec.kind == "scripted":
         rules = load_script(Path(spec.url))
-        return OpenBrain(spec, f"scripted brain {spec.url} ({len(rules)} rules)",
-                         lambda values: dict.fromkeys(AGENTS, ScriptedProvider(script_for(rules, values), name="scripted")))
+        return OpenBrain(
+            spec,
+            f"scripted brain {spec.url} ({len(rules)} rules)",
+            lambda values: dict.fromkeys(AGENTS, ScriptedProvider(script_for(rules, values), name="scripted")),
+        )
     llm = config.llm
     if spec.kind == "local":
         llm = replace(llm, local_model=spec.model or llm.local_model)
@@ -110,12 +116,15 @@ def load_script(path: Path) -> list[Rule]:
     for index, rule in enumerate(rules):
         actions = [rule.say is not None, rule.call is not None, rule.confirm, rule.say_result]
         if sum(actions) != 1:
-            raise BrainError(f"scripted brain {path}: [[rule]] #{index + 1} needs exactly one of say, call, confirm, say_result")
+            raise BrainError(
+                f"scripted brain {path}: [[rule]] #{index + 1} needs exactly one of say, call, confirm, say_result"
+            )
     return rules
 
 
 def script_for(rules: list[Rule], values: dict[str, str]) -> Callable[[CompletionRequest], Completion]:
     """The scripted model of one trial: placeholders ({orders.NAME}) are that trial's order numbers."""
+
     def step(request: CompletionRequest) -> Completion:
         last = request.messages[-1]
         user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
@@ -140,7 +149,9 @@ def _matches(rule: Rule, agent: str, user: str, tool: str | None) -> bool:
     return rule.after_tool in ("*", tool)
 
 
-def _answer(rule: Rule, result: dict[str, Any] | None, request: CompletionRequest, values: dict[str, str]) -> Completion:
+def _answer(
+    rule: Rule, result: dict[str, Any] | None, request: CompletionRequest, values: dict[str, str]
+) -> Completion:
     if rule.say is not None:
         return reply(render_value(rule.say, values))
     if rule.call is not None:

@@ -3,6 +3,7 @@
 The scenario scorer and the pytest fixture's `expect` both use these, so a scenario file and a user's own
 test mean the same thing by "handed over" or "called with these arguments".
 """
+
 from __future__ import annotations
 
 import json
@@ -101,7 +102,7 @@ def prompt_leaks(text: str, prompts: Sequence[str], sayable: Sequence[str] = (),
     for prompt in prompts:
         words = _WORDS.findall(prompt.lower())
         for start in range(len(words) - window + 1):
-            run = " ".join(words[start:start + window])
+            run = " ".join(words[start : start + window])
             if run in spoken:
                 return run
     return None

@@ -7,6 +7,7 @@
 `brain` is any brain `voiceswarm eval` takes, or pass `providers` (agent -> Provider) to reuse a model
 already loaded. The shop is a fresh SQLite file with the given past orders; `s.orders` holds their numbers.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -63,9 +64,15 @@ async def agent_under_test(
     config: Config | None = None,
 ) -> AsyncIterator[AgentUnderTest]:
     config = config or Config()
-    setup = Scenario("agent_under_test", Path("<agent_under_test>"), "", caller, (),
-                     seed_orders=tuple(SeedOrder(n, tuple(i)) for n, i in (orders or {}).items()),
-                     sold_out=tuple(s.upper() for s in sold_out))
+    setup = Scenario(
+        "agent_under_test",
+        Path("<agent_under_test>"),
+        "",
+        caller,
+        (),
+        seed_orders=tuple(SeedOrder(n, tuple(i)) for n, i in (orders or {}).items()),
+        sold_out=tuple(s.upper() for s in sold_out),
+    )
     with contextlib.ExitStack() as stack:
         where = folder or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-under-test-")))
         opened = None if providers is not None else await open_brain(parse_brain(brain), config)
@@ -75,7 +82,11 @@ async def agent_under_test(
             chosen = dict(providers) if providers is not None else opened.providers(values)  # type: ignore[union-attr]
             registry = build_registry(shop, {a: chosen.get(a) for a in AGENTS})
             session = registry.session("agent-under-test", SWARM, metadata={"caller": caller}, config=config.session)
-            names = {k.removeprefix("orders."): v for k, v in values.items() if k.startswith("orders.") and not k.endswith(".spoken")}
+            names = {
+                k.removeprefix("orders."): v
+                for k, v in values.items()
+                if k.startswith("orders.") and not k.endswith(".spoken")
+            }
             yield AgentUnderTest(TextCall(session), shop, names)
         finally:
             if opened is not None:

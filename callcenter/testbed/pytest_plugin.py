@@ -9,6 +9,7 @@ and write (with pytest-asyncio or anyio):
             r = await s.run("I want to return my kettle")
             r.expect.handoff("refund")
 """
+
 from __future__ import annotations
 
 import functools

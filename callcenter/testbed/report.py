@@ -1,4 +1,5 @@
 """pass^k, the summary of an eval, its Markdown tables, and what changed against a baseline run."""
+
 from __future__ import annotations
 
 import statistics
@@ -8,8 +9,16 @@ from typing import Any
 
 from callcenter.testbed.runner import TrialResult
 
-METRICS = ("tools_expected", "tools_selected", "arg_errors_first_try", "arg_errors_after_feedback", "rescues",
-           "placeholders", "provider_errors", "repairs")
+METRICS = (
+    "tools_expected",
+    "tools_selected",
+    "arg_errors_first_try",
+    "arg_errors_after_feedback",
+    "rescues",
+    "placeholders",
+    "provider_errors",
+    "repairs",
+)
 
 
 def pass_hat_k(successes: int, trials: int, k: int) -> float | None:
@@ -38,8 +47,11 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
         for scenario in dict.fromkeys(r.scenario for r in runs):
             mine = [r for r in runs if r.scenario == scenario]
             passed = sum(r.passed for r in mine)
-            scenarios[scenario] = {"trials": len(mine), "passed": passed,
-                                   "pass_hat": {str(j): pass_hat_k(passed, len(mine), j) for j in range(1, k + 1)}}
+            scenarios[scenario] = {
+                "trials": len(mine),
+                "passed": passed,
+                "pass_hat": {str(j): pass_hat_k(passed, len(mine), j) for j in range(1, k + 1)},
+            }
         overall = {}
         for j in range(1, k + 1):
             values = [s["pass_hat"][str(j)] for s in scenarios.values() if s["pass_hat"][str(j)] is not None]
@@ -50,7 +62,9 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
             "scenarios": scenarios,
             "pass_hat": overall,
             "metrics": totals,
-            "tool_selection_accuracy": totals["tools_selected"] / totals["tools_expected"] if totals["tools_expected"] else None,
+            "tool_selection_accuracy": totals["tools_selected"] / totals["tools_expected"]
+            if totals["tools_expected"]
+            else None,
             "turn_latency_p50_s": percentile(latencies, 50),
             "turn_latency_p95_s": percentile(latencies, 95),
             "duration_s": round(sum(r.duration_s for r in runs), 2),
@@ -68,19 +82,32 @@ def markdown(summary: dict[str, Any]) -> str:
         for name in names:
             row = summary["brains"][name]["scenarios"].get(scenario)
             if row is not None:
-                lines.append(f"| {scenario} | {name} | " + " | ".join(_fraction(row["pass_hat"][str(j)]) for j in range(1, k + 1)) + " |")
+                lines.append(
+                    f"| {scenario} | {name} | "
+                    + " | ".join(_fraction(row["pass_hat"][str(j)]) for j in range(1, k + 1))
+                    + " |"
+                )
     for name in names:
         overall = summary["brains"][name]["pass_hat"]
-        lines.append(f"| **overall** | {name} | " + " | ".join(f"**{_fraction(overall[str(j)])}**" for j in range(1, k + 1)) + " |")
-    lines += ["", "| brain | tool selection | arg errors 1st try | arg errors after feedback | rescues | placeholders "
-              "| provider errors | repairs | turn p50 | turn p95 | run time |", "|" + "---|" * 11]
+        lines.append(
+            f"| **overall** | {name} | "
+            + " | ".join(f"**{_fraction(overall[str(j)])}**" for j in range(1, k + 1))
+            + " |"
+        )
+    lines += [
+        "",
+        "| brain | tool selection | arg errors 1st try | arg errors after feedback | rescues | placeholders "
+        "| provider errors | repairs | turn p50 | turn p95 | run time |",
+        "|" + "---|" * 11,
+    ]
     for name in names:
         b = summary["brains"][name]
         m = b["metrics"]
         lines.append(
             f"| {name} | {_fraction(b['tool_selection_accuracy'])} | {m['arg_errors_first_try']} | {m['arg_errors_after_feedback']} "
             f"| {m['rescues']} | {m['placeholders']} | {m['provider_errors']} | {m['repairs']} "
-            f"| {_seconds(b['turn_latency_p50_s'])} | {_seconds(b['turn_latency_p95_s'])} | {b['duration_s']:.1f} s |")
+            f"| {_seconds(b['turn_latency_p50_s'])} | {_seconds(b['turn_latency_p95_s'])} | {b['duration_s']:.1f} s |"
+        )
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
 """What no reply may ever say, in any scenario: JSON, product codes, tool names, the agents' instructions,
 and prices the catalogue cannot account for."""
+
 from __future__ import annotations
 
 import re
@@ -32,11 +33,22 @@ class SpeakingRules:
     sayable: tuple[str, ...] = ()  # fixed lines the agents may say even though their prompts quote them
 
     @classmethod
-    def build(cls, products: Sequence[Product], tool_names: Iterable[str], prompts: Sequence[str],
-              totals_cents: Iterable[int] = (), sayable: Iterable[str] = ()) -> SpeakingRules:
+    def build(
+        cls,
+        products: Sequence[Product],
+        tool_names: Iterable[str],
+        prompts: Sequence[str],
+        totals_cents: Iterable[int] = (),
+        sayable: Iterable[str] = (),
+    ) -> SpeakingRules:
         allowed = {p.price_cents * q for p in products for q in range(1, MAX_QUANTITY + 1)}
-        return cls(frozenset(p.sku for p in products), frozenset(tool_names), tuple(prompts),
-                   frozenset(allowed | set(totals_cents)), tuple(sayable))
+        return cls(
+            frozenset(p.sku for p in products),
+            frozenset(tool_names),
+            tuple(prompts),
+            frozenset(allowed | set(totals_cents)),
+            tuple(sayable),
+        )
 
     def violations(self, text: str) -> list[str]:
         found: list[str] = []

@@ -3,6 +3,7 @@
 A trial passes only when every check was made and held: a turn that could not be taken (its condition never
 came up, the call had ended) is a failure, never a skipped check.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,8 +44,9 @@ class TrialResult:
         return asdict(self)
 
 
-async def run_trial(scenario: Scenario, brain: OpenBrain, trial: int, folder: Path, expected: ShopState,
-                    config: Config) -> TrialResult:
+async def run_trial(
+    scenario: Scenario, brain: OpenBrain, trial: int, folder: Path, expected: ShopState, config: Config
+) -> TrialResult:
     started = time.monotonic()
     path = folder / f"{scenario.id}.{_slug(brain.spec.text)}.{trial}.db"
     shop, values = prepare_shop(path, scenario)
@@ -52,22 +54,38 @@ async def run_trial(scenario: Scenario, brain: OpenBrain, trial: int, folder: Pa
     latencies: list[float] = []
     try:
         registry = build_registry(shop, brain.providers(values))
-        session = registry.session(f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session)
+        session = registry.session(
+            f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session
+        )
         call = TextCall(session)
         await _play(scenario, call, values, failures, latencies)
-        rules = SpeakingRules.build(shop.products(), registry.tools, _prompts(registry),
-                                    [o.total_cents for o in shop.find_orders(customer_phone=scenario.caller, limit=50)],
-                                    [*UNCLEAR.values(), *config.session.placeholders, config.session.apology])
+        rules = SpeakingRules.build(
+            shop.products(),
+            registry.tools,
+            _prompts(registry),
+            [o.total_cents for o in shop.find_orders(customer_phone=scenario.caller, limit=50)],
+            [*UNCLEAR.values(), *config.session.placeholders, config.session.apology],
+        )
     finally:
         shop.close()
     failures += read_state(path, values).differences(expected)
     failures += score_events(scenario, call, values, rules)
-    return TrialResult(brain.spec.text, scenario.id, trial, not failures, failures, latencies,
-                       round(time.monotonic() - started, 3), trial_metrics(scenario, call.events),
-                       [list(line) for line in call.transcript])
+    return TrialResult(
+        brain.spec.text,
+        scenario.id,
+        trial,
+        not failures,
+        failures,
+        latencies,
+        round(time.monotonic() - started, 3),
+        trial_metrics(scenario, call.events),
+        [list(line) for line in call.transcript],
+    )
 
 
-async def _play(scenario: Scenario, call: TextCall, values: dict[str, str], failures: list[str], latencies: list[float]) -> None:
+async def _play(
+    scenario: Scenario, call: TextCall, values: dict[str, str], failures: list[str], latencies: list[float]
+) -> None:
     reactions = {index: r.times for index, r in enumerate(scenario.reactions)}
     where = "the answers after the last turn"
     try:
@@ -90,8 +108,15 @@ async def _play(scenario: Scenario, call: TextCall, values: dict[str, str], fail
         failures.append(f"{where} raised {error!r}")
 
 
-async def _await_condition(scenario: Scenario, call: TextCall, turn: Turn, reactions: dict[int, int],
-                           values: dict[str, str], latencies: list[float], failures: list[str]) -> bool:
+async def _await_condition(
+    scenario: Scenario,
+    call: TextCall,
+    turn: Turn,
+    reactions: dict[int, int],
+    values: dict[str, str],
+    latencies: list[float],
+    failures: list[str],
+) -> bool:
     """Answer the agent's side questions with the scenario's if_asked rules until it says what `turn` waits for."""
     for _ in range(MAX_DETOURS + 1):
         if pattern(turn.when or "").search(call.last_reply):
@@ -101,12 +126,20 @@ async def _await_condition(scenario: Scenario, call: TextCall, turn: Turn, react
     return False
 
 
-async def _detour(scenario: Scenario, call: TextCall, reactions: dict[int, int], values: dict[str, str],
-                  latencies: list[float], failures: list[str]) -> bool:
+async def _detour(
+    scenario: Scenario,
+    call: TextCall,
+    reactions: dict[int, int],
+    values: dict[str, str],
+    latencies: list[float],
+    failures: list[str],
+) -> bool:
     """Answer the agent's last reply with the first if_asked rule it matches (and has uses left); False: none."""
     if call.ended_by is not None:
         return False
-    index = next((i for i, r in enumerate(scenario.reactions) if reactions[i] and pattern(r.when).search(call.last_reply)), None)
+    index = next(
+        (i for i, r in enumerate(scenario.reactions) if reactions[i] and pattern(r.when).search(call.last_reply)), None
+    )
     if index is None:
         return False
     reactions[index] -= 1
@@ -143,12 +176,20 @@ def score_events(scenario: Scenario, call: TextCall, values: dict[str, str], rul
     problems += [checks.check_says(events, regex) for regex in expect.says]
     problems += [checks.check_never_says(events, regex) for regex in expect.never_says]
     if expect.transfer is not None and call.transferred != expect.transfer:
-        problems.append("expected a transfer to a person" if expect.transfer else f"unexpected transfer to a person ({call.session.escalation})")
+        problems.append(
+            "expected a transfer to a person"
+            if expect.transfer
+            else f"unexpected transfer to a person ({call.session.escalation})"
+        )
     if expect.ended is not None and (call.ended_by is not None) != expect.ended:
         problems.append("expected the call to end" if expect.ended else f"the call ended ({call.ended_by})")
     # A brain that gave no reply is not judged by what the apology does (it hands over to a person, which is
     # what some scenarios expect): the trial could not be checked, so it fails.
-    problems += [f"the brain gave no reply ({e.detail})" for e in events if isinstance(e, Rescued) and e.stage == "provider_error"]
+    problems += [
+        f"the brain gave no reply ({e.detail})"
+        for e in events
+        if isinstance(e, Rescued) and e.stage == "provider_error"
+    ]
     found = [p for p in problems if p is not None]
     for text in checks.said(events):
         found += rules.violations(text)
@@ -171,9 +212,12 @@ def trial_metrics(scenario: Scenario, events: list[Event]) -> dict[str, int]:
         previous = event
     stages = [e.stage for e in events if isinstance(e, Rescued)]
     return {
-        "tools_expected": len(wanted), "tools_selected": sum(name in called for name in wanted),
-        "arg_errors_first_try": first, "arg_errors_after_feedback": after,
-        "rescues": stages.count("flush"), "placeholders": stages.count("placeholder"),
+        "tools_expected": len(wanted),
+        "tools_selected": sum(name in called for name in wanted),
+        "arg_errors_first_try": first,
+        "arg_errors_after_feedback": after,
+        "rescues": stages.count("flush"),
+        "placeholders": stages.count("placeholder"),
         "provider_errors": stages.count("provider_error"),
         "repairs": sum(isinstance(e, ToolCallRepaired) for e in events),
     }
@@ -185,4 +229,3 @@ def _prompts(registry: Registry) -> list[str]:
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text)[:40]
-

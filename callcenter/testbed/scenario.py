@@ -5,6 +5,7 @@ before the call (past orders, sold-out products), and what must be true after it
 (the reference actions replayed on a fresh shop, the τ-bench way), the events, what must never be said and
 how long a turn may take. Everything is checked at load time, so a typo fails the file, never a trial.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,9 +18,11 @@ DEFAULT_CALLER = "+44 20 7946 0321"
 AGENT_NAMES = ("triage", "sales", "refund")
 # Conditions callers' turns often wait for, by name; any other `when` is a regular expression.
 CONDITIONS = {
-    "asks_to_confirm": (r"\b(shall i|should i|do you want me to|would you like me to|can i go ahead|confirm|go ahead"
-                        r"|(is|does) that (sound )?(right|correct|good)|would you like to (order|buy|place|proceed"
-                        r"|purchase|go ahead|start the return|return (it|them|this)))\b[^.!]*\?"),
+    "asks_to_confirm": (
+        r"\b(shall i|should i|do you want me to|would you like me to|can i go ahead|confirm|go ahead"
+        r"|(is|does) that (sound )?(right|correct|good)|would you like to (order|buy|place|proceed"
+        r"|purchase|go ahead|start the return|return (it|them|this)))\b[^.!]*\?"
+    ),
     "asks_order_number": r"\border number\b|\bnumber of (the|your) order\b",
     "asks_buy_or_return": r"\bbuy\b.*\breturn\b|\breturn\b.*\bbuy\b",
     "asks_what_product": r"\b(what|which) (product|item)\b|\blooking for\b|\bdescribe\b",
@@ -60,7 +63,11 @@ class Turn:
         return "say" if self.say is not None else "dtmf" if self.dtmf is not None else "silence"
 
     def describe(self) -> str:
-        what = {"say": f"say {self.say!r}", "dtmf": f"type {self.dtmf!r}", "silence": f"stay silent {self.silence_s} s"}[self.kind]
+        what = {
+            "say": f"say {self.say!r}",
+            "dtmf": f"type {self.dtmf!r}",
+            "silence": f"stay silent {self.silence_s} s",
+        }[self.kind]
         return f"when the agent matches /{self.when}/, {what}" if self.when else what
 
 
@@ -124,6 +131,7 @@ def pattern(when: str) -> re.Pattern[str]:
 
 def render(text: str, values: dict[str, str]) -> str:
     """Fill `{caller}`, `{orders.NAME}` and `{orders.NAME.spoken}` (digits with spaces) from one trial's shop."""
+
     def one(match: re.Match[str]) -> str:
         key = match.group(1)
         if key not in values:
@@ -190,7 +198,11 @@ class _Reader:
 
     def scenario(self) -> Scenario:
         d = self.data
-        self._only(d, {"id", "description", "caller", "tags", "turn", "if_asked", "setup", "reference", "expect"}, "the top level")
+        self._only(
+            d,
+            {"id", "description", "caller", "tags", "turn", "if_asked", "setup", "reference", "expect"},
+            "the top level",
+        )
         setup = d.get("setup", {})
         self._only(setup, {"orders", "sold_out"}, "[setup]")
         orders = tuple(self._seed(i, o) for i, o in enumerate(setup.get("orders", [])))
@@ -222,7 +234,9 @@ class _Reader:
     def _only(self, table: dict[str, Any], allowed: set[str], where: str) -> None:
         unknown = set(table) - allowed
         if unknown:
-            raise self.fail(f"unknown key(s) {', '.join(sorted(unknown))} in {where}; allowed: {', '.join(sorted(allowed))}")
+            raise self.fail(
+                f"unknown key(s) {', '.join(sorted(unknown))} in {where}; allowed: {', '.join(sorted(allowed))}"
+            )
 
     def _seed(self, index: int, o: dict[str, Any]) -> SeedOrder:
         self._only(o, {"name", "items", "days_ago", "phone"}, f"[[setup.orders]] #{index + 1}")
@@ -232,13 +246,20 @@ class _Reader:
         self._only(t, {"say", "dtmf", "silence_s", "when", "budget_s"}, f"[[turn]] #{index + 1}")
         kinds = [k for k in ("say", "dtmf", "silence_s") if k in t]
         if len(kinds) != 1:
-            raise self.fail(f"[[turn]] #{index + 1} needs exactly one of say, dtmf, silence_s (it has {kinds or 'none'})")
+            raise self.fail(
+                f"[[turn]] #{index + 1} needs exactly one of say, dtmf, silence_s (it has {kinds or 'none'})"
+            )
         if "when" in t:
             pattern(t["when"])
         budget = t.get("budget_s")
         silence = t.get("silence_s")
-        return Turn(t.get("say"), t.get("dtmf"), None if silence is None else float(silence), t.get("when"),
-                    None if budget is None else float(budget))
+        return Turn(
+            t.get("say"),
+            t.get("dtmf"),
+            None if silence is None else float(silence),
+            t.get("when"),
+            None if budget is None else float(budget),
+        )
 
     def _action(self, index: int, a: dict[str, Any], orders: tuple[SeedOrder, ...]) -> Action:
         where = f"[[reference]] #{index + 1}"
@@ -254,7 +275,17 @@ class _Reader:
         raise self.fail(f"{where}: action must be place_order or create_return, not {kind!r}")
 
     def _expect(self, e: dict[str, Any]) -> Expectations:
-        allowed = {"handoffs", "no_handoff", "called", "never_called", "transfer", "ended", "says", "never_says", "turn_budget_s"}
+        allowed = {
+            "handoffs",
+            "no_handoff",
+            "called",
+            "never_called",
+            "transfer",
+            "ended",
+            "says",
+            "never_says",
+            "turn_budget_s",
+        }
         self._only(e, allowed, "[expect]")
         for agent in e.get("handoffs", []):
             if agent not in AGENT_NAMES:
@@ -264,9 +295,14 @@ class _Reader:
             pattern(text)
         budget = e.get("turn_budget_s")
         return Expectations(
-            handoffs=tuple(e.get("handoffs", ())), no_handoff=bool(e.get("no_handoff", False)), called=called,
-            never_called=tuple(e.get("never_called", ())), transfer=e.get("transfer"), ended=e.get("ended"),
-            says=tuple(e.get("says", ())), never_says=tuple(e.get("never_says", ())),
+            handoffs=tuple(e.get("handoffs", ())),
+            no_handoff=bool(e.get("no_handoff", False)),
+            called=called,
+            never_called=tuple(e.get("never_called", ())),
+            transfer=e.get("transfer"),
+            ended=e.get("ended"),
+            says=tuple(e.get("says", ())),
+            never_says=tuple(e.get("never_says", ())),
             turn_budget_s=None if budget is None else float(budget),
         )
 

@@ -5,6 +5,7 @@ reference actions (calls of the shop's own write functions) leave on another fre
 Order and return numbers are random and timestamps differ, so the states are compared without them: orders
 by who bought what at which price (and which setup order they were), returns by which order and item.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -30,8 +31,11 @@ class ShopState:
 
     def differences(self, expected: ShopState) -> list[str]:
         """What differs from `expected`, in words an admin can read; [] when equal."""
-        found = [f"stock of {sku} is {self.stock.get(sku)}, expected {n}"
-                 for sku, n in sorted(expected.stock.items()) if self.stock.get(sku) != n]
+        found = [
+            f"stock of {sku} is {self.stock.get(sku)}, expected {n}"
+            for sku, n in sorted(expected.stock.items())
+            if self.stock.get(sku) != n
+        ]
         found += _multiset_diff("order", self.orders, expected.orders)
         found += _multiset_diff("return", self.returns, expected.returns)
         return found
@@ -39,8 +43,9 @@ class ShopState:
 
 def _multiset_diff(what: str, actual: Counter[tuple[Any, ...]], expected: Counter[tuple[Any, ...]]) -> list[str]:
     extra, missing = actual - expected, expected - actual
-    return ([f"unexpected {what} {item}" for item in sorted(extra, key=repr)]
-            + [f"missing {what} {item}" for item in sorted(missing, key=repr)])
+    return [f"unexpected {what} {item}" for item in sorted(extra, key=repr)] + [
+        f"missing {what} {item}" for item in sorted(missing, key=repr)
+    ]
 
 
 def prepare_shop(path: Path, scenario: Scenario) -> tuple[Shop, dict[str, str]]:
@@ -74,7 +79,9 @@ def apply_reference(shop: Shop, scenario: Scenario, values: dict[str, str]) -> N
         try:
             _apply(shop, scenario, action, values, key)
         except ShopError as error:
-            raise ScenarioError(f"{scenario.path}: [[reference]] #{index + 1} is refused by the shop: {error}") from None
+            raise ScenarioError(
+                f"{scenario.path}: [[reference]] #{index + 1} is refused by the shop: {error}"
+            ) from None
 
 
 def _apply(shop: Shop, scenario: Scenario, action: Action, values: dict[str, str], key: str) -> None:
@@ -96,21 +103,28 @@ def expected_state(folder: Path, scenario: Scenario) -> ShopState:
 
 def read_state(path: Path, values: dict[str, str]) -> ShopState:
     """The state of the shop at `path`; setup orders are named by their scenario name, new ones "new"."""
-    labels = {number: name.removeprefix("orders.") for name, number in values.items()
-              if name.startswith("orders.") and not name.endswith(".spoken")}
+    labels = {
+        number: name.removeprefix("orders.")
+        for name, number in values.items()
+        if name.startswith("orders.") and not name.endswith(".spoken")
+    }
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         stock = dict(conn.execute("SELECT sku, stock FROM products").fetchall())
         lines: dict[int, list[tuple[str, int, int]]] = {}
-        for order_id, sku, quantity, price in conn.execute("SELECT order_id, sku, quantity, unit_price_cents FROM order_lines"):
+        for order_id, sku, quantity, price in conn.execute(
+            "SELECT order_id, sku, quantity, unit_price_cents FROM order_lines"
+        ):
             lines.setdefault(order_id, []).append((sku, quantity, price))
         orders: Counter[tuple[Any, ...]] = Counter()
         label_of: dict[int, str] = {}
         for order_id, number, phone, phone_key, status, total in conn.execute(
-                "SELECT id, order_number, customer_phone, phone_key, status, total_cents FROM orders"):
+            "SELECT id, order_number, customer_phone, phone_key, status, total_cents FROM orders"
+        ):
             label = labels.get(number, "setup" if phone == STOCK_BUYER else "new")
             label_of[order_id] = label
             orders[(label, phone_key, status, total, tuple(sorted(lines.get(order_id, []))))] += 1
         returns: Counter[tuple[Any, ...]] = Counter(
             (label_of[order_id], sku, quantity)
-            for order_id, sku, quantity in conn.execute("SELECT order_id, sku, quantity FROM returns"))
+            for order_id, sku, quantity in conn.execute("SELECT order_id, sku, quantity FROM returns")
+        )
     return ShopState(stock, orders, returns)

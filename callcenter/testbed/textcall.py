@@ -4,6 +4,7 @@ What the voice loop (callcenter.conversation) does besides speech is kept: the g
 the tool that asked for them (callcenter.keypad), 0 for a person, re-prompts and the hang-up of a silent
 caller, and the call's end after a transfer or a goodbye.
 """
+
 from __future__ import annotations
 
 import time

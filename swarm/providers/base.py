@@ -1,4 +1,5 @@
 """The one interface every LLM provider implements."""
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping

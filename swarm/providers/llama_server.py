@@ -7,6 +7,7 @@ at a lower priority than the calls' media and Whisper, and can be restarted when
 line, `listening http://127.0.0.1:PORT`, once the model is loaded (the port is chosen by the kernel), and
 exits when its standard input closes, so it never outlives the process that started it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--nice", type=int, default=0)
-    parser.add_argument("--max-tokens", type=int, default=-1, help="per reply, unless a request asks for fewer; -1: no limit")
+    parser.add_argument(
+        "--max-tokens", type=int, default=-1, help="per reply, unless a request asks for fewer; -1: no limit"
+    )
     args = parser.parse_args(argv)
     # Ctrl-C in a terminal reaches the whole process group; the parent decides when the server stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,6 +7,7 @@ session apologises and transfers, as for any LLM failure) and the server is star
 next turn finds it. Prompts given to `prefill` are sent again after every restart, so that the server's
 prompt cache holds each agent's system prompt and tools before callers need them.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,9 +58,23 @@ class ServerSpec:
     name: str = "local"  # for logs and the provider's name
 
     def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "swarm.providers.llama_server", "--model", str(self.model),
-                "--threads", str(self.threads), "--ctx", str(self.ctx * self.parallel), "--nice", str(self.nice),
-                "--parallel", str(self.parallel), "--max-tokens", str(self.max_tokens)]
+        argv = [
+            sys.executable,
+            "-m",
+            "swarm.providers.llama_server",
+            "--model",
+            str(self.model),
+            "--threads",
+            str(self.threads),
+            "--ctx",
+            str(self.ctx * self.parallel),
+            "--nice",
+            str(self.nice),
+            "--parallel",
+            str(self.parallel),
+            "--max-tokens",
+            str(self.max_tokens),
+        ]
         return argv + (["--chat-template", str(self.chat_template)] if self.chat_template else [])
 
 
@@ -126,8 +141,15 @@ class LocalServer:
     def _spawn(self) -> str:
         started = time.monotonic()
         process = subprocess.Popen(
-            self.spec.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_source_root(), os.environ.get("PYTHONPATH"))))},
+            self.spec.argv(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(filter(None, (_source_root(), os.environ.get("PYTHONPATH")))),
+            },
         )
         self._process = process
         self._log_tail.clear()
@@ -139,9 +161,15 @@ class LocalServer:
             if ready:
                 line = process.stdout.readline()
                 if line.startswith(READY):
-                    url = line[len(READY):].strip()
-                    log.info("event=local_llm_started pid=%d url=%s model=%s threads=%d seconds=%.1f",
-                             process.pid, url, self.spec.name, self.spec.threads, time.monotonic() - started)
+                    url = line[len(READY) :].strip()
+                    log.info(
+                        "event=local_llm_started pid=%d url=%s model=%s threads=%d seconds=%.1f",
+                        process.pid,
+                        url,
+                        self.spec.name,
+                        self.spec.threads,
+                        time.monotonic() - started,
+                    )
                     return url
                 if not line:  # stdout closed: the child is gone
                     break
@@ -152,8 +180,9 @@ class LocalServer:
         # llama.cpp marks its errors " E "; the child's own traceback ends the log.
         errors = [line for line in self._log_tail if " E " in line] or list(self._log_tail)[-3:]
         tail = " | ".join(errors + list(self._log_tail)[-1:]) or "no output"
-        raise LocalServerError(f"the local LLM server ({self.spec.model}) did not start "
-                               f"(exit code {process.returncode}): {tail}")
+        raise LocalServerError(
+            f"the local LLM server ({self.spec.model}) did not start (exit code {process.returncode}): {tail}"
+        )
 
     def _drain(self, process: subprocess.Popen[str]) -> None:
         """Keep the server's last log lines for error messages; its per-request chatter goes to debug."""
@@ -163,8 +192,12 @@ class LocalServer:
             log.debug("llama.cpp: %s", line.rstrip())
         # Not process.wait(): while one thread waits, Popen.poll() in another answers "still running".
         if not self._stopping and process is self._process and self.exited(5.0):
-            log.error("event=local_llm_exited pid=%d exit_code=%s last=%s", process.pid, process.returncode,
-                      self._log_tail[-1] if self._log_tail else "")
+            log.error(
+                "event=local_llm_exited pid=%d exit_code=%s last=%s",
+                process.pid,
+                process.returncode,
+                self._log_tail[-1] if self._log_tail else "",
+            )
 
 
 def _stale_connection(error: BaseException) -> bool:
@@ -187,7 +220,13 @@ class LocalProvider:
     """The Provider for a LocalServer: OpenAI-compatible streaming, restarts, and a warm prompt cache."""
 
     def __init__(
-        self, server: LocalServer, *, model: str = "local", timeout: float = 30.0, name: str = "local", owns_server: bool = True,
+        self,
+        server: LocalServer,
+        *,
+        model: str = "local",
+        timeout: float = 30.0,
+        name: str = "local",
+        owns_server: bool = True,
         tool_mode: str = "constrained",
     ) -> None:
         self.server = server
@@ -284,8 +323,9 @@ class LocalProvider:
         if old is not None:
             await old.aclose()
         url = await asyncio.to_thread(self.server.start)
-        self._delegate = OpenAIProvider(self.model, self.server.base_url, timeout=self.timeout, name=self.name,
-                                        tool_mode=self.tool_mode)
+        self._delegate = OpenAIProvider(
+            self.model, self.server.base_url, timeout=self.timeout, name=self.name, tool_mode=self.tool_mode
+        )
         if self._prefills:
             # After a restart the cache is filled again in the background: a turn meanwhile waits in the
             # server's queue for the prompt ahead of it, not for all of them.
@@ -301,8 +341,13 @@ class LocalProvider:
         # a client of its own opens a fresh connection. The first streamed item comes once the whole prompt
         # has been processed and cached; closing the stream there stops the generation.
         started = time.monotonic()
-        warming = OpenAIProvider(self.model, self.server.base_url, timeout=max(self.timeout, PREFILL_TIMEOUT_S), name=self.name,
-                                 tool_mode=self.tool_mode)  # the same prompt as the turns', or the cache misses
+        warming = OpenAIProvider(
+            self.model,
+            self.server.base_url,
+            timeout=max(self.timeout, PREFILL_TIMEOUT_S),
+            name=self.name,
+            tool_mode=self.tool_mode,
+        )  # the same prompt as the turns', or the cache misses
         stream = warming.stream(request)
         try:
             await anext(stream, None)

@@ -5,6 +5,7 @@ only what tools return in a "say" field, or a fixed line per agent, so it can ne
 Tool results may carry a "proposal" ({"tool": ..., "arguments": ...}): the action the "say" text asked
 the caller to confirm; a yes runs it with confirmed=true, a no drops it.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Ollama as a provider: native tool calls, or the `<tool_call>` text protocol for models without them."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """A provider for any OpenAI-compatible chat-completions server (OpenAI, DeepSeek, vLLM, llama.cpp)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -135,7 +136,9 @@ class OpenAIProvider:
             body["temperature"] = self.temperature
         return body
 
-    async def _deltas(self, body: dict[str, Any], request: CompletionRequest, timings: dict[str, float]) -> AsyncGenerator[Any, None]:
+    async def _deltas(
+        self, body: dict[str, Any], request: CompletionRequest, timings: dict[str, float]
+    ) -> AsyncGenerator[Any, None]:
         """The first choice's deltas, each wait on the server bounded and every failure a ProviderError.
 
         `timings` receives the server's account of the request (llama.cpp sends it with the last chunk)."""
@@ -172,8 +175,12 @@ class OpenAIProvider:
         finally:
             await chunks.close()
             if timings:
-                log.info("event=llm_timings client=%s agent=%s %s", request.client_id, request.agent,
-                         " ".join(f"{key}={timings[key]:g}" for key in _TIMING_KEYS if key in timings))
+                log.info(
+                    "event=llm_timings client=%s agent=%s %s",
+                    request.client_id,
+                    request.agent,
+                    " ".join(f"{key}={timings[key]:g}" for key in _TIMING_KEYS if key in timings),
+                )
 
     async def _guard(self, awaitable: Awaitable[_T], seconds: float) -> _T:
         """Await one step of the request, turning every failure into a ProviderError."""

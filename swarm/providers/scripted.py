@@ -1,4 +1,5 @@
 """A deterministic model for tests and benchmarks: replies and tool calls from a script."""
+
 from __future__ import annotations
 
 import asyncio
@@ -40,5 +41,7 @@ class ScriptedProvider:
             if word:
                 yield Delta(word + " ")
         # Fresh ids per call, as a real model gives, so resumed histories never repeat one.
-        calls = tuple(ToolCall(f"call_{next(self._ids)}", c.name, c.arguments, c.raw_arguments) for c in completion.tool_calls)
+        calls = tuple(
+            ToolCall(f"call_{next(self._ids)}", c.name, c.arguments, c.raw_arguments) for c in completion.tool_calls
+        )
         yield Completion(completion.text, calls)

@@ -1,6 +1,7 @@
 """HTTP Digest for SIP as a client (RFC 2617, RFC 7616, RFC 8760): answer a WWW-Authenticate or
 Proxy-Authenticate challenge with MD5, SHA-256 or SHA-512-256 (and their -sess forms), with
 qop=auth or without qop. `verify` is the server side, for tests."""
+
 from __future__ import annotations
 
 import hashlib
@@ -40,12 +41,19 @@ class Challenge:
             if name not in params:
                 raise SipParseError(f"digest challenge without {name}: {value!r}")
         qop = tuple(q.strip().lower() for q in params.get("qop", "").split(",") if q.strip())
-        return cls(params["realm"], params["nonce"], params.get("algorithm", "MD5"), qop,
-                   params.get("opaque"), params.get("stale", "").lower() == "true")
+        return cls(
+            params["realm"],
+            params["nonce"],
+            params.get("algorithm", "MD5"),
+            qop,
+            params.get("opaque"),
+            params.get("stale", "").lower() == "true",
+        )
 
 
-def authorization(challenge: Challenge, method: str, uri: str, username: str, password: str, *,
-                  cnonce: str | None = None, nc: int = 1) -> str:
+def authorization(
+    challenge: Challenge, method: str, uri: str, username: str, password: str, *, cnonce: str | None = None, nc: int = 1
+) -> str:
     """The Authorization (or Proxy-Authorization) value answering `challenge` for a request
     `method` to `uri` (the Request-URI as a string)."""
     if challenge.qop and "auth" not in challenge.qop:
@@ -53,10 +61,17 @@ def authorization(challenge: Challenge, method: str, uri: str, username: str, pa
     qop = "auth" if challenge.qop else None
     if cnonce is None and (qop or challenge.algorithm.upper().endswith("-SESS")):
         cnonce = secrets.token_hex(8)
-    response = _response(challenge.algorithm, username, challenge.realm, password, method, uri,
-                         challenge.nonce, cnonce, nc, qop)
-    fields = [f"username={quote(username)}", f"realm={quote(challenge.realm)}", f"nonce={quote(challenge.nonce)}",
-              f"uri={quote(uri)}", f"response=\"{response}\"", f"algorithm={challenge.algorithm}"]
+    response = _response(
+        challenge.algorithm, username, challenge.realm, password, method, uri, challenge.nonce, cnonce, nc, qop
+    )
+    fields = [
+        f"username={quote(username)}",
+        f"realm={quote(challenge.realm)}",
+        f"nonce={quote(challenge.nonce)}",
+        f"uri={quote(uri)}",
+        f'response="{response}"',
+        f"algorithm={challenge.algorithm}",
+    ]
     if cnonce is not None:
         fields.append(f"cnonce={quote(cnonce)}")
     if challenge.opaque is not None:
@@ -74,15 +89,35 @@ def verify(authorization_value: str, method: str, password: str, realm: str) -> 
     qop = params.get("qop")
     try:
         nc = int(params.get("nc", "0"), 16)
-        expected = _response(params.get("algorithm", "MD5"), params["username"], realm, password, method,
-                             params["uri"], params["nonce"], params.get("cnonce"), nc, qop)
+        expected = _response(
+            params.get("algorithm", "MD5"),
+            params["username"],
+            realm,
+            password,
+            method,
+            params["uri"],
+            params["nonce"],
+            params.get("cnonce"),
+            nc,
+            qop,
+        )
     except (ValueError, DigestError):
         return False
     return hmac.compare_digest(expected, params["response"].lower())
 
 
-def _response(algorithm: str, username: str, realm: str, password: str, method: str, uri: str, nonce: str,
-              cnonce: str | None, nc: int, qop: str | None) -> str:
+def _response(
+    algorithm: str,
+    username: str,
+    realm: str,
+    password: str,
+    method: str,
+    uri: str,
+    nonce: str,
+    cnonce: str | None,
+    nc: int,
+    qop: str | None,
+) -> str:
     algorithm = algorithm.upper()
     base, sess = algorithm.removesuffix("-SESS"), algorithm.endswith("-SESS")
     if base not in _HASHES:
@@ -112,7 +147,7 @@ def _parse_digest(value: str) -> dict[str, str]:
     while position < len(rest):
         match = _PARAM_RE.match(rest, position)
         if match is None:
-            raise SipParseError(f"malformed digest parameter at {rest[position:position + 30]!r}")
+            raise SipParseError(f"malformed digest parameter at {rest[position : position + 30]!r}")
         name, position = match[1].lower(), match.end()
         if rest.startswith('"', position):
             params[name], position = read_quoted(rest, position)

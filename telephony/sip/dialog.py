@@ -1,6 +1,7 @@
 """A SIP dialog (RFC 3261 §12): the state two user agents share after an INVITE succeeds, and the
 requests built inside it (BYE, REFER, ACK). Loose routing only (RFC 3261 §16.12: every Record-Route
 is expected to carry `lr`)."""
+
 from __future__ import annotations
 
 import random
@@ -45,23 +46,40 @@ class Dialog:
         local.params["tag"] = local_tag
         # RFC 2543 let an INVITE omit Contact: its From was then where requests went (RFC 4475 §3.4.1).
         target = _contact_uri(request.headers, "INVITE") if request.headers.get_all("Contact") else request.from_.uri
-        return cls(request.call_id, local, request.from_, target, local_contact,
-                   request.headers.get_all("Record-Route"), random.randint(1, 2**16), request.cseq[0])
+        return cls(
+            request.call_id,
+            local,
+            request.from_,
+            target,
+            local_contact,
+            request.headers.get_all("Record-Route"),
+            random.randint(1, 2**16),
+            request.cseq[0],
+        )
 
     @classmethod
     def as_uac(cls, request: Request, response: Response, local_contact: str) -> Dialog:
         """The dialog our INVITE created with the 2xx it got."""
         if response.to.tag is None:
             raise DialogError("the 2xx to our INVITE has no To tag")
-        return cls(request.call_id, request.from_, response.to, _contact_uri(response.headers, "2xx"), local_contact,
-                   list(reversed(response.headers.get_all("Record-Route"))), request.cseq[0], None)
+        return cls(
+            request.call_id,
+            request.from_,
+            response.to,
+            _contact_uri(response.headers, "2xx"),
+            local_contact,
+            list(reversed(response.headers.get_all("Record-Route"))),
+            request.cseq[0],
+            None,
+        )
 
     def next_hop(self) -> SipUri:
         """Where requests in this dialog go: the first route, else the peer's Contact."""
         return NameAddr.parse(self.route_set[0]).uri if self.route_set else self.remote_target
 
-    def create_request(self, method: str, headers: dict[str, str] | None = None, body: bytes = b"",
-                       cseq: int | None = None) -> Request:
+    def create_request(
+        self, method: str, headers: dict[str, str] | None = None, body: bytes = b"", cseq: int | None = None
+    ) -> Request:
         """A request in the dialog (RFC 3261 §12.2.1.1); the transaction layer adds the Via."""
         if cseq is None:
             self.local_cseq += 1

@@ -4,6 +4,7 @@ On TCP and TLS a message ends where its Content-Length says, so Content-Length i
 messages a peer may send keep-alives: CRLFCRLF is a ping (answered with a pong), a lone CRLF a pong.
 Any framing error leaves the stream out of step, so the caller closes the connection after it.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """Per-source limits with bounded memory: a token bucket for new INVITEs, and log lines at most once a
 minute per (kind, source) so that a flood of bad packets cannot flood the log as well."""
+
 from __future__ import annotations
 
 import time

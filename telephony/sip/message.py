@@ -4,6 +4,7 @@ The parser accepts everything RFC 3261 lets it frame and read, so that the next 
 answer 400 to a request whose headers are wrong; `validate_request` then says what is wrong.
 Every failure is a `SipParseError` whose message says what and where.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,9 +18,23 @@ from .syntax import TOKEN, WSP, SipParseError, is_token, parse_uint
 from .uri import SipUri
 
 __all__ = [
-    "MAX_MESSAGE_SIZE", "REASON_PHRASES", "Headers", "MessageTooLarge", "NameAddr", "Request", "Response",
-    "SipParseError", "SipUri", "Via", "make_response", "new_branch", "new_call_id", "new_tag", "parse_message",
-    "validate_request", "validate_response",
+    "MAX_MESSAGE_SIZE",
+    "REASON_PHRASES",
+    "Headers",
+    "MessageTooLarge",
+    "NameAddr",
+    "Request",
+    "Response",
+    "SipParseError",
+    "SipUri",
+    "Via",
+    "make_response",
+    "new_branch",
+    "new_call_id",
+    "new_tag",
+    "parse_message",
+    "validate_request",
+    "validate_response",
 ]
 
 MAX_MESSAGE_SIZE = 65_536
@@ -36,25 +51,69 @@ _DATE_RE = re.compile(
 )
 
 REASON_PHRASES = {
-    100: "Trying", 180: "Ringing", 181: "Call Is Being Forwarded", 182: "Queued", 183: "Session Progress",
-    200: "OK", 202: "Accepted", 204: "No Notification",
-    300: "Multiple Choices", 301: "Moved Permanently", 302: "Moved Temporarily", 305: "Use Proxy",
+    100: "Trying",
+    180: "Ringing",
+    181: "Call Is Being Forwarded",
+    182: "Queued",
+    183: "Session Progress",
+    200: "OK",
+    202: "Accepted",
+    204: "No Notification",
+    300: "Multiple Choices",
+    301: "Moved Permanently",
+    302: "Moved Temporarily",
+    305: "Use Proxy",
     380: "Alternative Service",
-    400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required",
-    408: "Request Timeout", 410: "Gone", 413: "Request Entity Too Large", 414: "Request-URI Too Long",
-    415: "Unsupported Media Type", 416: "Unsupported URI Scheme", 420: "Bad Extension",
-    421: "Extension Required", 422: "Session Interval Too Small", 423: "Interval Too Brief",
-    480: "Temporarily Unavailable", 481: "Call/Transaction Does Not Exist", 482: "Loop Detected",
-    483: "Too Many Hops", 484: "Address Incomplete", 485: "Ambiguous", 486: "Busy Here",
-    487: "Request Terminated", 488: "Not Acceptable Here", 489: "Bad Event", 491: "Request Pending",
+    400: "Bad Request",
+    401: "Unauthorized",
+    402: "Payment Required",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    407: "Proxy Authentication Required",
+    408: "Request Timeout",
+    410: "Gone",
+    413: "Request Entity Too Large",
+    414: "Request-URI Too Long",
+    415: "Unsupported Media Type",
+    416: "Unsupported URI Scheme",
+    420: "Bad Extension",
+    421: "Extension Required",
+    422: "Session Interval Too Small",
+    423: "Interval Too Brief",
+    480: "Temporarily Unavailable",
+    481: "Call/Transaction Does Not Exist",
+    482: "Loop Detected",
+    483: "Too Many Hops",
+    484: "Address Incomplete",
+    485: "Ambiguous",
+    486: "Busy Here",
+    487: "Request Terminated",
+    488: "Not Acceptable Here",
+    489: "Bad Event",
+    491: "Request Pending",
     493: "Undecipherable",
-    500: "Server Internal Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
-    504: "Server Time-out", 505: "Version Not Supported", 513: "Message Too Large",
-    600: "Busy Everywhere", 603: "Decline", 604: "Does Not Exist Anywhere", 606: "Not Acceptable",
+    500: "Server Internal Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Server Time-out",
+    505: "Version Not Supported",
+    513: "Message Too Large",
+    600: "Busy Everywhere",
+    603: "Decline",
+    604: "Does Not Exist Anywhere",
+    606: "Not Acceptable",
 }
-_CLASS_PHRASES = {1: "Provisional", 2: "Success", 3: "Redirection", 4: "Client Error", 5: "Server Error",
-                  6: "Global Failure"}
+_CLASS_PHRASES = {
+    1: "Provisional",
+    2: "Success",
+    3: "Redirection",
+    4: "Client Error",
+    5: "Server Error",
+    6: "Global Failure",
+}
 
 
 class MessageTooLarge(SipParseError):
@@ -141,7 +200,7 @@ def parse_message(data: bytes) -> Request | Response:
     # surrogateescape keeps bytes that are not UTF-8, so what we echo back is what we received.
     lines = [line.removesuffix("\r") for line in data[: end.start()].decode("utf-8", "surrogateescape").split("\n")]
     headers = _parse_headers(lines[1:])
-    body = _frame_body(headers, data[end.end():])
+    body = _frame_body(headers, data[end.end() :])
     start = lines[0]
     if start[:4].upper() == "SIP/":
         return _parse_status_line(start, headers, body)
@@ -173,8 +232,15 @@ def validate_response(response: Response) -> None:
         raise SipParseError(f"response has {len(response.vias)} Via values; a user agent accepts exactly one")
 
 
-def make_response(request: Request, status: int, reason: str | None = None, *, to_tag: str | None = None,
-                  headers: Mapping[str, str] | None = None, body: bytes = b"") -> Response:
+def make_response(
+    request: Request,
+    status: int,
+    reason: str | None = None,
+    *,
+    to_tag: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    body: bytes = b"",
+) -> Response:
     """A response per RFC 3261 §8.2.6: Via, From, To, Call-ID and CSeq copied as received, so this works for
     a request that failed validation too. A To without a tag gets `to_tag`, or a fresh one: §8.2.6.2 wants a
     tag on every response but 100 (a caller's dialog needs the same tag on all of them: pass it)."""

@@ -1,4 +1,5 @@
 """Counters of what the SIP endpoint saw and did: one dataclass, read by tests, logs, benchmarks and /metrics."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -7,8 +8,24 @@ from dataclasses import dataclass, field
 from .message import Request, Response
 
 # Methods counted by name; whatever else a peer sends is "other", so that a scanner cannot grow the counters.
-METHODS = frozenset({"INVITE", "ACK", "BYE", "CANCEL", "OPTIONS", "REGISTER", "REFER", "NOTIFY", "SUBSCRIBE",
-                     "INFO", "UPDATE", "PRACK", "MESSAGE", "PUBLISH"})
+METHODS = frozenset(
+    {
+        "INVITE",
+        "ACK",
+        "BYE",
+        "CANCEL",
+        "OPTIONS",
+        "REGISTER",
+        "REFER",
+        "NOTIFY",
+        "SUBSCRIBE",
+        "INFO",
+        "UPDATE",
+        "PRACK",
+        "MESSAGE",
+        "PUBLISH",
+    }
+)
 
 
 def method_label(method: str) -> str:

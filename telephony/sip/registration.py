@@ -5,6 +5,7 @@ registrar granted; over TCP or TLS, RFC 5626 keep-alives on the connection, and 
 that flow fails; after a failure or a timeout retry with capped exponential backoff and jitter; on shutdown
 remove the binding (Expires: 0). `status` says how it is going, for the application and its health checks.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,11 +56,18 @@ class RegistrationConfig:
             try:
                 uri = SipUri.parse(value)
             except SipParseError as error:
-                raise ValueError(f"registration.{name} must be a SIP URI like sip:pbx.example.com:5060: {error}") from None
-            if uri.scheme not in ("sip", "sips") or uri.user is not None or \
-                    (uri.params.get("transport") or "udp").lower() not in ("udp", "tcp", "tls"):
-                raise ValueError(f"registration.{name} must be sip:host[:port][;transport=tcp|tls] or sips:host[:port] "
-                                 f"(no user part), got {value!r}")
+                raise ValueError(
+                    f"registration.{name} must be a SIP URI like sip:pbx.example.com:5060: {error}"
+                ) from None
+            if (
+                uri.scheme not in ("sip", "sips")
+                or uri.user is not None
+                or (uri.params.get("transport") or "udp").lower() not in ("udp", "tcp", "tls")
+            ):
+                raise ValueError(
+                    f"registration.{name} must be sip:host[:port][;transport=tcp|tls] or sips:host[:port] "
+                    f"(no user part), got {value!r}"
+                )
         for name in ("username", "contact_user"):
             value = getattr(self, name)
             if value is None and name == "contact_user":
@@ -67,8 +75,10 @@ class RegistrationConfig:
             try:
                 SipUri.parse(f"sip:{value}@invalid")
             except SipParseError:
-                raise ValueError(f"registration.{name} {value!r} is not a valid SIP user part "
-                                 "(letters, digits and -_.!~*'()&=+$,;?/ or %-escapes)") from None
+                raise ValueError(
+                    f"registration.{name} {value!r} is not a valid SIP user part "
+                    "(letters, digits and -_.!~*'()&=+$,;?/ or %-escapes)"
+                ) from None
         if self.domain is not None:
             try:
                 SipUri.parse(f"sip:{self.domain}")
@@ -77,8 +87,9 @@ class RegistrationConfig:
         if not 1 <= self.expires <= 2**31 - 1:
             raise ValueError(f"registration.expires must be 1..2147483647 seconds, got {self.expires}")
         if not 0 < self.retry_min_s <= self.retry_max_s:
-            raise ValueError(f"registration retry needs 0 < retry_min_s <= retry_max_s, got {self.retry_min_s}, "
-                             f"{self.retry_max_s}")
+            raise ValueError(
+                f"registration retry needs 0 < retry_min_s <= retry_max_s, got {self.retry_min_s}, {self.retry_max_s}"
+            )
 
     @property
     def aor(self) -> SipUri:
@@ -100,8 +111,9 @@ class Registration:
     """Created by SipEndpoint.start() when EndpointConfig.registration is set; read `status`, or
     `await wait_for("registered", timeout_s=...)`."""
 
-    def __init__(self, config: RegistrationConfig, ua: UserAgent, contact: SipUri, *,
-                 unregister_timeout_s: float = 4.0) -> None:
+    def __init__(
+        self, config: RegistrationConfig, ua: UserAgent, contact: SipUri, *, unregister_timeout_s: float = 4.0
+    ) -> None:
         self.config = config
         self._ua = ua
         self._contact = contact
@@ -145,8 +157,12 @@ class Registration:
                 await self._register(0)
             log.info("event=sip_unregistered aor=%s registrar=%s", self.aor, self.config.registrar)
         except (RegistrationError, TimeoutError) as error:
-            log.warning("event=sip_unregister_failed aor=%s registrar=%s error=%s", self.aor, self.config.registrar,
-                        error or f"no answer within {self._unregister_timeout_s:g} s")
+            log.warning(
+                "event=sip_unregister_failed aor=%s registrar=%s error=%s",
+                self.aor,
+                self.config.registrar,
+                error or f"no answer within {self._unregister_timeout_s:g} s",
+            )
         self._set(state="unregistered", registered_until=None)
 
     async def wait_for(self, *states: RegistrationState, timeout_s: float) -> RegistrationStatus:
@@ -168,16 +184,33 @@ class Registration:
                 delay = backoff(failures, self.config.retry_min_s, self.config.retry_max_s)
                 self.metrics.registration_failures += 1
                 self._set(state="failing", last_error=str(error), failures=failures)
-                log.warning("event=sip_register_failed aor=%s registrar=%s attempt=%d retry_in_s=%.1f error=%s",
-                            self.aor, self.config.registrar, failures, delay, error)
+                log.warning(
+                    "event=sip_register_failed aor=%s registrar=%s attempt=%d retry_in_s=%.1f error=%s",
+                    self.aor,
+                    self.config.registrar,
+                    failures,
+                    delay,
+                    error,
+                )
             else:
                 delay = granted / 2  # refresh well before the binding lapses
                 self._bound = True
                 self.metrics.registrations += 1
-                self._set(state="registered", expires_s=granted, registered_until=time.time() + granted, failures=0,
-                          registrations=self._status.registrations + 1)
-                log.info("event=sip_registered aor=%s registrar=%s contact=%s expires_s=%d refresh_in_s=%.1f",
-                         self.aor, self.config.registrar, self._contact, granted, delay)
+                self._set(
+                    state="registered",
+                    expires_s=granted,
+                    registered_until=time.time() + granted,
+                    failures=0,
+                    registrations=self._status.registrations + 1,
+                )
+                log.info(
+                    "event=sip_registered aor=%s registrar=%s contact=%s expires_s=%d refresh_in_s=%.1f",
+                    self.aor,
+                    self.config.registrar,
+                    self._contact,
+                    granted,
+                    delay,
+                )
                 self._keep_flow_alive()
             try:
                 await asyncio.wait_for(self._flow_lost.wait(), delay)
@@ -213,14 +246,18 @@ class Registration:
                 self._expires = expires = minimum
                 response = await self._authenticated(expires)
         if not 200 <= response.status < 300:
-            raise RegistrationError(f"{response.status} {response.reason} from the registrar {self.config.registrar}"
-                                    + _HINTS.get(response.status, ""))
+            raise RegistrationError(
+                f"{response.status} {response.reason} from the registrar {self.config.registrar}"
+                + _HINTS.get(response.status, "")
+            )
         if not expires:
             return 0
         granted = self._granted(response, expires)
         if granted <= 0:
-            raise RegistrationError(f"the registrar {self.config.registrar} answered 200 but kept no binding for "
-                                    f"{self._contact} (expires=0)")
+            raise RegistrationError(
+                f"the registrar {self.config.registrar} answered 200 but kept no binding for "
+                f"{self._contact} (expires=0)"
+            )
         return granted
 
     async def _authenticated(self, expires: int) -> Response:
@@ -235,19 +272,24 @@ class Registration:
             self._destination = destination
             response = await self._ua.start(request, destination).final
             if response.status == 408:
-                raise RegistrationError(f"no answer from {self.config.outbound_proxy or self.config.registrar} "
-                                        f"({response.status} {response.reason})")
+                raise RegistrationError(
+                    f"no answer from {self.config.outbound_proxy or self.config.registrar} "
+                    f"({response.status} {response.reason})"
+                )
             if response.status not in (401, 407):
                 return response
             header = "Authorization" if response.status == 401 else "Proxy-Authorization"
             challenge = _pick_challenge(response)
             if header in credentials and not challenge.stale:
-                raise RegistrationError(f"{response.status} {response.reason}: {self.config.registrar} refused the "
-                                        f"credentials of user {self.config.username!r} in realm {challenge.realm!r} "
-                                        "(wrong username or password?)")
+                raise RegistrationError(
+                    f"{response.status} {response.reason}: {self.config.registrar} refused the "
+                    f"credentials of user {self.config.username!r} in realm {challenge.realm!r} "
+                    "(wrong username or password?)"
+                )
             try:
-                credentials[header] = authorization(challenge, "REGISTER", str(request.uri), self.config.username,
-                                                    self.config.password)
+                credentials[header] = authorization(
+                    challenge, "REGISTER", str(request.uri), self.config.username, self.config.password
+                )
             except DigestError as error:
                 raise RegistrationError(f"cannot answer the registrar's challenge: {error}") from None
         raise RegistrationError(f"{self.config.registrar} kept challenging after {MAX_CHALLENGES} answers")
@@ -255,8 +297,15 @@ class Registration:
     def _request(self, expires: int, credentials: dict[str, str]) -> Request:
         self._cseq += 1
         aor = f"<{self._aor}>"
-        headers = Headers([("From", f"{aor};tag={self._from_tag}"), ("To", aor), ("Call-ID", self._call_id),
-                           ("CSeq", f"{self._cseq} REGISTER"), ("Max-Forwards", "70")])
+        headers = Headers(
+            [
+                ("From", f"{aor};tag={self._from_tag}"),
+                ("To", aor),
+                ("Call-ID", self._call_id),
+                ("CSeq", f"{self._cseq} REGISTER"),
+                ("Max-Forwards", "70"),
+            ]
+        )
         if self.config.outbound_proxy is not None:
             proxy = SipUri.parse(self.config.outbound_proxy)
             proxy.params["lr"] = None
@@ -314,9 +363,11 @@ def _pick_challenge(response: Response) -> Challenge:
         if algorithm in _ALGORITHM_PREFERENCE and (not challenge.qop or "auth" in challenge.qop):
             offered.append(challenge)
     if not offered:
-        raise RegistrationError(f"{response.status} {response.reason} without a digest challenge we can answer "
-                                f"(MD5, SHA-256 or SHA-512-256 with qop=auth or none): "
-                                f"{response.headers.get_all(name) or 'no ' + name + ' header'}")
+        raise RegistrationError(
+            f"{response.status} {response.reason} without a digest challenge we can answer "
+            f"(MD5, SHA-256 or SHA-512-256 with qop=auth or none): "
+            f"{response.headers.get_all(name) or 'no ' + name + ' header'}"
+        )
     return min(offered, key=lambda c: _ALGORITHM_PREFERENCE.index(c.algorithm.upper().removesuffix("-SESS")))
 
 

@@ -1,6 +1,7 @@
 """Requests a user agent refuses from their headers alone (RFC 3261 §8.2.2, §8.2.3), before any transaction
 exists: such a refusal is one stateless response (§8.2.7), never a 100 Trying or a retransmitted final
 response, so a forged source cannot make us send more than it sent."""
+
 from __future__ import annotations
 
 from .message import Request, Response, make_response

@@ -9,6 +9,7 @@ TLS handshakes start only after the connection is admitted, and have their own d
 
 Every failure ends at most the one connection it happened on, with a log line; it never raises out.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,8 +48,16 @@ class StreamLimits:
     def __post_init__(self) -> None:
         if self.max_connections < 1 or self.max_per_source < 1:
             raise ValueError("stream limits need max_connections >= 1 and max_per_source >= 1")
-        if min(self.idle_timeout_s, self.message_timeout_s, self.connect_timeout_s, self.keepalive_interval_s,
-               self.keepalive_timeout_s) <= 0:
+        if (
+            min(
+                self.idle_timeout_s,
+                self.message_timeout_s,
+                self.connect_timeout_s,
+                self.keepalive_interval_s,
+                self.keepalive_timeout_s,
+            )
+            <= 0
+        ):
             raise ValueError("stream limits: every timeout and interval must be positive")
 
 
@@ -73,8 +82,16 @@ class _Connection:
 class StreamTransport(MessageIntake):
     """A TCP (tls=None) or TLS listener and the connections to and from it."""
 
-    def __init__(self, metrics: SipMetrics, on_request: OnRequest, on_response: OnResponse, *,
-                 tls: TlsContexts | None = None, limits: StreamLimits = StreamLimits(), user_agent: str = "") -> None:
+    def __init__(
+        self,
+        metrics: SipMetrics,
+        on_request: OnRequest,
+        on_response: OnResponse,
+        *,
+        tls: TlsContexts | None = None,
+        limits: StreamLimits = StreamLimits(),
+        user_agent: str = "",
+    ) -> None:
         super().__init__(metrics, self._on_request_received, on_response, user_agent=user_agent)
         self.name: TransportName = "TLS" if tls is not None else "TCP"
         self._deliver_request = on_request
@@ -191,8 +208,12 @@ class StreamTransport(MessageIntake):
             context = self.tls.client if self.tls is not None else None
             async with asyncio.timeout(self.limits.connect_timeout_s):
                 reader, writer = await asyncio.open_connection(
-                    peer.host, peer.port, limit=_READ_SIZE, ssl=context,
-                    server_hostname=(peer.server_name or peer.host) if context is not None else None)
+                    peer.host,
+                    peer.port,
+                    limit=_READ_SIZE,
+                    ssl=context,
+                    server_hostname=(peer.server_name or peer.host) if context is not None else None,
+                )
         except (OSError, TimeoutError, ssl.SSLError) as error:
             self.metrics.send_errors += 1
             self.warn("connect_failed", peer, _describe(error))
@@ -315,8 +336,12 @@ class StreamTransport(MessageIntake):
             connection.keepalive.cancel()
         if connection.writer is not None:
             connection.writer.close()
-        log.info("event=sip_connection_closed transport=%s peer=%s:%d reason=%s", self.name.lower(),
-                 *connection.remote, reason)
+        log.info(
+            "event=sip_connection_closed transport=%s peer=%s:%d reason=%s",
+            self.name.lower(),
+            *connection.remote,
+            reason,
+        )
         if connection.on_lost is not None and reason != "shutdown":
             self._loop_call_soon(connection.on_lost)
 
@@ -331,9 +356,14 @@ class StreamTransport(MessageIntake):
         for connection in list(self._connections.values()):
             if connection.on_lost is None and now - connection.last_activity > self.limits.idle_timeout_s:
                 self._close(connection, "idle")
-            elif connection.partial_since is not None and now - connection.partial_since > self.limits.message_timeout_s:
-                self.warn("slow_message", connection.peer, f"a message unfinished after "
-                          f"{self.limits.message_timeout_s:g} s; closing the connection")
+            elif (
+                connection.partial_since is not None and now - connection.partial_since > self.limits.message_timeout_s
+            ):
+                self.warn(
+                    "slow_message",
+                    connection.peer,
+                    f"a message unfinished after {self.limits.message_timeout_s:g} s; closing the connection",
+                )
                 self._close(connection, "message_timeout")
         self._schedule_reaper()
 
@@ -344,8 +374,9 @@ class StreamTransport(MessageIntake):
     def _ping(self, connection: _Connection) -> None:
         sent = self._now()
         self._write(connection, _PING)
-        connection.keepalive = self._require_loop().call_later(self.limits.keepalive_timeout_s, self._pong_due,
-                                                                connection, sent)
+        connection.keepalive = self._require_loop().call_later(
+            self.limits.keepalive_timeout_s, self._pong_due, connection, sent
+        )
 
     def _pong_due(self, connection: _Connection, sent: float) -> None:
         if connection.last_received < sent:  # nothing at all since the ping: the flow is dead

@@ -1,4 +1,5 @@
 """Lexical pieces of RFC 3261 §25 shared by the URI, header and message parsers."""
+
 from __future__ import annotations
 
 import re

@@ -4,6 +4,7 @@
 key or a key that does not belong to the certificate is a `TlsConfigError` naming the file when the
 configuration is loaded, not an ssl traceback at the first call.
 """
+
 from __future__ import annotations
 
 import ssl
@@ -36,13 +37,16 @@ class TlsConfig:
         cert = _read(self.cert_file, "certificate")
         key = _read(self.key_file, "key")
         if _CERTIFICATE_PEM not in cert:
-            raise TlsConfigError(f"TLS certificate {self.cert_file} holds no PEM certificate "
-                                 "('-----BEGIN CERTIFICATE-----')")
+            raise TlsConfigError(
+                f"TLS certificate {self.cert_file} holds no PEM certificate ('-----BEGIN CERTIFICATE-----')"
+            )
         if _KEY_PEM_END not in key:
             raise TlsConfigError(f"TLS key {self.key_file} holds no PEM private key ('-----BEGIN PRIVATE KEY-----')")
         if b"ENCRYPTED" in key:
-            raise TlsConfigError(f"TLS key {self.key_file} is encrypted with a pass phrase; give an unencrypted key "
-                                 "(openssl pkey -in KEY -out KEY.plain) readable only by the service user")
+            raise TlsConfigError(
+                f"TLS key {self.key_file} is encrypted with a pass phrase; give an unencrypted key "
+                "(openssl pkey -in KEY -out KEY.plain) readable only by the service user"
+            )
         server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         client = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
         for context in (server, client):
@@ -53,8 +57,9 @@ class TlsConfig:
             try:
                 client.load_verify_locations(cafile=self.ca_file)
             except ssl.SSLError as error:
-                raise TlsConfigError(f"TLS CA file {self.ca_file} holds no usable PEM certificate: "
-                                     f"{error.reason or error}") from None
+                raise TlsConfigError(
+                    f"TLS CA file {self.ca_file} holds no usable PEM certificate: {error.reason or error}"
+                ) from None
         if not self.verify_server:
             client.check_hostname = False
             client.verify_mode = ssl.CERT_NONE
@@ -65,10 +70,12 @@ class TlsConfig:
             context.load_cert_chain(self.cert_file, self.key_file)
         except ssl.SSLError as error:
             if error.reason == "KEY_VALUES_MISMATCH":
-                raise TlsConfigError(f"TLS key {self.key_file} does not belong to the certificate "
-                                     f"{self.cert_file}") from None
-            raise TlsConfigError(f"TLS certificate {self.cert_file} or key {self.key_file} cannot be loaded: "
-                                 f"{error.reason or error}") from None
+                raise TlsConfigError(
+                    f"TLS key {self.key_file} does not belong to the certificate {self.cert_file}"
+                ) from None
+            raise TlsConfigError(
+                f"TLS certificate {self.cert_file} or key {self.key_file} cannot be loaded: {error.reason or error}"
+            ) from None
 
 
 def _read(path: str, what: str) -> bytes:

@@ -10,6 +10,7 @@ and a peer we cannot connect to (TCP/TLS) with a 503.
 Over TCP and TLS (reliable) nothing is retransmitted but the 2xx to an INVITE, which §13.3.1.4 resends until
 the ACK whatever the transport (a proxy may forward it over UDP); timers D, I, J and K are 0 there.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -240,8 +241,15 @@ class ClientTransaction:
 class TransactionLayer:
     """Matches requests and responses to transactions and hands what is new to the transaction user."""
 
-    def __init__(self, transport: Transport, metrics: SipMetrics, via_host: str, *,
-                 timers: Timers = Timers(), max_transactions: int = 10_000) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        metrics: SipMetrics,
+        via_host: str,
+        *,
+        timers: Timers = Timers(),
+        max_transactions: int = 10_000,
+    ) -> None:
         self.transport, self.metrics, self.timers = transport, metrics, timers
         self.via_host = via_host
         self.max_transactions = max_transactions
@@ -256,7 +264,9 @@ class TransactionLayer:
         self._server: dict[TransactionKey, ServerTransaction] = {}
         self._client: dict[TransactionKey, ClientTransaction] = {}
         self._accepted: dict[tuple[str, int], InviteServerTransaction] = {}
-        self._merge_index: dict[tuple[str | None, str, int, str], TransactionKey] = {}  # (From tag, Call-ID, CSeq) of tag-less requests -> key
+        self._merge_index: dict[
+            tuple[str | None, str, int, str], TransactionKey
+        ] = {}  # (From tag, Call-ID, CSeq) of tag-less requests -> key
 
     # ---- server side ----------------------------------------------------------------------------------
 

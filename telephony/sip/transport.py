@@ -8,6 +8,7 @@ transaction layer (whose table is capped), so a flood costs CPU, not memory.
 Bad messages never raise out of here: each one is counted in SipMetrics, logged at most once a minute
 per source, and answered 400 when enough of it parses to address a response; otherwise dropped.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -82,8 +83,9 @@ class MessageIntake:
 
     name: TransportName = "UDP"
 
-    def __init__(self, metrics: SipMetrics, on_request: OnRequest, on_response: OnResponse, *,
-                 user_agent: str = "") -> None:
+    def __init__(
+        self, metrics: SipMetrics, on_request: OnRequest, on_response: OnResponse, *, user_agent: str = ""
+    ) -> None:
         self.metrics = metrics
         self.on_request = on_request
         self.on_response = on_response
@@ -144,15 +146,24 @@ class MessageIntake:
         """A warning line, at most once a minute per kind and source address."""
         if self._warnings.allow(kind, source[0]):
             transport = source.transport if isinstance(source, Peer) else self.name
-            log.warning("event=sip_%s transport=%s source=%s:%s detail=%s (logged once a minute per source)", kind,
-                        transport.lower(), source[0], source[1], detail[:300])
+            log.warning(
+                "event=sip_%s transport=%s source=%s:%s detail=%s (logged once a minute per source)",
+                kind,
+                transport.lower(),
+                source[0],
+                source[1],
+                detail[:300],
+            )
+
+
 _CONTENT_LENGTH_RE = re.compile(rb"(?i)(content-length|l)[ \t]*:")
 _LINE_RE = re.compile(rb"\r?\n")
 
 
 class UdpTransport(MessageIntake, asyncio.DatagramProtocol):
-    def __init__(self, metrics: SipMetrics, on_request: OnRequest, on_response: OnResponse, *,
-                 user_agent: str = "") -> None:
+    def __init__(
+        self, metrics: SipMetrics, on_request: OnRequest, on_response: OnResponse, *, user_agent: str = ""
+    ) -> None:
         super().__init__(metrics, on_request, on_response, user_agent=user_agent)
         self.local_address: Address | None = None
         self._transport: asyncio.DatagramTransport | None = None

@@ -1,4 +1,5 @@
 """SIP, SIPS and tel URIs (RFC 3261 §19.1, §25.1; RFC 3966), other schemes kept opaque."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """What the endpoint and its calls share to speak SIP: responses with our Server/Allow/Contact headers,
 and requests sent through a client transaction to a URI."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -13,8 +14,24 @@ from .transport import Peer, resolve
 
 ALLOW = "INVITE, ACK, CANCEL, BYE, OPTIONS, NOTIFY"
 # Methods we know but do not take (405 with Allow); anything else is 501.
-KNOWN_METHODS = frozenset({"INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "NOTIFY", "REFER", "REGISTER", "SUBSCRIBE",
-                           "INFO", "UPDATE", "PRACK", "MESSAGE", "PUBLISH"})
+KNOWN_METHODS = frozenset(
+    {
+        "INVITE",
+        "ACK",
+        "CANCEL",
+        "BYE",
+        "OPTIONS",
+        "NOTIFY",
+        "REFER",
+        "REGISTER",
+        "SUBSCRIBE",
+        "INFO",
+        "UPDATE",
+        "PRACK",
+        "MESSAGE",
+        "PUBLISH",
+    }
+)
 
 
 def warning(code: int, text: str) -> dict[str, str]:
@@ -54,8 +71,16 @@ class UserAgent:
             transport = "UDP"
         return self.contact_for(transport, secure=request.uri.scheme == "sips")
 
-    def response(self, request: Request, status: int, reason: str | None = None, *, to_tag: str | None = None,
-                 headers: dict[str, str] | None = None, sdp: str | None = None) -> Response:
+    def response(
+        self,
+        request: Request,
+        status: int,
+        reason: str | None = None,
+        *,
+        to_tag: str | None = None,
+        headers: dict[str, str] | None = None,
+        sdp: str | None = None,
+    ) -> Response:
         extra = {"Server": self.name}
         if request.method == "INVITE" and (100 < status < 300):
             extra["Contact"] = self.contact_for_request(request)
