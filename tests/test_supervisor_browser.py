@@ -39,7 +39,7 @@ from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
 from harness.peers import Peers
 from swarm.events import ToolCalled, UserText
-from tests.test_voice_e2e import _NOTIFY, _SIPP_CALL, OPERATOR
+from tests.test_voice_e2e import ACCEPT_TRANSFER, OPERATOR
 
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 pytestmark = [
@@ -270,45 +270,13 @@ async def html_stays_text(browser: Browser) -> None:
     assert await browser.run(lambda d: d.execute_script("return window.inline === undefined"))
 
 
-# sipp calls, sends no audio, and waits for our REFER: only the page's button can send it.
-AWAIT_THE_SUPERVISORS_TRANSFER = _SIPP_CALL.format(
-    name="the supervisor hands the call over",
-    body="""
-  <recv request="REFER" timeout="40000">
-    <action>
-      <ereg regexp="&lt;sip:"""
-    + OPERATOR
-    + r"""@127\.0\.0\.1[:>]" search_in="hdr" header="Refer-To:" check_it="true" assign_to="target"/>
-    </action>
-  </recv>
-  <send>
-    <![CDATA[
-
-      SIP/2.0 202 Accepted
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Contact: <sip:sipp@[local_ip]:[local_port]>
-      Content-Length: 0
-
-    ]]>
-  </send>
-"""
-    + _NOTIFY.format(cseq=2, state="active;expires=60", status="100 Trying")
-    + _NOTIFY.format(cseq=3, state="terminated;reason=noresource", status="200 OK")
-    + """
-  <Reference variables="target"/>""",
-)
-
-
 async def test_hand_over_is_the_refer_transfer_of_keypad_0(server, browser, sipp: Peers, tmp_path) -> None:
     host, port = server.supervisor_address
     await browser.run(lambda d: d.get(f"http://{host}:{port}/?token={TOKEN}"))
     await browser.until(lambda d: d.find_element(By.ID, "feed").text == "live", "the live feed")
     scenario = tmp_path / "await_transfer.xml"
-    scenario.write_text(AWAIT_THE_SUPERVISORS_TRANSFER)
+    # sipp sends no audio and waits for our REFER: only the page's button can send it.
+    scenario.write_text(ACCEPT_TRANSFER)
     caller, workdir = await sipp.start_sipp(server.address, str(scenario), timeout_s=40)
     button = await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#live .call button.hand-over"), "the call")
     await browser.run(lambda _: button[0].click())
