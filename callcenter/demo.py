@@ -20,10 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from callcenter.caller import CallerTiming, TestCaller
-from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, load_config
 from callcenter.local_model import missing_local_model
 from callcenter.records import CallRecords
+from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
 from speech.models import ModelError
 from swarm.providers.base import ProviderError

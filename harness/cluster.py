@@ -18,8 +18,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
+from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
 from harness.kamailio import MODULES, START_TIMEOUT_S, _ready, kamcmd
 from harness.peers import LOCAL, free_udp_port

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from callcenter.caller import TestCaller
-from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.records import CallRecords
+from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
 
 pytestmark = pytest.mark.timeout(120)

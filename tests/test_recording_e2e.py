@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from callcenter.caller import TestCaller
-from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.recording import Recordings
 from callcenter.records import CallRecord, CallRecords
+from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.peers, pytest.mark.models, pytest.mark.slow]

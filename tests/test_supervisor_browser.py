@@ -27,7 +27,6 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from callcenter.caller import TestCaller
-from callcenter.commands.serve import VoiceServer
 from callcenter.config import (
     Config,
     LLMConfig,
@@ -36,6 +35,7 @@ from callcenter.config import (
     VoiceConfig,
 )
 from callcenter.records import CallRecord
+from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
 from harness.peers import Peers
 from swarm.events import ToolCalled, UserText

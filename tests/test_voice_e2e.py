@@ -26,10 +26,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from callcenter.caller import TestCaller
-from callcenter.commands.serve import VoiceServer
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.conversation import VoiceSettings
 from callcenter.records import CallRecord
+from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
 from harness.fake_ollama import FakeOllama, Reply
 from harness.peers import Peers, sip_request
