@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from callcenter.config import VoiceConfig
 from callcenter.keypad import DigitRequest, Keypad, pending_request, run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
@@ -50,16 +51,19 @@ class Endpointing(Protocol):
 
 @dataclass(frozen=True)
 class VoiceSettings:
-    greeting: str = "Hello, you're through to the shop. How can I help you today?"
-    reprompt_after_s: float = 8.0
-    reprompts_before_hangup: int = 2
+    """What one call says and how long it waits. The fields [voice] configures take their defaults from
+    VoiceConfig, so each default is written once (config.py); the rest are not configurable."""
+
+    greeting: str = VoiceConfig.greeting
+    reprompt_after_s: float = VoiceConfig.reprompt_after_s
+    reprompts_before_hangup: int = VoiceConfig.reprompts_before_hangup
     reprompt: str = "Are you still there? How can I help you?"
     silence_goodbye: str = "I can't hear anything, so I'll end the call now. Please call again. Goodbye."
     repeat: str = "Sorry, I didn't catch that. Could you say it again?"
-    max_call_s: float = 900.0
+    max_call_s: float = VoiceConfig.max_call_s
     max_call_goodbye: str = "I'm sorry, we have to end the call here. Please call again. Goodbye."
     # Where a person takes over (a number or SIP URI of the operator queue); None: nobody.
-    operator: str | None = None
+    operator: str | None = VoiceConfig.operator or None
     handover: str = "Please hold, I'm putting you through to a colleague."
     no_operator: str = "I'm sorry, no colleague can take your call right now. Please call again later. Goodbye."
     # A call the node took over its admission limits (voice.overload = "transfer") hears this instead of the greeting.
@@ -67,6 +71,17 @@ class VoiceSettings:
     # Digits a tool asked for end with #, at the tool's maximum, or after this pause.
     digit_timeout_s: float = 3.0
     digits_not_taken: str = "Sorry, I couldn't use those digits. Could you say the number instead?"
+
+    @classmethod
+    def from_config(cls, voice: VoiceConfig) -> VoiceSettings:
+        """The one mapping from [voice] to a call's settings."""
+        return cls(
+            greeting=voice.greeting,
+            operator=voice.operator or None,
+            reprompt_after_s=voice.reprompt_after_s,
+            reprompts_before_hangup=voice.reprompts_before_hangup,
+            max_call_s=voice.max_call_s,
+        )
 
 
 @dataclass

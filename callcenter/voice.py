@@ -132,13 +132,7 @@ class VoiceService:
         self.recordings = recordings  # None: recording is off
         self.region = app.config.privacy.phone_region  # for the caller's number, masked in the log
         voice = app.config.voice
-        self.settings = VoiceSettings(
-            greeting=voice.greeting,
-            operator=voice.operator or None,
-            reprompt_after_s=voice.reprompt_after_s,
-            reprompts_before_hangup=voice.reprompts_before_hangup,
-            max_call_s=voice.max_call_s,
-        )
+        self.settings = VoiceSettings.from_config(voice)
         # "announce": the notice comes first, on calls whose recording has started.
         self.announcing = replace(self.settings, greeting=f"{voice.recording_notice} {voice.greeting}")
         self.prompt = domain_prompt(app)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.config import Config, ConfigError, endpoint_config, load_config
+from callcenter.config import Config, ConfigError, VoiceConfig, endpoint_config, load_config
+from callcenter.conversation import VoiceSettings
 
 FULL = """
 [llm]
@@ -37,6 +38,16 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_defaults_without_file_or_environment() -> None:
     assert load_config(None, {}) == Config()
+
+
+def test_a_calls_settings_follow_the_voice_section(tmp_path: Path) -> None:
+    # One place for each default: a call's settings with nothing configured are VoiceSettings' own defaults.
+    assert VoiceSettings.from_config(VoiceConfig()) == VoiceSettings()
+    voice = load_config(
+        write(tmp_path, '[voice]\ngreeting = "Hi."\noperator = "sip:queue@pbx"\nmax_call_s = 60\n'), {}
+    ).voice
+    settings = VoiceSettings.from_config(voice)
+    assert (settings.greeting, settings.operator, settings.max_call_s) == ("Hi.", "sip:queue@pbx", 60)
 
 
 def test_file_sets_every_section(tmp_path: Path) -> None:
