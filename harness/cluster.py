@@ -8,9 +8,7 @@ the docs give operators is the file that is tested.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -21,7 +19,7 @@ from pathlib import Path
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
-from harness.kamailio import MODULES, START_TIMEOUT_S, _ready, kamcmd
+from harness.kamailio import MODULES, START_TIMEOUT_S, _ready, kamcmd, launch, stop
 from harness.peers import LOCAL, free_udp_port
 
 DOCS_CONFIG = Path(__file__).parent.parent / "docs" / "kamailio-dispatcher.cfg"
@@ -81,24 +79,7 @@ async def dispatcher(
     list_file.write_text("".join(f"1 sip:{host}:{node_port}\n" for host, node_port in nodes))
     cfg = workdir / "kamailio.cfg"
     cfg.write_text(dispatcher_config(port, list_file, ctl_socket, ping_interval_s))
-    with open(workdir / "kamailio.log", "wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            "kamailio",
-            "-f",
-            str(cfg),
-            "-DD",
-            "-E",
-            "-m",
-            "32",
-            "-M",
-            "8",
-            "-Y",
-            str(workdir),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
+    process = await launch(cfg, workdir)
     try:
         if not await _ready(port, process, START_TIMEOUT_S):
             raise RuntimeError(
@@ -107,16 +88,7 @@ async def dispatcher(
             )
         yield Dispatcher(port, workdir, process, ctl_socket)
     finally:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                await asyncio.wait_for(process.wait(), 3)
-                break
-            except TimeoutError:
-                continue
+        await stop(process)
 
 
 def node_config(database_url: str, *, deadline_s: float = 5.0, metrics_listen: str = "") -> Config:

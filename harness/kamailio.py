@@ -161,6 +161,26 @@ async def kamcmd(ctl_socket: Path, *command: str) -> str:
     return output.decode(errors="replace")
 
 
+async def launch(cfg: Path, workdir: Path) -> asyncio.subprocess.Process:
+    """Kamailio in the foreground with `cfg`, logging to workdir/kamailio.log, in its own process group."""
+    with open(workdir / "kamailio.log", "wb") as log:
+        return await asyncio.create_subprocess_exec(
+            "kamailio", "-f", str(cfg), "-DD", "-E", "-m", "32", "-M", "8", "-Y", str(workdir),
+            stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        )  # fmt: skip
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    """TERM, then KILL the whole group: no child of Kamailio outlives the test."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), 5)
+
+
 async def _ready(port: int, process: asyncio.subprocess.Process, timeout_s: float) -> bool:
     """True once Kamailio answers an OPTIONS on its port; False if it exits or stays silent."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
@@ -205,24 +225,7 @@ async def start_kamailio(tmp_path: Path):
         ctl_socket = workdir / "ctl.sock"
         cfg = workdir / "kamailio.cfg"
         cfg.write_text(config(port, ctl_socket, passwords, **options))
-        with open(workdir / "kamailio.log", "wb") as log:
-            process = await asyncio.create_subprocess_exec(
-                "kamailio",
-                "-f",
-                str(cfg),
-                "-DD",
-                "-E",
-                "-m",
-                "32",
-                "-M",
-                "8",
-                "-Y",
-                str(workdir),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
+        process = await launch(cfg, workdir)
         processes.append(process)
         if not await _ready(port, process, START_TIMEOUT_S):
             log_text = (workdir / "kamailio.log").read_text(errors="replace")
@@ -234,10 +237,4 @@ async def start_kamailio(tmp_path: Path):
 
     yield start
     for process in processes:
-        for sig in (signal.SIGTERM, signal.SIGKILL):  # then KILL the group: no child outlives the test
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), 5)
+        await stop(process)
