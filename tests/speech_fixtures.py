@@ -1,7 +1,8 @@
 """Phone-path speech made here for the speech tests: espeak-ng and Piper -> 8 kHz -> mu-law, and the VAD model.
 
-The fixtures `model` (Silero VAD) and `piper` (a function speaking text through the phone path) are enabled for
-every test module by tests/conftest.py; the helpers are imported.
+The fixtures `model` (Silero VAD), `piper` (a function speaking text through the phone path) and `speech` (the
+voice service's models, Whisper tiny.en) are enabled for every test module by tests/conftest.py; the helpers are
+imported.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import io
 import subprocess
 import wave
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -19,12 +21,26 @@ from speech.endpointer import Endpointer, Event, SpeechEnded
 from speech.vad import VadModel
 from telephony.g711 import ulaw_decode, ulaw_encode
 
+if TYPE_CHECKING:
+    from callcenter.voice import SpeechModels
+
 RATE = 8000
 
 
 @pytest.fixture(scope="module")
 def model() -> VadModel:
     return VadModel()
+
+
+@pytest.fixture(scope="module")
+def speech() -> Iterator[SpeechModels]:
+    """Whisper tiny.en, Piper and the VAD as a VoiceServer loads them, once per module of real calls."""
+    from callcenter.config import VoiceConfig  # here: the voice service's imports cost 2 s every test run
+    from callcenter.voice import SpeechModels
+
+    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
+    yield models
+    models.close()
 
 
 def espeak(text: str) -> np.ndarray:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.config import VoiceConfig
 from callcenter.records import CallRecord
 from callcenter.voice import SpeechModels
 from harness.cluster import dispatcher, node, node_process
@@ -31,13 +30,6 @@ pytestmark = pytest.mark.timeout(240)
 CALL_MS = "1500"  # how long each sipp call stays up
 # The caller's side gives up on a call whose audio stopped after this long, as a PBX's RTP timeout does.
 CALLER_MEDIA_TIMEOUT_S = 3.0
-
-
-@pytest.fixture(scope="module")
-def speech() -> SpeechModels:
-    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
-    yield models
-    models.close()
 
 
 async def records_settled(node_records, expected: int, timeout_s: float = 20.0) -> list[CallRecord]:

@@ -24,13 +24,6 @@ DEADLINE_S = 2.0
 LINE = "I would like to know how long the delivery of the wireless headphones takes to Berlin"
 
 
-@pytest.fixture(scope="module")
-def speech() -> SpeechModels:
-    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
-    yield models
-    models.close()
-
-
 async def test_at_the_deadline_a_talking_caller_hears_the_goodbye_after_their_sentence_then_bye(
     tmp_path: Path, speech: SpeechModels
 ) -> None:

@@ -35,13 +35,6 @@ NOTICE = "This call is recorded for quality and training."
 LINE = "I'd like to buy a new phone charger, please."
 
 
-@pytest.fixture(scope="module")
-def speech() -> SpeechModels:
-    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
-    yield models
-    models.close()
-
-
 @pytest.fixture
 async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[..., object]]:
     async with contextlib.AsyncExitStack() as servers:

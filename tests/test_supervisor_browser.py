@@ -15,7 +15,7 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +68,6 @@ CHROMIUM_FLAGS = (
     "--metrics-recording-only",
     "--window-size=1280,1000",
 )
-
-
-@pytest.fixture(scope="module")
-def speech() -> Iterator[SpeechModels]:
-    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
-    yield models
-    models.close()
 
 
 @pytest.fixture

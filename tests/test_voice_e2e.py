@@ -44,13 +44,6 @@ OPERATOR = "7000"
 # ---- the parts ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def speech() -> SpeechModels:
-    models = SpeechModels.load(VoiceConfig(whisper_model="tiny.en"))
-    yield models
-    models.close()
-
-
 @pytest.fixture
 async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[..., object]]:
     """serve(llm=LLMConfig(...), no_media_timeout_s=..., **VoiceConfig fields) -> a started VoiceServer on
