@@ -79,7 +79,7 @@ UNCLEAR = {
 def transfer_to_operator_tool() -> Tool:
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
         # The voice layer sees the escalation and transfers the call once this sentence is spoken.
-        context.session.escalation = "the caller asked for a person"
+        context.session.escalate("caller_asked")
         return {"say": "Of course. I'll put you through to a colleague now, please hold."}
 
     return Tool(
@@ -113,7 +113,7 @@ AGENTS = ("triage", "sales", "refund")
 def end_call_tool() -> Tool:
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
         # The voice layer hangs up once this goodbye has been played.
-        context.session.ending = "the agent ended the call"
+        context.session.end_call("goodbye")
         return {"say": "Thank you for calling. Goodbye!"}
 
     return Tool(

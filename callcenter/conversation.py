@@ -21,11 +21,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from callcenter.config import VoiceConfig
-from callcenter.keypad import DigitRequest, Keypad, pending_request, run_with_digits
+from callcenter.keypad import Keypad, run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
 from speech.turn_words import stops_agent
+from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.session import Session
 from telephony.call import Call
 
@@ -329,14 +330,14 @@ class Conversation:
                 self._press(self._keypad, key)
             elif key == "0":
                 log.info("event=dtmf_operator call=%s", self.call.call_id)
-                self.hand_to_person("the caller pressed 0")
+                self.hand_to_person("caller_pressed_0")
 
-    def hand_to_person(self, reason: str) -> bool:
+    def hand_to_person(self, reason: EscalationReason) -> bool:
         """Transfer the caller to the operator now (keypad 0, the supervisor's button); False when the call is
-        already ending. A reason with "pressed" in it has the handover phrase said first."""
+        already ending."""
         if self._closing:
             return False
-        self.session.escalation = reason
+        self.session.escalate(reason)
         self._start_turn(self._handover())
         return True
 
@@ -352,13 +353,13 @@ class Conversation:
     async def _drain_goodbye(self, goodbye: str) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._caller_quiet.wait(), DRAIN_GRACE_S)
-        await self._goodbye(goodbye)
+        await self._goodbye(goodbye, "drained")
 
     @property
     def state(self) -> str:
         """What the call is doing now, as the supervisor's page shows it."""
         if self._closing:
-            return "handing over" if self.session.escalation else "ending"
+            return "handing over" if self.session.escalated() else "ending"
         if self._keypad is not None:
             return "keypad"
         if self._playback.talking:
@@ -384,7 +385,7 @@ class Conversation:
         if keypad is not None and keypad.digits and not self._closing:
             self._start_turn(self._typed(keypad.request, keypad.digits))
 
-    def _open_keypad(self, request: DigitRequest) -> None:
+    def _open_keypad(self, request: DigitsRequested) -> None:
         log.info(
             "event=keypad_open call=%s tool=%s argument=%s max_digits=%d",
             self.call.call_id,
@@ -409,7 +410,7 @@ class Conversation:
             await asyncio.sleep(0.25)
             now = time.monotonic()
             if now - started > self.settings.max_call_s:
-                self._start_turn(self._goodbye(self.settings.max_call_goodbye))
+                self._start_turn(self._goodbye(self.settings.max_call_goodbye, "max_duration"))
                 return
             busy = (self._turn is not None and not self._turn.done()) or self._playback.talking or self._hearing
             if busy or self._closing:
@@ -420,7 +421,7 @@ class Conversation:
             self._reprompts += 1
             self._last_activity = now
             if self._reprompts > self.settings.reprompts_before_hangup:
-                self._start_turn(self._goodbye(self.settings.silence_goodbye, "abandoned"))
+                self._start_turn(self._goodbye(self.settings.silence_goodbye, "caller_silent", "abandoned"))
                 return
             self._start_turn(self._say_prepared(self.settings.reprompt))
 
@@ -480,7 +481,7 @@ class Conversation:
                 self.transcript.add("agent", sentence)
                 self._agent_lines.append(self.transcript.lines[-1])
 
-    async def _typed(self, request: DigitRequest, digits: str) -> None:
+    async def _typed(self, request: DigitsRequested, digits: str) -> None:
         """The digits a tool asked for: the tool runs with them, and its answer is said."""
         self.transcript.add("caller", digits, via="keypad")
         self._reprompts = 0
@@ -497,12 +498,12 @@ class Conversation:
         await self._speak(one())
 
     async def _after_turn(self) -> None:
-        request = pending_request(self.session)
+        request = self.session.digit_request()
         if request is not None:
             self._open_keypad(request)
-        if self.session.escalation:
+        if self.session.escalated():
             await self._handover()
-        elif self.session.ending:
+        elif self.session.ended():
             self._closing = True
             self._playback.resume()  # a goodbye is said to its end
             await self.call.wait_played()
@@ -514,9 +515,11 @@ class Conversation:
         await self.call.wait_played()
         target = self.settings.operator
         if target is None:
-            await self._goodbye(self.settings.no_operator, "failed")
+            await self._goodbye(self.settings.no_operator, "no_operator", "failed")
             return
-        if not self.session.escalation or "pressed" in self.session.escalation:
+        escalation = self.session.escalated()
+        if escalation is None or escalation.reason in ("caller_pressed_0", "supervisor"):
+            # Nobody in the conversation said so yet (an agent's transfer tool and the apology do).
             await self._say_prepared(self.settings.handover)
             await self.call.wait_played()
         try:
@@ -527,16 +530,17 @@ class Conversation:
         if transferred:
             self._finished.set()
         else:
-            await self._goodbye(self.settings.no_operator, "failed")
+            await self._goodbye(self.settings.no_operator, "no_operator", "failed")
 
     async def _overflow(self) -> None:
         self._closing = True  # the notice is said to its end
-        self.session.escalation = "all agents busy: the node is over its admission limits"
+        self.session.escalate("overload")
         await self._say_prepared(self.settings.overload_notice)
         await self._handover()
 
-    async def _goodbye(self, text: str, disposition: str = "completed") -> None:
+    async def _goodbye(self, text: str, end: EndReason, disposition: str = "completed") -> None:
         self._closing = True
+        self.session.end_call(end)
         await self._say_prepared(text)
         await self.call.wait_played()
         await self._hang_up(disposition)

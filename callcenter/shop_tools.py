@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from callcenter.keypad import KEY, keypad_request
 from callcenter.shop import Order, Product, Shop, ShopError
 from swarm.tools import Tool, ToolContext, tool_from_function
 
@@ -82,8 +81,8 @@ def shop_tools(shop: Shop) -> list[Tool]:
             orders = shop.find_orders(customer_phone=_caller(context), product_text=product)
         if not orders:
             # The caller may type the number instead of saying it: the voice layer runs this tool with it.
-            keypad = keypad_request("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, product=product)
-            return {"orders": [], "say": "I couldn't find that order. Could you tell me the order number?", KEY: keypad}
+            context.request_digits("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, product=product)
+            return {"orders": [], "say": "I couldn't find that order. Could you tell me the order number?"}
         order = orders[0]
         line = _matching_line(order, product)
         when = order.created_at.strftime("%d %B").lstrip("0")

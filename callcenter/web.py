@@ -1,7 +1,9 @@
 """The WebSocket text channel, as in agent-swarm-kit's example: /api/v1/session/{client_id}.
 
 The client sends {"data": "caller text"} (or plain text); the server answers each event of the turn
-as JSON ({"event": "agent_change"|"tool_call"|"reply", ...}) and ends the turn with {"event": "done"}.
+as JSON ({"event": "agent_change"|"tool_call"|"reply", ...}) and ends the turn with {"event": "done", "agent",
+"escalation", "ending"}: "escalation" (the caller must reach a person) and "ending" (the agent ended the call;
+the server then closes the socket) are null or say why, as "reason" or "reason: detail" (swarm.events).
 """
 
 from __future__ import annotations
@@ -46,9 +48,18 @@ async def _session(request: web.Request) -> web.WebSocketResponse:
             await session.complete(text)
             for item in turn_events(session.events[seen:]):
                 await socket.send_json(item)
+            escalation, ending = session.escalated(), session.ended()
             await socket.send_json(
-                {"event": "done", "agent": session.get_agent_name(), "escalation": session.escalation}
+                {
+                    "event": "done",
+                    "agent": session.get_agent_name(),
+                    "escalation": escalation.text if escalation else None,
+                    "ending": ending.text if ending else None,
+                }
             )
+            if ending:  # the agent said goodbye: the call is over, as on the phone
+                await socket.close(message=b"the call has ended")
+                break
     finally:
         session.dispose()
         log.info("websocket session closed client=%s", client_id)

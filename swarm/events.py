@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,56 @@ class Flushed(Event):
     agent: str
 
 
+# --- control: what the channel (phone, chat, WebSocket) must do, kept in the log so a resumed session knows it ---
+
+# Why the caller goes to a person. "caller_asked": an agent's transfer tool (which said so itself);
+# "caller_pressed_0" and "supervisor": from outside the conversation, so the voice layer announces the hand-over;
+# "provider_error": the model failed (the apology was said); "overload": the node is over its admission limits.
+EscalationReason = Literal["caller_asked", "caller_pressed_0", "supervisor", "provider_error", "overload"]
+# Why the call ends. "goodbye": an agent ended it (its end-call tool); the others are the voice layer's own:
+# "drained" (the node is going away), "caller_silent", "max_duration", "no_operator" (an escalation nobody took).
+EndReason = Literal["goodbye", "drained", "caller_silent", "max_duration", "no_operator"]
+
+
+@dataclass(frozen=True)
+class Escalated(Event):
+    """The caller must reach a person: the voice layer transfers the call once what was said is played."""
+
+    kind: ClassVar[str] = "escalation"
+    reason: EscalationReason
+    detail: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.reason}: {self.detail}" if self.detail else self.reason
+
+
+@dataclass(frozen=True)
+class CallEnded(Event):
+    """The conversation is over: the voice layer hangs up once the goodbye is played; a text channel stops."""
+
+    kind: ClassVar[str] = "call_end"
+    reason: EndReason
+    detail: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.reason}: {self.detail}" if self.detail else self.reason
+
+
+@dataclass(frozen=True)
+class DigitsRequested(Event):
+    """A tool asks for digits on the keypad: run `tool` again with them as `argument` (and `arguments` as they
+    were), once `max_digits` are typed, # is pressed, or the caller pauses. Recorded while the tool runs."""
+
+    kind: ClassVar[str] = "digits_request"
+    agent: str
+    tool: str
+    argument: str
+    max_digits: int
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
@@ -98,6 +148,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Rescued,
         ToolCallRepaired,
         Flushed,
+        Escalated,
+        CallEnded,
+        DigitsRequested,
     )
 }
 

@@ -8,7 +8,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,11 @@ from swarm.checks import spoken_text_errors, tool_call_errors
 from swarm.events import (
     AgentChanged,
     AssistantText,
+    CallEnded,
+    DigitsRequested,
+    EndReason,
+    Escalated,
+    EscalationReason,
     Event,
     Flushed,
     Rescued,
@@ -61,10 +66,9 @@ class Session:
         self.config = config
         self.events: list[Event] = []
         self.history = History(config.history_size)
-        # Set when the caller must reach a human (the LLM failed, or an agent asked for it); the voice layer acts on it.
-        self.escalation: str | None = None
-        # Set when an agent ended the conversation (a goodbye was said); the voice layer hangs up.
-        self.ending: str | None = None
+        # Control, from the events like the rest: a resumed session is escalated or ended as the original was.
+        self._escalation: Escalated | None = None
+        self._ending: CallEnded | None = None
         self._agent = swarm.default_agent
         self._stack: list[str] = []
         self._lock = asyncio.Lock()
@@ -95,6 +99,10 @@ class Session:
                 self._agent, self._stack = agent, list(stack)
             case Flushed(agent=agent):
                 self.history.flush(agent)
+            case Escalated():
+                self._escalation = event
+            case CallEnded():
+                self._ending = event
 
     def get_agent_name(self) -> str:
         return self._agent
@@ -126,9 +134,17 @@ class Session:
         self._record(AssistantText(self._agent, text))
 
     def commit_tool_output(
-        self, call_id: str, name: str, content: str, arguments: dict[str, Any] | None = None
+        self,
+        call_id: str,
+        name: str,
+        content: str,
+        arguments: dict[str, Any] | None = None,
+        requests: Sequence[DigitsRequested] = (),
     ) -> None:
+        """A tool's result, and what the tool asked of the keypad while it ran (ToolContext.requests)."""
         self._record(ToolCalled(self._agent, call_id, name, arguments or {}, content))
+        for request in requests:
+            self._record(request)
 
     def commit_flush(self) -> None:
         self._record(Flushed(self._agent))
@@ -145,8 +161,34 @@ class Session:
             kept.append(AssistantText(self._agent, heard))
         self.events, self.history = [], History(self.config.history_size)
         self._agent, self._stack = self.swarm.default_agent, []
+        self._escalation = self._ending = None
         for event in kept:
             self._record(event)
+
+    # --- control: what the channel must do (tools and the voice layer say it, the channels act on it) ------------
+
+    def escalate(self, reason: EscalationReason, detail: str = "") -> None:
+        """The caller must reach a person."""
+        self._record(Escalated(reason, detail))
+
+    def end_call(self, reason: EndReason = "goodbye", detail: str = "") -> None:
+        """The conversation is over once what was said is heard."""
+        self._record(CallEnded(reason, detail))
+
+    def escalated(self) -> Escalated | None:
+        return self._escalation
+
+    def ended(self) -> CallEnded | None:
+        return self._ending
+
+    def digit_request(self) -> DigitsRequested | None:
+        """The digits the last tool run since the caller last spoke or typed asked for, if it asked."""
+        for event in reversed(self.events):
+            if isinstance(event, DigitsRequested):
+                return event
+            if isinstance(event, (ToolCalled, UserText)):
+                return None  # a later tool's result (or the caller) came after any request
+        return None
 
     # --- getters ---------------------------------------------------------------------------------------------
 
@@ -310,16 +352,14 @@ class Session:
 
     async def _run_tool(self, agent: Agent, call: ToolCall) -> str:
         tool = self.registry.tools[call.name]
+        context = self._context(agent)
         # Shielded: a tool that writes an order finishes (or fails) as a whole even if the caller barges in,
         # and its result is recorded, so the history never holds a call without its result.
-        task = asyncio.ensure_future(
-            asyncio.wait_for(tool.call(call.arguments, self._context(agent)), self.config.tool_timeout)
-        )
+        task = asyncio.ensure_future(asyncio.wait_for(tool.call(call.arguments, context), self.config.tool_timeout))
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
-            result = await _settle(task)
-            self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result))
+            self._record_tool(agent, call, await _settle(task), context)
             raise
         except Exception as error:  # noqa: BLE001 - a tool's failure is news for the model, not a crash of the call
             # The message may quote what the caller said ("no order with ..."): DEBUG only; the event keeps it.
@@ -327,8 +367,13 @@ class Session:
             log.debug("tool failed client=%s tool=%s error=%r", self.client_id, call.name, error)
             result = {"error": f"the tool failed: {error}"}
         text = result_text(result)
-        self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, text))
+        self._record_tool(agent, call, text, context)
         return text
+
+    def _record_tool(self, agent: Agent, call: ToolCall, result: str, context: ToolContext) -> None:
+        self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result))
+        for request in context.requests:
+            self._record(request)
 
     def _placeholder(self, agent: Agent, detail: str) -> str:
         text = self.config.placeholders[self._rescues % len(self.config.placeholders)]
@@ -338,8 +383,8 @@ class Session:
 
     def _apologise(self, agent: Agent, detail: str) -> str:
         log.error("llm failed client=%s agent=%s error=%s", self.client_id, agent.name, detail)
-        self.escalation = f"provider_error: {detail}"
         self._record(Rescued(agent.name, "provider_error", detail))
+        self.escalate("provider_error", detail)
         return self.emit(self.config.apology)
 
 

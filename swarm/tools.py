@@ -13,15 +13,17 @@ from typing import Any, Protocol, get_type_hints
 import jsonschema
 import pydantic
 
+from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.messages import Message, ToolSpec
 
 
 class CallSession(Protocol):
     """What a tool may read and change of the session it serves (a `swarm.session.Session`)."""
 
-    # Set for the voice layer: a transfer to a person, or a hang-up once the goodbye is spoken.
-    escalation: str | None
-    ending: str | None
+    # For the channel (swarm.events): a transfer to a person, a hang-up once the goodbye is heard, a keypad request.
+    def escalate(self, reason: EscalationReason, detail: str = "") -> None: ...
+
+    def end_call(self, reason: EndReason = "goodbye", detail: str = "") -> None: ...
 
     def change_agent(self, name: str) -> None: ...
 
@@ -41,6 +43,13 @@ class ToolContext:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     # Unique per session, unlike client_id which a WebSocket client chooses and may reuse.
     session_id: str = ""
+    # What the tool asked of the caller's keypad; recorded after its result by whoever ran it (a plain tool
+    # runs in a thread, so it never touches the session itself).
+    requests: list[DigitsRequested] = field(default_factory=list)
+
+    def request_digits(self, tool: str, argument: str, max_digits: int, **arguments: Any) -> None:
+        """The caller may type `argument` for `tool` on the keypad (callcenter.keypad runs it with the digits)."""
+        self.requests.append(DigitsRequested(self.agent, tool, argument, max_digits, arguments))
 
 
 ToolCallable = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]

@@ -101,6 +101,13 @@ def test_chat_person_request_ends_with_transfer(tmp_path: Path) -> None:
     assert [e["name"] for e in events if e["event"] == "tool_call"] == ["transfer_to_operator"]
 
 
+def test_chat_goodbye_ends_the_chat(tmp_path: Path) -> None:
+    events = chat(tmp_path, "No thanks, that's all. Goodbye!", "I'd like to buy a new phone charger.")
+    assert events[-1] == {"event": "end", "reason": "goodbye"}
+    # The agent ended the call: the second line is never handled.
+    assert [e["name"] for e in events if e["event"] == "tool_call"] == ["end_call"]
+
+
 def test_chat_without_input_prints_only_the_brain(tmp_path: Path) -> None:
     assert [e["event"] for e in chat(tmp_path)] == ["brain"]
 

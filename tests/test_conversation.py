@@ -13,6 +13,7 @@ from voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeT
 from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
 from callcenter.conversation import Conversation, VoiceSettings
+from swarm.events import CallEnded, Escalated
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -88,6 +89,7 @@ async def test_pressing_0_after_an_order_confirmation_reaches_a_person(app) -> N
     assert line.call.transfers == [OPERATOR]
     assert call.result() == "transferred"
     assert line.said()[-1] == SETTINGS.handover
+    assert line.session.escalated() == Escalated("caller_pressed_0")
 
 
 async def test_pressing_0_after_a_return_confirmation_reaches_a_person(app) -> None:
@@ -217,3 +219,11 @@ def test_more_words_than_a_short_sound_could_hold_are_whispers_invention() -> No
     assert not stops_agent("And then make a chance.", True, "", duration_s=0.9)  # a 0.4 s "mm-hm"
     assert stops_agent("Wait, stop, I need a different product.", True, "", duration_s=2.5)
     assert stops_agent("Stop.", True, "", duration_s=0.7)
+
+
+async def test_a_caller_who_stays_silent_is_said_goodbye_and_the_session_knows_why(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, reprompt_after_s=0.05, reprompts_before_hangup=0))
+    async with running(line.conversation) as call:
+        await until(lambda: call.done(), what="the goodbye")
+    assert call.result() == "abandoned" and line.said()[-1] == SETTINGS.silence_goodbye
+    assert line.session.ended() == CallEnded("caller_silent") and line.session.escalated() is None

@@ -133,7 +133,7 @@ async def test_llm_server_down_apologises_and_asks_for_a_person(tmp_path):
     session = app.session("call-6", CALLER)
     reply = await session.complete(RETURN_LINE)
     assert reply == app.config.session.apology
-    assert session.escalation and "127.0.0.1:9" in session.escalation
+    assert (escalation := session.escalated()) and "127.0.0.1:9" in escalation.detail
 
 
 async def test_llm_server_down_with_offline_fallback_carries_on(tmp_path):
@@ -141,7 +141,7 @@ async def test_llm_server_down_with_offline_fallback_carries_on(tmp_path):
     session = app.session("call-7", CALLER)
     reply = await session.complete(RETURN_LINE)
     assert session.get_agent_name() == "refund" and "headphones" in reply.lower()
-    assert session.escalation is None
+    assert session.escalated() is None
 
 
 async def test_slow_llm_becomes_an_apology_in_bounded_time(tmp_path):
@@ -165,6 +165,6 @@ async def test_goodbye_ends_the_call_and_a_short_no_does_not(tmp_path):
     app, _ = await make_app(tmp_path, provider="offline")
     session = app.session("call-9", CALLER)
     await session.complete("no")
-    assert session.ending is None
+    assert session.ended() is None
     reply = await session.complete("No thanks, that's all. Goodbye!")
-    assert session.ending and "Goodbye" in reply
+    assert (ending := session.ended()) and ending.reason == "goodbye" and "Goodbye" in reply

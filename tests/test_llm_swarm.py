@@ -58,7 +58,8 @@ async def test_triage_hands_over_to_the_right_place(shop_swarm: tuple[Registry, 
     for n, (text, expected) in enumerate(TRIAGE):
         session = registry.session(f"triage-{n}", SWARM, metadata={"caller": CALLER})
         reply = await session.complete(text)
-        where = "operator" if session.escalation and "person" in session.escalation else session.get_agent_name()
+        escalation = session.escalated()
+        where = "operator" if escalation and escalation.reason == "caller_asked" else session.get_agent_name()
         outcomes.append((text, expected, where, reply))
         assert "{" not in reply and "_" not in reply, reply  # never JSON or a tool name for the ear
     wrong = [o for o in outcomes if o[1] != o[2]]

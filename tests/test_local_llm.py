@@ -422,5 +422,7 @@ async def test_a_server_dying_mid_call_gets_the_apology_and_transfer_and_the_nex
     reply = await next_call.complete("Hello, are you open today?")
     await provider.aclose()
     # The caller hears what any LLM failure gives: the apology, and the voice layer transfers on the escalation.
-    assert said == SessionConfig().apology and call.escalation and call.escalation.startswith("provider_error")
+    assert (
+        said == SessionConfig().apology and (escalation := call.escalated()) and escalation.reason == "provider_error"
+    )
     assert local_05b.starts == starts + 1 and reply.strip() and reply != SessionConfig().apology

@@ -76,7 +76,7 @@ async def whole_call(app: Any) -> list[str]:
             "Can I speak to a person please?",
         )
     ]
-    assert session.escalation
+    assert session.escalated()
     return replies
 
 

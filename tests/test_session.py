@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from swarm.events import events_from_json, events_to_json
+from swarm.events import CallEnded, DigitsRequested, Escalated, events_from_json, events_to_json
 from swarm.messages import Message
 from swarm.providers.base import ProviderUnavailable
 from swarm.providers.scripted import ScriptedProvider, reply
 from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec, navigate_back_tool, navigate_tool
-from swarm.tools import tool_from_function
+from swarm.tools import ToolContext, tool_from_function
 
 
 def lookup(sku: str, quantity: int = 1) -> dict:
@@ -123,7 +123,8 @@ async def test_provider_down_apologises_and_escalates():
     session = registry.session("c1", "shop")
     said = await session.complete("hello")
     assert said == SessionConfig().apology
-    assert session.escalation and "no server" in session.escalation
+    assert (escalation := session.escalated()) and escalation.reason == "provider_error"
+    assert "no server" in escalation.detail
 
 
 async def test_provider_down_uses_fallback_completion():
@@ -131,7 +132,7 @@ async def test_provider_down_uses_fallback_completion():
     registry, _, _ = build([ProviderUnavailable("down")], fallback=fallback)
     session = registry.session("c1", "shop")
     assert await session.complete("hello") == "I can still help with that."
-    assert session.escalation is None
+    assert session.escalated() is None
 
 
 async def test_tool_calls_per_turn_are_bounded():
@@ -318,3 +319,67 @@ async def test_the_callers_words_said_back_go_back_to_the_model():
     # A short yes is no echo: "Yes." may answer "yes".
     registry, _, _ = build(["Yes."])
     assert await registry.session("c2", "shop").complete("yes") == "Yes."
+
+
+def control_registry() -> Registry:
+    """One agent with a tool that asks for digits, one that hands over to a person and one that ends the call."""
+
+    def find(context: ToolContext, number: str = "") -> dict:
+        """Find a thing by its number."""
+        if not number:
+            context.request_digits("find", "number", 4, colour="red")
+        return {"say": "Type the number."}
+
+    async def transfer(context: ToolContext) -> dict:
+        """Hand over to a person."""
+        context.session.escalate("caller_asked", "asked twice")
+        return {"say": "Putting you through."}
+
+    async def bye(context: ToolContext) -> dict:
+        """End the call."""
+        context.session.end_call()
+        return {"say": "Goodbye."}
+
+    script = [reply("", ("find", {})), "Type the number.", reply("", ("transfer", {})), "Putting you through."]
+    registry = Registry()
+    registry.add_completion("model", ScriptedProvider([*script, reply("", ("bye", {})), "Goodbye."], name="model"))
+    for fn in (find, transfer, bye):
+        registry.add_tool(tool_from_function(fn))
+    registry.add_agent(Agent("desk", "You help.", "model", ("find", "transfer", "bye")))
+    registry.add_swarm(SwarmSpec("shop", ("desk",), "desk"))
+    return registry
+
+
+async def test_control_is_in_the_events_and_a_resumed_session_is_the_same_session():
+    registry = control_registry()
+    session = registry.session("c1", "shop")
+    await session.complete("my thing")
+    asked = DigitsRequested("desk", "find", "number", 4, {"colour": "red"})
+    assert session.digit_request() == asked and session.escalated() is None
+    assert (
+        registry.session("c1", "shop", events=events_from_json(events_to_json(session.events))).digit_request() == asked
+    )
+
+    await session.complete("a person please")
+    assert session.digit_request() is None  # the caller spoke: the request is over
+    assert session.escalated() == Escalated("caller_asked", "asked twice") and session.ended() is None
+    await session.complete("bye")
+    assert session.ended() == CallEnded("goodbye")
+
+    resumed = registry.session("c1", "shop", events=events_from_json(events_to_json(session.events)))
+    assert (resumed.escalated(), resumed.ended(), resumed.digit_request()) == (
+        session.escalated(),
+        session.ended(),
+        None,
+    )
+    # A barge-in rebuilds the session from its events: the control stays.
+    session.commit_heard("")
+    assert session.escalated() == Escalated("caller_asked", "asked twice") and session.ended() == CallEnded("goodbye")
+
+
+async def test_a_later_tool_result_ends_a_digit_request():
+    registry = control_registry()
+    session = registry.session("c1", "shop")
+    await session.complete("my thing")
+    session.commit_tool_output("x1", "find", '{"say": "Found it."}', {"number": "1234"})
+    assert session.digit_request() is None

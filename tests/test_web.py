@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from aiohttp import web
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosedOK
 
 from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
@@ -75,7 +76,7 @@ async def test_return_over_websocket(server: Server) -> None:
         assert "find_order" in [c["name"] for c in calls]
         replies = [e["text"] for e in events if e["event"] == "reply"]
         assert any("headphones" in text.lower() for text in replies)
-        assert events[-1] == {"event": "done", "agent": "refund", "escalation": None}
+        assert events[-1] == {"event": "done", "agent": "refund", "escalation": None, "ending": None}
         assert rows(server.db, "returns") == []
 
         events = await turn(ws, {"data": "yes"})
@@ -89,7 +90,7 @@ async def test_return_over_websocket(server: Server) -> None:
 async def test_plain_text_message_is_the_callers_words(server: Server) -> None:
     async with connect(server.url("web-plain"), open_timeout=WAIT) as ws:
         events = await turn(ws, RETURN_LINE)
-    assert events[-1] == {"event": "done", "agent": "refund", "escalation": None}
+    assert events[-1] == {"event": "done", "agent": "refund", "escalation": None, "ending": None}
 
 
 async def test_transfer_request_is_reported_in_done(server: Server) -> None:
@@ -97,6 +98,16 @@ async def test_transfer_request_is_reported_in_done(server: Server) -> None:
         events = await turn(ws, {"data": "Can I speak to a person please?"})
     assert [e["name"] for e in events if e["event"] == "tool_call"] == ["transfer_to_operator"]
     assert events[-1]["event"] == "done" and events[-1]["escalation"]
+
+
+async def test_the_end_of_the_call_is_sent_in_done_and_the_socket_closes(server: Server) -> None:
+    async with connect(server.url("web-bye"), open_timeout=WAIT) as ws:
+        events = await turn(ws, {"data": "No thanks, that's all. Goodbye!"})
+        assert [e["name"] for e in events if e["event"] == "tool_call"] == ["end_call"]
+        assert events[-1] == {"event": "done", "agent": "triage", "escalation": None, "ending": "goodbye"}
+        with pytest.raises(ConnectionClosedOK):
+            await asyncio.wait_for(ws.recv(), WAIT)
+    assert ws.close_code == 1000 and ws.close_reason == "the call has ended"
 
 
 @pytest.mark.parametrize("message", [{"text": "hello"}, {"data": 42}, {"data": "   "}, ""])

@@ -39,12 +39,17 @@ async def _chat(config: Config, provider: str | None, as_json: bool, caller: str
                 _print_event(item if as_json else _human(item), as_json)
             if not as_json:
                 print(f"[{session.get_agent_name()}] {reply}", flush=True)
-            if session.escalation:
+            if escalation := session.escalated():
                 _print_event(
-                    {"event": "transfer", "reason": session.escalation}
+                    {"event": "transfer", "reason": escalation.text}
                     if as_json
-                    else f"(transfer to a person: {session.escalation})",
+                    else f"(transfer to a person: {escalation.text})",
                     as_json,
+                )
+                break
+            if ending := session.ended():
+                _print_event(
+                    {"event": "end", "reason": ending.text} if as_json else f"(the call ended: {ending.text})", as_json
                 )
                 break
     finally:

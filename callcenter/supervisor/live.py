@@ -105,7 +105,7 @@ class LiveCalls:
         if live is None or live.conversation.settings.operator is None:
             return False
         log.info("event=supervisor_hand_over call=%s", call_id)
-        return live.conversation.hand_to_person("a supervisor pressed hand over")
+        return live.conversation.hand_to_person("supervisor")
 
     async def hang_up(self, call_id: str) -> bool:
         live = self.calls.get(call_id)

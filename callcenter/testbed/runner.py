@@ -176,10 +176,9 @@ def score_events(scenario: Scenario, call: TextCall, values: dict[str, str], rul
     problems += [checks.check_says(events, regex) for regex in expect.says]
     problems += [checks.check_never_says(events, regex) for regex in expect.never_says]
     if expect.transfer is not None and call.transferred != expect.transfer:
+        escalation = call.session.escalated()
         problems.append(
-            "expected a transfer to a person"
-            if expect.transfer
-            else f"unexpected transfer to a person ({call.session.escalation})"
+            f"unexpected transfer to a person ({escalation.text})" if escalation else "expected a transfer to a person"
         )
     if expect.ended is not None and (call.ended_by is not None) != expect.ended:
         problems.append("expected the call to end" if expect.ended else f"the call ended ({call.ended_by})")

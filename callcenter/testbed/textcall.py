@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from callcenter.conversation import VoiceSettings
-from callcenter.keypad import Keypad, pending_request, run_with_digits
+from callcenter.keypad import Keypad, run_with_digits
 from callcenter.testbed import checks
 from swarm.events import Event
 from swarm.session import Session
@@ -103,7 +103,7 @@ class TextCall:
         self._check_open()
         self.transcript.append(("caller", f"<dtmf {keys}>"))
         seen = len(self.events)
-        request = pending_request(self.session)
+        request = self.session.digit_request()
         if request is not None:
             keypad = Keypad(request)
             for key in keys:
@@ -118,7 +118,7 @@ class TextCall:
                 self._after_turn()
                 return TurnResult(reply, self.events[seen:], latency)
         elif keys.startswith("0"):
-            self.session.escalation = "the caller pressed 0"
+            self.session.escalate("caller_pressed_0")
             self.ended_by = "transfer"
             return TurnResult(self._emit(self.settings.handover), self.events[seen:], None)
         return TurnResult("", [], None)  # keys nobody listens to are dropped, as on the phone
@@ -142,7 +142,7 @@ class TextCall:
 
     @property
     def transferred(self) -> bool:
-        return self.session.escalation is not None
+        return self.session.escalated() is not None
 
     def _emit(self, text: str) -> str:
         self.session.emit(text)
@@ -155,9 +155,9 @@ class TextCall:
             self.transcript.append((self.session.get_agent_name(), reply))
 
     def _after_turn(self) -> None:
-        if self.session.escalation:
+        if self.session.escalated():
             self.ended_by = "transfer"
-        elif self.session.ending:
+        elif self.session.ended():
             self.ended_by = "goodbye"
 
     def _check_open(self) -> None:
