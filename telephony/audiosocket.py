@@ -19,7 +19,8 @@ What the protocol cannot carry, and what to do instead:
   dialplan route the caller afterwards, e.g. `same => n,Queue(agents)` after the AudioSocket() line.
 
 Pacing: Asterisk writes each message it receives straight to the caller's channel (no buffer of its own),
-so we send exactly one 20 ms message every 20 ms on an absolute clock. When nothing is queued we send
+so we send exactly one 20 ms message every 20 ms on the media clock the SIP path uses (telephony.media_clock,
+one per server, shared by its calls as an endpoint's calls share theirs). When nothing is queued we send
 silence rather than nothing: a continuous stream keeps the caller's RTP flowing (far ends and carriers
 hang up on RTP inactivity), keeps Asterisk's 2 s inactivity check quiet, and matches the SIP path.
 """
@@ -51,7 +52,7 @@ from telephony.audiosocket_wire import (
     encode,
 )
 from telephony.call import FRAME_BYTES, FRAME_SAMPLES, EndReason, MediaTap
-from telephony.media_clock import MAX_CATCH_UP, PTIME
+from telephony.media_clock import MediaClock
 from telephony.queues import DropOldestQueue
 from telephony.sip.limits import LogLimiter
 
@@ -93,6 +94,7 @@ class AudioSocketCall:
         peer: str,
         no_media_timeout_s: float | None,
         audio_queue: int = 100,
+        clock: MediaClock | None = None,
     ) -> None:
         self.call_id = call_id
         self.caller = ""  # AudioSocket carries no caller id: see the module docstring
@@ -118,7 +120,8 @@ class AudioSocketCall:
         self._played.set()
         self._started = time.monotonic()
         self._last_rx = self._loop.time()
-        self._sender = self._loop.create_task(self._run_sender(), name=f"audiosocket-send-{call_id}")
+        self._clock = clock if clock is not None else MediaClock()
+        self._clock.add(self)
 
     # ---- the Call API ----------------------------------------------------------------------------------
 
@@ -169,7 +172,6 @@ class AudioSocketCall:
 
     async def hangup(self) -> None:
         self.end("local_hangup", notify_peer=True)
-        await asyncio.wait([self._sender])  # never raises, so our own cancellation still propagates
 
     # ---- driven by the connection --------------------------------------------------------------------------
 
@@ -181,7 +183,7 @@ class AudioSocketCall:
         if notify_peer and not self._transport.is_closing():
             self._transport.write(HANGUP_MESSAGE)
         self._transport.close()  # sends what is buffered first
-        self._sender.cancel()
+        self._clock.discard(self)
         self._out.clear()
         self._played.set()
         self._audio_in.close()
@@ -249,19 +251,18 @@ class AudioSocketCall:
 
     # ---- sending ---------------------------------------------------------------------------------------------
 
-    async def _run_sender(self) -> None:
-        next_slot = self._loop.time()
-        while not self.closed.is_set():
-            behind = int((self._loop.time() - next_slot) / PTIME)
-            skipped = max(0, behind - MAX_CATCH_UP)
-            if skipped:  # keep the clock rather than flood Asterisk, which plays what it gets
-                next_slot += skipped * PTIME
-                self._metrics.send_skipped += skipped
-            self._tick(skipped)
-            next_slot += PTIME
-            await asyncio.sleep(max(0.0, next_slot - self._loop.time()))
+    def on_slot(self, skipped: int) -> None:
+        """One 20 ms slot of the clock: send one message. `skipped` slots were given up (the loop was late): the
+        clock keeps its time rather than flood Asterisk, which plays what it gets."""
+        if self.closed.is_set():  # ended earlier in this slot (by another call's callback)
+            return
+        self._metrics.send_skipped += skipped
+        self._tick(skipped)
 
-    def _tick(self, skipped: int = 0) -> None:
+    def after_slot(self) -> None:
+        """Nothing: the caller's audio arrives by TCP callbacks (data_received), not read on the clock."""
+
+    def _tick(self, skipped: int) -> None:
         if self._no_media_timeout and self._loop.time() - self._last_rx > self._no_media_timeout:
             log.warning("event=audiosocket_media_timeout call=%s seconds=%.1f", self.call_id, self._no_media_timeout)
             self.end("media_timeout", notify_peer=True)
@@ -395,6 +396,7 @@ class AudioSocketServer:
         self.audio_queue = audio_queue
         self.metrics = AudioSocketMetrics()
         self._server: asyncio.Server | None = None
+        self._clock: MediaClock | None = None  # one 20 ms send clock for all our calls, made on the running loop
         self._connections: set[_Connection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -402,6 +404,7 @@ class AudioSocketServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self._clock = MediaClock()
         self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
         log.info("event=audiosocket_listening address=%s:%d", *self.local_address)
 
@@ -456,6 +459,7 @@ class AudioSocketServer:
             peer=peer,
             no_media_timeout_s=self.no_media_timeout_s,
             audio_queue=self.audio_queue,
+            clock=self._clock,
         )
         self.metrics.calls_started += 1
         self.metrics.calls_active += 1
@@ -472,7 +476,7 @@ class AudioSocketServer:
             self.metrics.handler_errors += 1
             log.exception("event=audiosocket_handler_failed call=%s", call.call_id)
         finally:
-            await call.hangup()  # a no-op if the call already ended; always waits for its sender task
+            await call.hangup()  # a no-op if the call already ended
 
     def warn(self, kind: str, source: str, detail: str) -> None:
         if self._log_limiter.allow(kind, source.rsplit(":", 1)[0]):

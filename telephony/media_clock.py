@@ -1,10 +1,10 @@
-"""The 20 ms media clock of RTP sessions: one chain of loop timers on an absolute schedule (start + n * 20 ms,
-so no drift), ticking every session registered with it.
+"""The 20 ms media clock of every call's audio out (RTP sessions, AudioSocket calls): one chain of loop timers
+on an absolute schedule (start + n * 20 ms, so no drift), ticking every session registered with it.
 
-An endpoint shares one clock among all its calls: one timer callback per 20 ms sends every call's packet and
-then takes in what every call received, where a timer and a socket callback per call cost a TimerHandle, a
-heap push and pop and a loop pass per call per packet. Each session still sends exactly every 20 ms; calls
-share the instant, not the audio. All sends go first, so that no call's packet waits for the others' input.
+An endpoint (or an AudioSocket server) shares one clock among all its calls: one timer callback per 20 ms sends
+every call's packet and then takes in what every call received, where a timer and a socket callback per call cost
+a TimerHandle, a heap push and pop and a loop pass per call per packet. Each session still sends exactly every
+20 ms; calls share the instant, not the audio. All sends go first, so that no call's packet waits for the others' input.
 """
 
 from __future__ import annotations
