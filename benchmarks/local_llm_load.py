@@ -30,10 +30,9 @@ import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+sys.path.insert(0, str(ROOT))
 
-from rtp_pacing import one_run  # noqa: E402
-
+from benchmarks.rtp_pacing import one_run  # noqa: E402
 from callcenter.agents import SWARM, build_registry  # noqa: E402
 from callcenter.brains import Brains, prefill  # noqa: E402
 from callcenter.config import Config, LLMConfig  # noqa: E402
@@ -47,7 +46,7 @@ STORY = [{"role": "user", "content": "Tell me a long story about a small shop th
 
 
 def utterance() -> np.ndarray:
-    from speech_stt import utterance as stt_utterance
+    from benchmarks.speech_stt import utterance as stt_utterance
 
     return stt_utterance(3)
 
@@ -57,7 +56,9 @@ class Generator(threading.Thread):
 
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True)
-        self.url, self.stop, self.gen, self.prompt = url, threading.Event(), [], []
+        self.url, self.stop = url, threading.Event()
+        self.gen: list[float] = []  # tokens/s of each request
+        self.prompt: list[float] = []
 
     def run(self) -> None:
         # No kept-alive connections: llama.cpp's server closes them as they are reused (see LocalProvider).
@@ -76,7 +77,8 @@ class Listener(threading.Thread):
 
     def __init__(self, transcriber: Transcriber, pcm: np.ndarray) -> None:
         super().__init__(daemon=True)
-        self.transcriber, self.pcm, self.stop, self.latencies = transcriber, pcm, threading.Event(), []
+        self.transcriber, self.pcm, self.stop = transcriber, pcm, threading.Event()
+        self.latencies: list[float] = []
 
     def run(self) -> None:
         while not self.stop.is_set():

@@ -66,7 +66,8 @@ class Recorder:
     """A provider that passes everything through and notes each completion."""
 
     def __init__(self, inner: Provider) -> None:
-        self.inner, self.name, self.calls = inner, inner.name, []
+        self.inner, self.name = inner, inner.name
+        self.calls: list[Call] = []
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         started, first = time.perf_counter(), None
@@ -164,7 +165,7 @@ def summary(turns: list[Turn], events: list, outcomes: list[str]) -> None:
     )
     print(f"| outcome of each call | {'; '.join(outcomes)} |")
     print()
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for event in events:
         if isinstance(event, ValidationFailed):
             counts["validation failed (a feedback round)"] += 1

@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from callcenter.agents import build_registry  # noqa: E402
 from callcenter.shop import Shop  # noqa: E402
+from swarm.providers.offline import OfflineRouter  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 SETS = (
@@ -37,6 +38,7 @@ INTENT = {
 def main() -> None:
     registry = build_registry(Shop(":memory:"), {})
     router = registry.completions["offline"]
+    assert isinstance(router, OfflineRouter)  # registered as a Provider: best_tool is the router's own
     tools = tuple(registry.tools[name].spec() for name in registry.agents["triage"].tools)
     print(
         f"| {'set':<24} | {'role':<15} | {'n':>3} | {'accuracy':>8} |   buy | return | operator | unclear | us/sentence |"
@@ -44,7 +46,9 @@ def main() -> None:
     print(f"|{'-' * 26}|{'-' * 17}|{'-' * 5}|{'-' * 10}|-------|--------|----------|---------|-------------|")
     for name, role in SETS:
         rows = [json.loads(line) for line in (DATA / name).read_text().splitlines()]
-        hits, totals, times = Counter(), Counter(), []
+        hits: Counter[str] = Counter()
+        totals: Counter[str] = Counter()
+        times: list[float] = []
         for row in rows:
             start = time.perf_counter()
             tool = router.best_tool(row["text"], tools)

@@ -29,11 +29,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.rtp_pacing import one_run
 from callcenter.config import VoiceConfig
-from callcenter.recording import FRAME, Recordings
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rtp_pacing import one_run  # a sibling script, found through the path set just above
+from callcenter.recording import FRAME, CallRecorder, Recordings
+from telephony.rtp import RtpSession
 
 
 async def run(calls: int, seconds: float, directory: Path) -> tuple[float, float, int]:
@@ -119,11 +118,11 @@ async def pacing(calls: int, seconds: float, runs: int) -> None:
     results: dict[bool, list] = {False: [], True: []}
     with tempfile.TemporaryDirectory() as directory:
         recordings = Recordings(VoiceConfig(recording="on", recording_dir=directory, recording_days=0))
-        recorders = []
+        recorders: list[CallRecorder] = []
 
-        def record(session: object) -> None:
+        def record(session: RtpSession) -> None:
             recorders.append(recordings.start(f"pacing-{len(recorders)}"))
-            session.tap = recorders[-1]  # type: ignore[attr-defined]
+            session.tap = recorders[-1]
 
         for _ in range(runs):
             for on in (False, True):

@@ -56,8 +56,9 @@ async def consume(session: RtpSession) -> None:
 async def one_run(calls: int, seconds: float, prepare: Callable[[RtpSession], None] | None = None) -> Run:
     """`prepare(session)` for each session before it starts (benchmarks/recording.py puts a recorder on it)."""
     sessions = [await RtpSession.open("127.0.0.1", (20000, 40000), no_media_timeout=None) for _ in range(calls)]
-    for session in sessions if prepare else ():
-        prepare(session)
+    if prepare is not None:
+        for session in sessions:
+            prepare(session)
     readers = [asyncio.create_task(consume(session)) for session in sessions]
     t = np.arange(int(8000 * (seconds + 1))) / 8000
     pcm = (8000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16)

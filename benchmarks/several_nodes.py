@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -85,11 +86,27 @@ async def failures(
     )
 
 
-async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, object]:
+@dataclass
+class Outage:
+    """What callers lost when one of the nodes went away (killed or drained)."""
+
+    old_lost: int  # calls live when it went that failed
+    on_node: int  # calls live on that node when it went
+    new_lost: int  # of `total` new calls made right after
+    total: int
+
+
+@dataclass
+class NodesResult:
+    dead_s: float  # until the dispatcher stopped sending to the killed node
+    kill: Outage
+    drain: Outage
+
+
+async def nodes_benchmark(url: str, workdir: Path, calls: int) -> NodesResult:
     speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model="tiny.en"))
     peers = Peers(workdir)
     stacks = [contextlib.AsyncExitStack() for _ in range(3)]
-    result: dict[str, object] = {}
     try:
         a, b, c = [await stack.enter_async_context(node(url, speech, deadline_s=30.0)) for stack in stacks]
         async with dispatcher(workdir / "kamailio", [a.address, b.address, c.address]) as kamailio:
@@ -105,12 +122,12 @@ async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, obje
             killed = time.monotonic()
             await c.endpoint._transport.close()  # a crash, as the network sees it
             await kamailio.until_state(c.address, False, 30)
-            result["dead_s"] = time.monotonic() - killed
+            dead_s = time.monotonic() - killed
             new = await peers.sipp(
                 target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60, extra=("-d", "1000")
             )
             old = await peers.wait_sipp(*live, 90)
-            result["kill"] = (old.failed, on_c, new.failed, calls)
+            kill = Outage(old.failed, on_c, new.failed, calls)
             # Drain: calls live on a and b, then b drains.
             live = await failures(peers, target, 2 * calls, 5000)
             async with asyncio.timeout(15):
@@ -122,14 +139,14 @@ async def nodes_benchmark(url: str, workdir: Path, calls: int) -> dict[str, obje
                 target, "record_route.xml", calls=calls, rate=10, limit=calls, timeout_s=60, extra=("-d", "1000")
             )
             old = await peers.wait_sipp(*live, 90)
-            result["drain"] = (old.failed, on_b, new.failed, calls)
+            drain = Outage(old.failed, on_b, new.failed, calls)
+            return NodesResult(dead_s, kill, drain)
     finally:
         for stack in stacks:
             with contextlib.suppress(Exception):
                 await stack.aclose()
         await peers.close()
         speech.close()
-    return result
 
 
 async def talking_benchmark(url: str, workdir: Path, counts: list[int]) -> list[tuple[int, str, int, list[dict]]]:
@@ -200,15 +217,14 @@ def main() -> int:
     print("| database | p50 ms | p99 ms |\n| --- | ---: | ---: |")
     for name, values in rows:
         print(f"| {name} | {1000 * percentile(values, 50):.1f} | {1000 * percentile(values, 99):.1f} |")
-    kill_old, on_c, kill_new, total = nodes["kill"]  # type: ignore[misc]
-    drain_old, on_b, drain_new, _ = nodes["drain"]  # type: ignore[misc]
+    kill, drain = nodes.kill, nodes.drain
     print("\nthree nodes behind Kamailio's dispatcher (ping interval 1 s, threshold 2, fr_timer 2 s)")
     print("| what | value |\n| --- | ---: |")
-    print(f"| dispatcher stops sending to a killed node after | {nodes['dead_s']:.1f} s |")
-    print(f"| kill: calls lost of those live (killed node had {on_c} live) | {kill_old} |")
-    print(f"| kill: new calls lost right after the kill | {kill_new} of {total} |")
-    print(f"| drain: calls lost of those live (draining node had {on_b} live) | {drain_old} |")
-    print(f"| drain: new calls lost during the drain | {drain_new} of {total} |")
+    print(f"| dispatcher stops sending to a killed node after | {nodes.dead_s:.1f} s |")
+    print(f"| kill: calls lost of those live (killed node had {kill.on_node} live) | {kill.old_lost} |")
+    print(f"| kill: new calls lost right after the kill | {kill.new_lost} of {kill.total} |")
+    print(f"| drain: calls lost of those live (draining node had {drain.on_node} live) | {drain.old_lost} |")
+    print(f"| drain: new calls lost during the drain | {drain.new_lost} of {drain.total} |")
     if talking:
         talking_table(talked)
     return 0

