@@ -72,7 +72,8 @@ class AsteriskClient:
 
     async def read_until_closed(self, max_messages: int = 2000) -> list[tuple[int, bytes, float]]:
         """All messages up to end of stream, each with its arrival time."""
-        loop, messages = asyncio.get_running_loop(), []
+        loop = asyncio.get_running_loop()
+        messages: list[tuple[int, bytes, float]] = []
         for _ in range(max_messages):
             message = await self.read_message()
             if message is None:
@@ -82,7 +83,8 @@ class AsteriskClient:
 
     async def read_audio(self, frames: int) -> list[tuple[bytes, float]]:
         """The next `frames` audio messages with their arrival times (other kinds fail the test)."""
-        loop, received = asyncio.get_running_loop(), []
+        loop = asyncio.get_running_loop()
+        received: list[tuple[bytes, float]] = []
         while len(received) < frames:
             message = await self.read_message()
             assert message is not None, f"the server closed after {len(received)} of {frames} audio messages"

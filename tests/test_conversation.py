@@ -4,16 +4,17 @@ tests/test_voice_e2e.py."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, settle, until
 
 from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
 from callcenter.conversation import Conversation, VoiceSettings
-from swarm.events import CallEnded, Escalated
+from swarm.events import CallEnded, Escalated, ToolCalled
+from tests.voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, settle, until
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -24,7 +25,7 @@ SETTINGS = VoiceSettings(operator=OPERATOR, digit_timeout_s=0.15, reprompt_after
 
 
 @pytest.fixture
-async def app(tmp_path: Path) -> App:
+async def app(tmp_path: Path) -> AsyncIterator[App]:
     app = await open_app(Config(llm=replace(LLMConfig(), provider="offline"), database=str(tmp_path / "shop.db")))
     app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
     yield app
@@ -122,7 +123,7 @@ async def test_digits_a_tool_asked_for_are_its_input_and_in_the_transcript(app) 
     typed = [entry for entry in line.caller_lines() if entry.get("via") == "keypad"]
     assert [entry["text"] for entry in typed] == [number]
     # find_order ran with the typed number (and the product from its first call); its result is the agent's.
-    calls = [e for e in line.session.events if type(e).__name__ == "ToolCalled" and e.name == "find_order"]
+    calls = [e for e in line.session.events if isinstance(e, ToolCalled) and e.name == "find_order"]
     assert calls[-1].arguments == {"product": calls[0].arguments["product"], "order_number": number}, calls
     assert line.call.transfers == []
 

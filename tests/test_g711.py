@@ -22,14 +22,15 @@ CODES = bytes(range(256))
 @pytest.mark.parametrize(
     "ours, theirs, data",
     [
-        (ulaw_encode, lambda d: audioop.lin2ulaw(d, 2), ALL),
-        (alaw_encode, lambda d: audioop.lin2alaw(d, 2), ALL),
-        (lambda d: ulaw_decode(d).tobytes(), lambda d: audioop.ulaw2lin(d, 2), CODES),
-        (lambda d: alaw_decode(d).tobytes(), lambda d: audioop.alaw2lin(d, 2), CODES),
+        (ulaw_encode, "lin2ulaw", ALL),
+        (alaw_encode, "lin2alaw", ALL),
+        (lambda d: ulaw_decode(d).tobytes(), "ulaw2lin", CODES),
+        (lambda d: alaw_decode(d).tobytes(), "alaw2lin", CODES),
     ],
 )
-def test_matches_audioop_for_every_input(ours, theirs, data):
-    assert ours(data) == theirs(data)
+def test_matches_audioop_for_every_input(ours, theirs: str, data: bytes) -> None:
+    assert audioop is not None  # the test is skipped without it
+    assert ours(data) == getattr(audioop, theirs)(data, 2)
 
 
 @pytest.mark.parametrize("encode, decode", [(ulaw_encode, ulaw_decode), (alaw_encode, alaw_decode)])

@@ -12,6 +12,7 @@ from callcenter.shop import Shop
 from callcenter.shop_tools import euros, shop_tools
 from speech.normalize import normalize_for_speech
 from swarm.tools import ToolContext
+from tests.tool_fakes import NoSession
 
 CASES = [
     # prices, in every shape the agents and the LLM write them
@@ -104,7 +105,7 @@ async def test_the_shops_tool_lines() -> None:
     shop = Shop(":memory:")
     tools = {tool.name: tool for tool in shop_tools(shop)}
     context = ToolContext(
-        client_id="call-1", agent="sales", session=None, metadata={"caller": "+4915100000000"}, session_id="s1"
+        client_id="call-1", agent="sales", session=NoSession(), metadata={"caller": "+4915100000000"}, session_id="s1"
     )
     try:
         found = await tools["search_products"].call({"query": "wireless headphones"}, context)

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from swarm.openapi import ToolHTTPError, read_openapi_file, tools_from_openapi
 from swarm.tools import Tool, ToolContext
+from tests.tool_fakes import NoSession
 
 CRM_API: dict[str, Any] = {
     "openapi": "3.0.3",
@@ -105,7 +106,7 @@ CRM_API: dict[str, Any] = {
     },
 }
 
-CONTEXT = ToolContext(client_id="call-1", agent="triage", session=None)
+CONTEXT = ToolContext(client_id="call-1", agent="triage", session=NoSession())
 
 
 @pytest.fixture

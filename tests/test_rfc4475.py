@@ -49,7 +49,8 @@ from tests.rfc4475 import DATA, NAMES, SECTIONS, load
 
 
 def test_the_files_are_the_49_messages_byte_for_byte() -> None:
-    sums = dict(reversed(line.split()) for line in (DATA / "SHA256SUMS").read_text().splitlines())
+    # SHA256SUMS lines are "<digest>  <file name>"
+    sums = {name: digest for digest, name in (line.split() for line in (DATA / "SHA256SUMS").read_text().splitlines())}
     assert sorted(path.stem for path in DATA.glob("*.dat")) == sorted(NAMES) and len(NAMES) == 49
     for name in NAMES:
         assert hashlib.sha256(load(name)).hexdigest() == sums[f"{name}.dat"], f"{name}.dat was changed"

@@ -101,7 +101,7 @@ class Peer(asyncio.DatagramProtocol):
         self.inbox: asyncio.Queue[tuple[bytes, tuple]] = asyncio.Queue()
         self.transport: asyncio.DatagramTransport | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         self.transport = transport
 
     def datagram_received(self, data: bytes, addr: tuple) -> None:
@@ -689,7 +689,7 @@ class ScriptedAnswerer(asyncio.DatagramProtocol):
         self.call_started, self.bye = asyncio.Event(), asyncio.Event()
         self.transport: asyncio.DatagramTransport | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         self.transport = transport
 
     def datagram_received(self, data: bytes, addr: tuple) -> None:

@@ -30,7 +30,9 @@ class Recorder:
 
     async def __call__(self, call) -> None:
         self.calls.append(call)
-        frames, keys, directions = [], [], [call.media_direction]
+        frames: list[np.ndarray] = []
+        keys: list[str] = []
+        directions = [call.media_direction]
         self.frames[call.call_id], self.keys[call.call_id], self.directions[call.call_id] = frames, keys, directions
 
         async def audio() -> None:

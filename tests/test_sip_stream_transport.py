@@ -200,12 +200,12 @@ async def test_a_keepalive_flow_pings_and_reports_a_peer_that_stops_answering() 
     async with Echo(limits=limits) as client:
         server = await asyncio.start_server(lambda r, w: pings.put_nowait((r, w)), "127.0.0.1", 0)
         pings: asyncio.Queue = asyncio.Queue()
-        address = server.sockets[0].getsockname()[:2]
-        client.transport.send(Request("OPTIONS", _uri(client), _parse(options()).headers), Peer(*address, "TCP"))
+        host, port = server.sockets[0].getsockname()[:2]
+        client.transport.send(Request("OPTIONS", _uri(client), _parse(options()).headers), Peer(host, port, "TCP"))
         reader, writer = await asyncio.wait_for(pings.get(), 5)
         await read_response(reader)  # our OPTIONS, as the registrar would see a REGISTER
         lost = asyncio.Event()
-        client.transport.keep_alive(Peer(*address, "TCP"), lost.set)
+        client.transport.keep_alive(Peer(host, port, "TCP"), lost.set)
         assert await asyncio.wait_for(reader.readexactly(4), 5) == b"\r\n\r\n"
         writer.write(b"\r\n")  # pong: the flow lives on
         assert await asyncio.wait_for(reader.readexactly(4), 5) == b"\r\n\r\n"

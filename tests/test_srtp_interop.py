@@ -19,6 +19,7 @@ import telephony.rtp as rtp_module
 from callcenter.commands.echo import echo_call
 from harness.peers import LOCAL, Peers, best_lag_correlation, chirp, read_wav, sdp_offer, sip_request, write_wav
 from telephony.g711 import ulaw_decode
+from telephony.ports import allocate
 from telephony.rtp_packet import is_rtcp, parse
 from telephony.sip.message import Response
 
@@ -35,7 +36,7 @@ class WireTap(socket.socket):
         self.setblocking(False)
         self.datagrams: list[bytes] = []
 
-    def recvmsg(self, *args):  # type: ignore[override]
+    def recvmsg(self, *args):
         result = super().recvmsg(*args)
         self.datagrams.append(result[0])
         return result
@@ -44,14 +45,13 @@ class WireTap(socket.socket):
 @pytest.fixture
 def wire(monkeypatch: pytest.MonkeyPatch) -> list[WireTap]:
     taps: list[WireTap] = []
-    allocate = rtp_module.allocate
 
     def tapped(host: str, port_range: tuple[int, int]) -> tuple[socket.socket, socket.socket]:
         rtp, rtcp = allocate(host, port_range)
         taps.append(WireTap(rtp))
         return taps[-1], rtcp
 
-    monkeypatch.setattr(rtp_module, "allocate", tapped)
+    monkeypatch.setattr(rtp_module, "allocate", tapped)  # where RtpSession.open looks it up
     return taps
 
 

@@ -11,20 +11,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from aiohttp import WSMsgType, WSServerHandshakeError
 from aiohttp.test_utils import TestClient, TestServer
-from voice_fakes import (
-    Caller,
-    FakeCall,
-    FakeEndpointer,
-    FakeSynthesizer,
-    FakeTranscriber,
-    running,
-    until,
-)
 
 from callcenter.app import App, open_app
 from callcenter.config import (
@@ -39,6 +30,15 @@ from callcenter.records import CallRecord, CallRecords
 from callcenter.supervisor import LiveCalls, Sources, supervisor_app
 from callcenter.supervisor.auth import COOKIE
 from callcenter.supervisor.routes import STATIC
+from tests.voice_fakes import (
+    Caller,
+    FakeCall,
+    FakeEndpointer,
+    FakeSynthesizer,
+    FakeTranscriber,
+    running,
+    until,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -434,7 +434,10 @@ async def test_sentences_the_caller_never_heard_leave_the_page() -> None:
     line is never mistaken for one that went."""
     transcript = Transcript()
     session = SimpleNamespace(events=[], get_agent_name=lambda: "triage")
-    conversation = SimpleNamespace(transcript=transcript, session=session, state="listening", settings=VoiceSettings())
+    conversation = cast(  # only the fields LiveCalls reads
+        Conversation,
+        SimpleNamespace(transcript=transcript, session=session, state="listening", settings=VoiceSettings()),
+    )
     live = LiveCalls(poll_s=60.0)
     live.add(SimpleNamespace(call_id="c", caller=CALLER, called="shop"), conversation)
     feed = contextlib.aclosing(live.watch())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from swarm.events import Rescued, ToolCalled, ValidationFailed
 from swarm.providers.scripted import ScriptedProvider, reply
 from swarm.registry import Agent, Registry, SessionConfig, SwarmSpec, navigate_tool
 from swarm.tools import tool_from_function
@@ -66,10 +67,10 @@ async def test_arguments_written_as_text_are_validated_against_the_schema() -> N
     )
     session = registry.session("c1", "shop")
     said = await session.complete("a kettle please")
-    (failed,) = [e for e in session.events if e.kind == "validation_error"]
+    (failed,) = [e for e in session.events if isinstance(e, ValidationFailed)]
     assert "query" in " ".join(failed.errors)
     assert said == "We have a kettle for ten euros. Anything else?" or "Anything else?" in said
-    assert [e.arguments for e in session.events if e.kind == "tool_call"] == [{"query": "kettle"}]
+    assert [e.arguments for e in session.events if isinstance(e, ToolCalled)] == [{"query": "kettle"}]
     # The model saw its own rejected call and why, in a tool message answering it.
     feedback = model.requests[1].messages
     assert feedback[-1].role == "tool" and "query" in feedback[-1].content
@@ -79,7 +80,7 @@ async def test_a_tool_the_agent_lacks_is_feedback_and_never_runs() -> None:
     registry, _model = build(['{"name": "navigate_to_refund", "arguments": {}}', reply("", ("navigate_to_sales", {}))])
     session = registry.session("c1", "shop")
     await session.complete("I want to buy something")
-    errors = next(e for e in session.events if e.kind == "validation_error").errors
+    errors = next(e for e in session.events if isinstance(e, ValidationFailed)).errors
     assert "does not exist" in errors[0] and "navigate_to_sales" in errors[0]
     assert session.get_agent_name() == "sales"
 
@@ -91,7 +92,7 @@ async def test_ambiguous_prose_goes_back_to_the_model_not_to_the_caller() -> Non
     session = registry.session("c1", "shop")
     said = await session.complete("hmm")
     assert said == "Would you like to buy something?"
-    assert "several tools" in next(e for e in session.events if e.kind == "validation_error").errors[0]
+    assert "several tools" in next(e for e in session.events if isinstance(e, ValidationFailed)).errors[0]
     assert "navigate_to_sales" in model.requests[1].messages[-2].content  # its own reply, shown back to it
 
 
@@ -100,7 +101,7 @@ async def test_json_for_the_ear_is_never_spoken_even_when_every_try_fails() -> N
     session = registry.session("c1", "shop")
     said = await session.complete("hello")
     assert said == SessionConfig().placeholders[0]
-    assert [e.stage for e in session.events if e.kind == "rescue"] == ["flush", "placeholder"]
+    assert [e.stage for e in session.events if isinstance(e, Rescued)] == ["flush", "placeholder"]
 
 
 async def test_text_before_a_written_call_is_spoken_and_text_after_it_is_not() -> None:
@@ -150,7 +151,7 @@ async def test_a_write_without_the_read_back_and_the_callers_yes_never_happens()
     session = build_writer([eager, eager, eager, eager, "What would you like?"]).session("c1", "shop")
     said = await session.complete("yes I want the kettle K1")
     assert WRITES == [] and "Ordered" not in said
-    errors = next(e for e in session.events if e.kind == "validation_error").errors
+    errors = next(e for e in session.events if isinstance(e, ValidationFailed)).errors
     assert "read it back" in errors[0] or "without confirmed" in errors[0]
 
 

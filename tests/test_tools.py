@@ -10,6 +10,7 @@ import pytest
 from pydantic import Field
 
 from swarm.tools import Tool, ToolContext, tool_from_function
+from tests.tool_fakes import NoSession
 
 
 def lookup(
@@ -61,7 +62,7 @@ def wrapped_doc(query: str) -> str:
 
 
 def context(agent: str = "sales") -> ToolContext:
-    return ToolContext(client_id="call-42", agent=agent, session=None, metadata={"caller": "+4915100000000"})
+    return ToolContext(client_id="call-42", agent=agent, session=NoSession(), metadata={"caller": "+4915100000000"})
 
 
 @pytest.fixture

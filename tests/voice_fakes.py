@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,7 @@ import numpy as np
 
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
 from speech.transcriber import Transcript
+from telephony.call import EndReason, MediaTap
 
 RATE = 8000
 FRAME = 160
@@ -24,10 +25,12 @@ class FakeCall:
     """A Call whose playback runs `speed` times faster than real time; it records every sample it sent."""
 
     def __init__(self, speed: float = 40.0, call_id: str = "call-1", caller: str = "+442079460321") -> None:
-        self.call_id, self.caller, self.caller_name, self.called = call_id, caller, None, "shop"
+        self.call_id, self.caller, self.called = call_id, caller, "shop"
+        self.caller_name: str | None = None
+        self.tap: MediaTap | None = None  # never fed: the fake has no media clock
         self.headers: Mapping[str, str] = {}
         self.closed = asyncio.Event()
-        self.end_reason: str | None = None
+        self.end_reason: EndReason | None = None
         self.transfers: list[str] = []
         self.sent: list[np.ndarray] = []  # everything the caller heard, in order
         self.flushes = 0
@@ -43,12 +46,12 @@ class FakeCall:
     # --- what the Conversation uses ----------------------------------------------------------------------
 
     @property
-    async def audio_in(self) -> AsyncIterator[np.ndarray]:  # type: ignore[override]
+    async def audio_in(self) -> AsyncIterator[np.ndarray]:
         while (frame := await self._audio.get()) is not None:
             yield frame
 
     @property
-    async def dtmf_in(self) -> AsyncIterator[str]:  # type: ignore[override]
+    async def dtmf_in(self) -> AsyncIterator[str]:
         while (key := await self._keys.get()) is not None:
             yield key
 
@@ -101,7 +104,7 @@ class FakeCall:
         audio = np.concatenate(self.sent) if self.sent else np.zeros(0, dtype=np.int16)
         return [int(t) for t in audio[::FRAME]]
 
-    def _end(self, reason: str) -> None:
+    def _end(self, reason: EndReason) -> None:
         if not self.closed.is_set():
             self.end_reason = reason
             self.closed.set()
@@ -171,7 +174,7 @@ class FakeSynthesizer:
     def tag(self, sentence: str) -> int:
         return self.sentences.index(sentence) + 1
 
-    async def synthesize_stream(self, text: str, call_id: str = "") -> AsyncIterator[np.ndarray]:
+    async def synthesize_stream(self, text: str, call_id: str = "") -> AsyncGenerator[np.ndarray, None]:
         if text not in self.sentences:
             self.sentences.append(text)
         samples = int(len(text.split()) * self.seconds_per_word * RATE)
