@@ -34,6 +34,8 @@ from speech.models import ModelError
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.base import Completion, Delta, ProviderUnavailable, collect
 from swarm.providers.local import LocalProvider, LocalServer, LocalServerError, ServerSpec
+from swarm.providers.ollama import OllamaProvider
+from swarm.providers.openai_compat import OpenAIProvider
 from swarm.registry import Agent, Registry, SessionConfig, SwarmSpec
 
 needs_runtime = pytest.mark.skipif(
@@ -73,7 +75,12 @@ def test_parts_are_joined_once_into_the_cache_then_trusted_by_their_stamp(
     assert first.path.read_bytes() == b"GGUF" + b"a" * 100 + b"b" * 50 + b"c"
     assert first.chat_template == CHAT_TEMPLATE and CHAT_TEMPLATE.is_file()
     hashed: list[Path] = []
-    monkeypatch.setattr(local_model, "sha256", lambda *paths: hashed.extend(paths) or "")
+
+    def counting_sha256(*paths: Path) -> str:
+        hashed.extend(paths)
+        return ""
+
+    monkeypatch.setattr(local_model, "sha256", counting_sha256)
     assert local_model_file("fake", tmp_path / "cache").path == first.path
     assert hashed == []  # the stamp spared a hash of the whole file
 
@@ -187,7 +194,8 @@ async def test_auto_takes_ollama_when_it_answers_with_the_model(monkeypatch: pyt
     )
     async with FakeOllama([], models=("qwen3:4b",)) as ollama:
         brains = await choose_brains(Config(llm=LLMConfig(host=ollama.url)), ("triage",))
-    assert brains.per_agent["triage"].name == "ollama:qwen3:4b" and brains.local == ()
+    triage = brains.per_agent["triage"]
+    assert triage is not None and triage.name == "ollama:qwen3:4b" and brains.local == ()
     assert brains.description.startswith(f"ollama at {ollama.url}")
 
 
@@ -230,7 +238,8 @@ async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router
 )
 async def test_the_configured_tool_mode_reaches_the_provider(kind: str, mode: str, expected: str) -> None:
     brains = await choose_brains(Config(llm=LLMConfig(provider=kind, tool_mode=mode)), ("triage",))
-    assert brains.per_agent["triage"].tool_mode == expected
+    triage = brains.per_agent["triage"]
+    assert isinstance(triage, OpenAIProvider | OllamaProvider) and triage.tool_mode == expected
 
 
 @pytest.mark.llm
@@ -330,6 +339,7 @@ async def test_prefill_puts_the_prompt_in_the_cache_and_again_after_a_restart(lo
     cache, computed = cached_tokens(local_05b, first_turn)
     assert cold_computed > 300 and cold_cache < 10  # only "<|im_start|>system" is shared
     assert cache > 300 and computed < 30  # only the caller's words and the turn's framing are computed
+    assert local_05b.pid is not None
     os.kill(local_05b.pid, signal.SIGKILL)
     local_05b.exited(5)
     await collect(provider, request("Hello.", system="Something else."))  # restarts the server and prefills again
@@ -396,8 +406,9 @@ class KilledMidReply:
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         async for item in self.provider.stream(request):
-            if isinstance(item, Delta) and self.provider.server.alive():
-                os.kill(self.provider.server.pid, signal.SIGKILL)
+            pid = self.provider.server.pid
+            if isinstance(item, Delta) and self.provider.server.alive() and pid is not None:
+                os.kill(pid, signal.SIGKILL)
             yield item
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import socket
 import time
+from collections.abc import AsyncGenerator
 
 import ollama
 import pytest
@@ -158,6 +159,7 @@ async def test_closing_the_stream_early_ends_the_request_cleanly() -> None:
     async with FakeOllama([Reply("one two three four five"), Reply("again")]) as server:
         provider = OllamaProvider(server.url, MODEL, timeout=5)
         replies = provider.stream(HELLO)
+        assert isinstance(replies, AsyncGenerator)  # so the conversation can close it
         assert await anext(replies) == Delta("one ")
         await replies.aclose()  # what a barge-in does
         with pytest.raises(StopAsyncIteration):
@@ -195,6 +197,7 @@ async def test_fake_answers_non_streaming_like_ollama() -> None:
         await client._client.aclose()
     assert response.done and response.done_reason == "stop"
     assert response.message.content == "Whole reply."
+    assert response.message.tool_calls
     assert response.message.tool_calls[0].function.arguments == {"query": "kettle"}
     assert caught.value.status_code == 500 and caught.value.error == "boom"
 

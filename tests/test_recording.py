@@ -306,7 +306,12 @@ async def test_a_directory_that_hangs_is_given_up_on_without_holding_the_call(
     recordings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opening = WavWriter.open
-    monkeypatch.setattr(WavWriter, "open", lambda writer: (time.sleep(0.3), opening(writer)))  # a slow NFS mount
+
+    def slow_open(writer: WavWriter) -> None:  # a slow NFS mount
+        time.sleep(0.3)
+        opening(writer)
+
+    monkeypatch.setattr(WavWriter, "open", slow_open)
     monkeypatch.setattr("callcenter.recording.OPEN_TIMEOUT_S", 0.05)
     recorder = recordings().start("call-8")
     started = time.monotonic()
@@ -324,7 +329,8 @@ def test_the_writer_names_files_by_day_and_call_id_and_never_overwrites(tmp_path
         path = recordings.path_for("../../etc/passwd@pbx;x", started)
         assert path == tmp_path / "2026-12-01" / "093005_etc_passwd_pbx_x.wav"
         first, second = WavWriter(path, "a"), WavWriter(path, "b")
-        first.open(), second.open()
+        first.open()
+        second.open()
         assert first.close().path == str(path) and second.close().path == str(path.with_name(path.stem + "-1.wav"))
     finally:
         recordings.close()
@@ -353,8 +359,9 @@ def test_retention_deletes_old_recordings_and_says_so_in_their_records(
         caplog.set_level(logging.INFO, "callcenter.recording")
         assert recordings.enforce_retention(records) == 1
         assert not old.exists() and not old.parent.exists() and new.exists()
-        assert records.get(old.stem).recording_error == "deleted by retention after 30 days"
-        assert records.get(new.stem).recording_error is None
+        expired, kept = records.get(old.stem), records.get(new.stem)
+        assert expired is not None and expired.recording_error == "deleted by retention after 30 days"
+        assert kept is not None and kept.recording_error is None
         assert [r.getMessage() for r in caplog.records if r.name == "callcenter.recording"] == [
             f"event=recordings_expired deleted=1 days=30 dir={tmp_path / 'rec'}"
         ]
@@ -374,6 +381,7 @@ def test_calls_play_and_export_a_recording(
     writer.open()
     writer.write(np.arange(8000, dtype="<i2").tobytes(), (-np.arange(8000)).astype("<i2").tobytes())
     outcome = writer.close()
+    assert outcome.path is not None
     recordings.close()
     records = CallRecords(tmp_path / "calls.db")
     now = time.time()

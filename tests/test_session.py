@@ -9,7 +9,7 @@ import pytest
 
 from swarm.events import CallEnded, DigitsRequested, Escalated, events_from_json, events_to_json
 from swarm.messages import Message
-from swarm.providers.base import ProviderUnavailable
+from swarm.providers.base import Completion, ProviderUnavailable
 from swarm.providers.scripted import ScriptedProvider, reply
 from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec, navigate_back_tool, navigate_tool
 from swarm.tools import ToolContext, tool_from_function
@@ -340,7 +340,12 @@ def control_registry() -> Registry:
         context.session.end_call()
         return {"say": "Goodbye."}
 
-    script = [reply("", ("find", {})), "Type the number.", reply("", ("transfer", {})), "Putting you through."]
+    script: list[Completion | str] = [
+        reply("", ("find", {})),
+        "Type the number.",
+        reply("", ("transfer", {})),
+        "Putting you through.",
+    ]
     registry = Registry()
     registry.add_completion("model", ScriptedProvider([*script, reply("", ("bye", {})), "Goodbye."], name="model"))
     for fn in (find, transfer, bye):

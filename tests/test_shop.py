@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import sqlite3
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -25,6 +26,7 @@ from callcenter.shop import (
     spoken_digits,
 )
 from callcenter.store import parse_url
+from callcenter.store.database import SqliteDatabase
 from harness.postgres import count_rows
 
 DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
@@ -57,19 +59,19 @@ def db(database_url: str) -> str:
 
 
 @pytest.fixture
-def shop(db: str) -> Shop:
+def shop(db: str) -> Iterator[Shop]:
     with Shop(db) as s:
         yield s
 
 
 @pytest.fixture
-def file_shop(db: str) -> Shop:
+def file_shop(db: str) -> Iterator[Shop]:
     with Shop.open(db) as s:
         yield s
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.peers)])
-def read_only_shop(request: pytest.FixtureRequest) -> Shop:
+def read_only_shop(request: pytest.FixtureRequest) -> Iterator[Shop]:
     url = ":memory:" if request.param == "sqlite" else request.getfixturevalue("postgres").new_schema()
     with Shop(url) as s:
         yield s
@@ -103,6 +105,7 @@ def test_file_database_uses_wal_and_foreign_keys(file_shop: Shop, db: str) -> No
         pytest.skip("SQLite's pragmas")
     with sqlite3.connect(parse_url(db).target) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert isinstance(file_shop.database, SqliteDatabase)
     with pytest.raises(sqlite3.IntegrityError):
         # Reaching into the connection is the only way to see the pragma is on for it.
         file_shop.database.raw_connection.execute(

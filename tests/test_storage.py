@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -108,7 +109,7 @@ def test_nodes_starting_at_once_create_one_schema_and_one_catalogue(database_url
 # --- several nodes, one database --------------------------------------------------------
 
 
-def _at_once(jobs: list[Callable[[], T]]) -> list[T | BaseException]:
+def _at_once(jobs: Sequence[Callable[[], T]]) -> list[T | BaseException]:
     """Run the jobs in threads released together by a barrier, as requests arriving on several nodes."""
     barrier = threading.Barrier(len(jobs))
     results: list[T | BaseException] = [RuntimeError("did not finish")] * len(jobs)
@@ -129,7 +130,7 @@ def _at_once(jobs: list[Callable[[], T]]) -> list[T | BaseException]:
 
 
 @pytest.fixture
-def two_nodes(database_url: str, tmp_path: Path) -> tuple[Shop, Shop]:
+def two_nodes(database_url: str, tmp_path: Path) -> Iterator[tuple[Shop, Shop]]:
     scarce = tmp_path / "scarce.csv"
     scarce.write_text(ONE_LEFT)
     first = Shop(database_url, catalogue_csv=scarce)
@@ -147,9 +148,7 @@ def test_two_nodes_selling_the_last_item_one_wins_one_hears_out_of_stock(two_nod
             first.create_return(sold.order_number, "LE-1", 1, "race again", f"back-{attempt}")
         results = _at_once(
             [
-                lambda node=node, i=i, attempt=attempt: node.place_order(
-                    f"+49 170 00000{i}", [("LE-1", 1)], f"race-{attempt}-{i}"
-                )
+                partial(node.place_order, f"+49 170 00000{i}", [("LE-1", 1)], f"race-{attempt}-{i}")
                 for i, node in enumerate(two_nodes)
             ]
         )
@@ -158,12 +157,13 @@ def test_two_nodes_selling_the_last_item_one_wins_one_hears_out_of_stock(two_nod
         assert len(won) == 1 and len(lost) == 1, results
         assert isinstance(lost[0], OutOfStock) and str(lost[0]) == "The Limited edition speaker is out of stock."
         sold = won[0]
-        assert second.get_product("LE-1").stock == 0  # type: ignore[union-attr]
+        product = second.get_product("LE-1")
+        assert product is not None and product.stock == 0
 
 
 def test_the_same_order_retried_on_two_nodes_is_placed_once(two_nodes: tuple[Shop, Shop], database_url: str) -> None:
     results = _at_once(
-        [lambda node=node: node.place_order("+49 170 1234567", [("LE-1", 1)], "call-9:speaker") for node in two_nodes]
+        [partial(node.place_order, "+49 170 1234567", [("LE-1", 1)], "call-9:speaker") for node in two_nodes]
     )
     assert not any(isinstance(r, BaseException) for r in results), results
     assert results[0] == results[1]
@@ -175,23 +175,25 @@ def test_two_nodes_returning_the_last_item_return_it_once(two_nodes: tuple[Shop,
     order = first.place_order("+49 170 1234567", [("LE-1", 1)], "buy")
     results = _at_once(
         [
-            lambda node=node, i=i: node.create_return(order.order_number, "LE-1", 1, "broken", f"r{i}")
+            partial(node.create_return, order.order_number, "LE-1", 1, "broken", f"r{i}")
             for i, node in enumerate(two_nodes)
         ]
     )
     lost = [r for r in results if isinstance(r, BaseException)]
     assert len(lost) == 1 and isinstance(lost[0], NotReturnable), results
-    assert second.get_product("LE-1").stock == 1  # type: ignore[union-attr]
+    product = second.get_product("LE-1")
+    assert product is not None and product.stock == 1
 
 
 def test_twenty_writers_on_one_pool_neither_oversell_nor_fail(database_url: str, tmp_path: Path) -> None:
     csv = tmp_path / "ten.csv"
     csv.write_text(ONE_LEFT.replace(",1,audio", ",10,audio"))
     with Shop(database_url, catalogue_csv=csv) as shop:
-        results = _at_once([lambda i=i: shop.place_order(f"+1 555 {i:04}", [("LE-1", 1)], f"w{i}") for i in range(20)])
+        results = _at_once([partial(shop.place_order, f"+1 555 {i:04}", [("LE-1", 1)], f"w{i}") for i in range(20)])
         assert sum(not isinstance(r, BaseException) for r in results) == 10
         assert all(isinstance(r, OutOfStock) for r in results if isinstance(r, BaseException)), results
-        assert shop.get_product("LE-1").stock == 0  # type: ignore[union-attr]
+        product = shop.get_product("LE-1")
+        assert product is not None and product.stock == 0
 
 
 # --- call records and session events ------------------------------------------------------
@@ -260,14 +262,15 @@ def test_recording_columns_round_trip_and_retention_marks_them(database_url: str
         for record in (kept, expired, none):
             records.save(record)
         assert records.recordings_deleted(["/rec/2026-09-01/b.wav", "/rec/gone.wav"], "deleted by retention") == 1
-        found = {call_id: records.get(call_id) for call_id in ("c1", "c2", "c3")}
-        assert (found["c1"].recording, found["c1"].recording_seconds, found["c1"].recording_error) == (
+        c1, c2, c3 = (records.get(call_id) for call_id in ("c1", "c2", "c3"))
+        assert c1 is not None and c2 is not None and c3 is not None
+        assert (c1.recording, c1.recording_seconds, c1.recording_error) == (
             "/rec/2026-12-01/a.wav",
             31.5,
             None,
         )
-        assert (found["c2"].recording, found["c2"].recording_error) == ("/rec/2026-09-01/b.wav", "deleted by retention")
-        assert found["c3"].recording is None and "No space left" in found["c3"].recording_error
+        assert (c2.recording, c2.recording_error) == ("/rec/2026-09-01/b.wav", "deleted by retention")
+        assert c3.recording is None and "No space left" in (c3.recording_error or "")
     finally:
         records.close()
 
