@@ -10,7 +10,9 @@ v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.
 The end-of-turn model is judged inline and its measured run time is added to when its verdict lands (in the
 service it runs on a thread while the frames go on). Heard latency composes measured parts: end of voice ->
 end of turn -> transcript (started at the 200 ms pause, as the service does) -> a 200 ms model -> Piper's
-first audio of a short reply. "Today" is the 500 ms silence endpointer without the model.
+first audio of a short reply. "Today" is the 500 ms silence endpointer without the model. "early reply" is the
+same with the model started on the pause's transcript too (voice.early_reply): its first sentence is ready at
+the later of the end of turn and pause + transcript + 200 ms.
 
     .venv/bin/python benchmarks/turn_taking.py [--quick]
 """
@@ -251,6 +253,7 @@ def main() -> None:
         for system in ("today (500 ms silence)", "Smart Turn + 200 ms"):
             judge = TimedJudge(model) if system.startswith("Smart") else None
             heard: list[float] = []
+            heard_early: list[float] = []  # the model started at the pause (voice.early_reply)
             end_of_turn: list[float] = []
             for name in names:
                 for text in sentences:
@@ -265,8 +268,11 @@ def main() -> None:
                         continue
                     voice_end = lead + voice.size / RATE
                     stt_s, _, _ = transcribe(ends.pauses[-1].audio if ends.pauses else ends.turns[-1].audio)
-                    ready = max(ends.at_s[-1], (ends.paused_at_s[-1] if ends.pauses else ends.at_s[-1]) + stt_s)
+                    transcribed = (ends.paused_at_s[-1] if ends.pauses else ends.at_s[-1]) + stt_s
+                    ready = max(ends.at_s[-1], transcribed)
                     heard.append(ready - voice_end + MODEL_REPLY_S + tts_first + 0.02)
+                    replied = max(ends.at_s[-1], transcribed + MODEL_REPLY_S) if ends.pauses else None
+                    heard_early.append((replied or ready + MODEL_REPLY_S) - voice_end + tts_first + 0.02)
                     end_of_turn.append(ends.at_s[-1] - voice_end)
             answered_in_pause = 0
             for name in names:
@@ -282,6 +288,7 @@ def main() -> None:
             row = rows.setdefault(system, {})
             row[f"end of turn p50 ({corpus})"] = f"{pct(end_of_turn, 0.5):.2f} s"
             row[f"heard p50/p95 ({corpus})"] = f"{pct(heard, 0.5):.2f} / {pct(heard, 0.95):.2f} s"
+            row[f"heard, early reply ({corpus})"] = f"{pct(heard_early, 0.5):.2f} / {pct(heard_early, 0.95):.2f} s"
             row[f"answers in pause ({corpus})"] = f"{answered_in_pause}/{pause_cases}"
             if judge is not None:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]

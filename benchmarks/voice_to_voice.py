@@ -11,7 +11,8 @@ and measured at the caller, "heard": the end of the caller's actual speech -> th
 reply with speech in it (this includes the endpointer's 500 ms, the network and the jitter buffers).
 "turns" can exceed "lines" when the server's endpointer cut a line in two; "unanswered" counts lines
 after which the caller heard nothing within its turn timeout; "early" is the share of turns transcribed
-from the caller's first pause (voice.early_transcript_ms), before the end of the turn was certain;
+from the caller's first pause (voice.early_transcript_ms), before the end of the turn was certain, and
+"reply" the share whose model reply was started there too (voice.early_reply) and taken by the turn;
 "load" is the machine's load average.
 
 With --llm local the brain is the demo's: the packaged Qwen2.5-Coder-1.5B in llama.cpp's server (its prompts
@@ -23,7 +24,8 @@ callers run in a child process (on the same 2 cores: their RTP and VAD take a li
 
 Usage: .venv/bin/python benchmarks/voice_to_voice.py [--calls 1,4,8] [--models tiny.en,base] [--no-search]
                                                     [--early-ms 200 (0: transcribe at the end of the turn)]
-                                                    [--llm scripted|local]
+                                                    [--end-silence-ms 500]
+                                                    [--llm scripted|local] [--early-reply on|off|both]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -90,12 +93,13 @@ class Turns:
     v2v: list[float] = field(default_factory=list)
     heard: list[float] = field(default_factory=list)
     early: list[bool] = field(default_factory=list)
+    early_reply: list[bool] = field(default_factory=list)
     lines: int = 0  # lines the callers said
     unanswered: int = 0  # lines after which the caller heard nothing (should stay 0)
     load: list[float] = field(default_factory=list)  # the machine's 1-minute load average after each round
 
     def extend(self, other: Turns) -> None:
-        for name in ("stt", "llm", "tts", "v2v", "heard", "early", "load"):
+        for name in ("stt", "llm", "tts", "v2v", "heard", "early", "early_reply", "load"):
             getattr(self, name).extend(getattr(other, name))
         self.lines += other.lines
         self.unanswered += other.unanswered
@@ -105,7 +109,8 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
-async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int, llm_kind: str) -> Turns:
+async def one_round(speech: SpeechModels, calls: int, seed: int, voice: dict[str, Any], llm_kind: str) -> Turns:
+    """One VoiceServer with `voice` ([voice] settings) and `calls` callers saying their lines."""
     turns = Turns()
     with tempfile.TemporaryDirectory() as folder:
         async with contextlib.AsyncExitStack() as stack:
@@ -122,7 +127,7 @@ async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int, 
                     calls_database=str(Path(folder) / "calls.db"),
                     metrics_listen="",
                     shutdown_deadline_s=5.0,
-                    early_transcript_ms=early_ms,
+                    **voice,
                 ),
             )
             async with VoiceServer(config, speech=speech) as server:
@@ -141,6 +146,7 @@ async def one_round(speech: SpeechModels, calls: int, seed: int, early_ms: int, 
                 turns.tts.append(timing["tts_s"])
                 turns.v2v.append(timing["voice_to_voice_s"])
                 turns.early.append(bool(timing["early_transcript"]))
+                turns.early_reply.append(bool(timing.get("early_reply")))
     turns.lines = len(heard)
     turns.heard = [h for h in heard if h is not None]
     turns.unanswered = turns.lines - len(turns.heard)
@@ -206,32 +212,35 @@ async def callers_main(uri: str, calls: int, seed: int, llm_kind: str) -> int:
     return 0
 
 
-async def measure(speech: SpeechModels, calls: int, early_ms: int, llm_kind: str = "scripted") -> Turns:
+async def measure(speech: SpeechModels, calls: int, voice: dict[str, Any], llm_kind: str = "scripted") -> Turns:
     turns = Turns()
     # The real model is slow: one round of its calls, not MIN_TURNS.
     rounds = 1 if llm_kind == "local" else max(1, math.ceil(MIN_TURNS / (calls * len(LINES))))
     for seed in range(rounds):
-        turns.extend(await one_round(speech, calls, seed, early_ms, llm_kind))
+        turns.extend(await one_round(speech, calls, seed, voice, llm_kind))
     return turns
 
 
-def row(whisper: str, calls: int, t: Turns) -> str:
+def row(whisper: str, calls: int, t: Turns, early_reply: bool = True) -> str:
     return (
-        f"| {whisper:<7} | {calls:>5} | {t.lines:>5} | {len(t.v2v):>5} | {pct(t.v2v, 50):7.2f} | {pct(t.v2v, 95):7.2f} | "
+        f"| {whisper:<7} | {'on' if early_reply else 'off':<11} | {calls:>5} | {t.lines:>5} | {len(t.v2v):>5} | {pct(t.v2v, 50):7.2f} | {pct(t.v2v, 95):7.2f} | "
         f"{pct(t.stt, 50):7.2f} | {pct(t.llm, 50):7.2f} | {pct(t.tts, 50):7.2f} | {pct(t.heard, 50):9.2f} | "
-        f"{pct(t.heard, 95):9.2f} | {t.unanswered:>10} | {sum(t.early) / max(1, len(t.early)):5.0%} | {max(t.load):4.1f} |"
+        f"{pct(t.heard, 95):9.2f} | {t.unanswered:>10} | {sum(t.early) / max(1, len(t.early)):5.0%} | "
+        f"{sum(t.early_reply) / max(1, len(t.early_reply)):5.0%} | {max(t.load):4.1f} |"
     )
 
 
 HEADER = (
-    "| whisper | calls | lines | turns | v2v p50 | v2v p95 | stt p50 | llm p50 | tts p50 | heard p50 | heard p95 "
-    "| unanswered | early | load |\n"
-    "|---------|-------|-------|-------|---------|---------|---------|---------|---------|-----------|-----------"
-    "|------------|-------|------|"
+    "| whisper | early_reply | calls | lines | turns | v2v p50 | v2v p95 | stt p50 | llm p50 | tts p50 | heard p50 "
+    "| heard p95 | unanswered | early | reply | load |\n"
+    "|---------|-------------|-------|-------|-------|---------|---------|---------|---------|---------|-----------"
+    "|-----------|------------|-------|-------|------|"
 )
 
 
-async def largest_under_target(speech: SpeechModels, measured: dict[int, Turns], whisper: str, early_ms: int) -> int:
+async def largest_under_target(
+    speech: SpeechModels, measured: dict[int, Turns], whisper: str, voice: dict[str, Any]
+) -> int:
     """The most simultaneous calls whose v2v p95 stays under TARGET_P95_S (bisection, up to MAX_SEARCH_CALLS)."""
 
     def passes(turns: Turns) -> bool:
@@ -241,8 +250,8 @@ async def largest_under_target(speech: SpeechModels, measured: dict[int, Turns],
     bad = min((n for n, t in measured.items() if n > good and not passes(t)), default=MAX_SEARCH_CALLS + 1)
     while bad - good > 1:
         middle = (good + bad) // 2
-        turns = await measure(speech, middle, early_ms)
-        print(row(whisper, middle, turns), flush=True)
+        turns = await measure(speech, middle, voice)
+        print(row(whisper, middle, turns, voice["early_reply"]), flush=True)
         good, bad = (middle, bad) if passes(turns) else (good, middle)
     return good
 
@@ -253,6 +262,13 @@ async def main() -> int:
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--no-search", action="store_true", help="skip the search for the most calls under 2 s")
     parser.add_argument("--early-ms", type=int, default=VoiceConfig.early_transcript_ms)
+    parser.add_argument("--end-silence-ms", type=int, default=VoiceConfig.end_silence_ms)
+    parser.add_argument(
+        "--early-reply",
+        choices=("on", "off", "both"),
+        default="on" if VoiceConfig.early_reply else "off",
+        help="start the model at the caller's first pause (voice.early_reply); both: each, call count by call count",
+    )
     parser.add_argument(
         "--llm",
         choices=("scripted", "local"),
@@ -273,20 +289,24 @@ async def main() -> int:
     )
     print(
         f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; brain: {brain}; early transcripts "
-        f"after {args.early_ms} ms of silence; seconds\n",
+        f"after {args.early_ms} ms of silence; end of turn after {args.end_silence_ms} ms; seconds\n",
         flush=True,
     )
     summary = []
+    settings = {"early_transcript_ms": args.early_ms, "end_silence_ms": args.end_silence_ms}
     for whisper in args.models.split(","):
         speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model=whisper))
         try:
             print(HEADER, flush=True)
             measured = {}
+            modes = {"on": [True], "off": [False], "both": [False, True]}[args.early_reply]
             for calls in counts:
-                measured[calls] = await measure(speech, calls, args.early_ms, args.llm)
-                print(row(whisper, calls, measured[calls]), flush=True)
+                for early_reply in modes:
+                    voice = {**settings, "early_reply": early_reply}
+                    measured[calls] = await measure(speech, calls, voice, args.llm)
+                    print(row(whisper, calls, measured[calls], early_reply), flush=True)
             if not args.no_search and args.llm == "scripted":
-                best = await largest_under_target(speech, measured, whisper, args.early_ms)
+                best = await largest_under_target(speech, measured, whisper, voice)
                 summary.append(
                     f"whisper {whisper}: at most {best} simultaneous talking calls keep v2v p95 under "
                     f"{TARGET_P95_S:g} s"

@@ -6,6 +6,8 @@ caller heard); a cough, a noise or a backchannel ("mm-hm", "okay") resumes it wh
 nothing reaches the model. The agent's own voice coming back on the line is cancelled before the VAD.
 Transcription starts at the caller's first pause (SpeechPaused), before the endpointer is sure the turn
 has ended: when the silence lasts, the transcript is ready sooner by the rest of the end-of-turn silence.
+With `early_reply`, the model starts on that transcript too (swarm.speculation: its stream is read ahead,
+no tool runs, nothing is recorded); the turn takes it if the caller said no more, else it is dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
 from speech.turn_words import stops_agent
 from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.session import Session
+from swarm.speculation import Speculation
 from telephony.call import Call
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,7 @@ class VoiceSettings:
     # Digits a tool asked for end with #, at the tool's maximum, or after this pause.
     digit_timeout_s: float = 3.0
     digits_not_taken: str = "Sorry, I couldn't use those digits. Could you say the number instead?"
+    early_reply: bool = VoiceConfig.early_reply
 
     @classmethod
     def from_config(cls, voice: VoiceConfig) -> VoiceSettings:
@@ -82,6 +86,7 @@ class VoiceSettings:
             reprompt_after_s=voice.reprompt_after_s,
             reprompts_before_hangup=voice.reprompts_before_hangup,
             max_call_s=voice.max_call_s,
+            early_reply=voice.early_reply,
         )
 
 
@@ -93,6 +98,7 @@ class TurnTiming:
     first_sentence_s: float | None = None  # end of speech -> the model's first sentence
     first_audio_s: float | None = None  # end of speech -> first reply audio handed to the call (voice-to-voice)
     early: bool = False  # the transcript was started at the caller's pause, before the end of the turn
+    early_reply: bool = False  # so was the model's reply (the turn took the speculation started there)
 
     def breakdown(self) -> dict[str, float | bool | None]:
         llm = _minus(self.first_sentence_s, self.transcript_s)
@@ -103,6 +109,7 @@ class TurnTiming:
             "tts_s": tts,
             "voice_to_voice_s": self.first_audio_s,
             "early_transcript": self.early,
+            "early_reply": self.early_reply,
         }
 
 
@@ -151,6 +158,7 @@ class Conversation:
         self._hearing: set[asyncio.Task[None]] = set()
         self._transcribing = asyncio.Lock()
         self._early: tuple[SpeechPaused, asyncio.Task[Any]] | None = None  # a transcription started at a pause
+        self._speculation: Speculation | None = None  # the model started on that transcription
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
         self._reprompts = 0  # since the caller last said something
@@ -179,6 +187,7 @@ class Conversation:
             ]
             for task in tasks:
                 task.cancel()
+            self._drop_speculation()
             await asyncio.gather(*tasks, return_exceptions=True)
             self._keep_heard("call_ended")
             self._close_keypad("call_ended")
@@ -223,32 +232,72 @@ class Conversation:
             )
             # A dropped run's failure is not the call's: retrieved here so that it is not reported as lost.
             task.add_done_callback(lambda done: done.cancelled() or done.exception())
+            if self.settings.early_reply:
+                task.add_done_callback(self._speculate)
             self._early = (pause, task)
+
+    def _speculate(self, task: asyncio.Task[Any]) -> None:
+        """The pause's transcript is in: start the model on it, if the caller is still silent and nothing else
+        is going on (the agent talking or thinking, a keypad request, the words of a barge-in to judge)."""
+        if self._early is None or self._early[1] is not task or task.cancelled() or task.exception() is not None:
+            return
+        transcript = task.result()
+        text = transcript.text.strip()
+        busy = self._turn is not None and not self._turn.done()
+        if not text or not transcript.confident or busy or self._hearing or self._keypad is not None:
+            return
+        if self._closing or self._playback.paused or self._playback.talking:
+            return
+        self._speculation = self.session.speculate(text)
 
     def _drop_early(self) -> None:
         if self._early is not None:
             self._early[1].cancel()  # a transcription not yet running never runs; a running one is ignored
             self._early = None
+        self._drop_speculation()
 
-    def _take_early(self, turn: SpeechEnded) -> asyncio.Task[Any] | None:
-        """The transcription started at this turn's last pause, if it heard exactly the turn's audio."""
+    def _drop_speculation(self) -> None:
+        if self._speculation is not None:
+            self._speculation.cancel()
+            self._speculation = None
+
+    def _take_early(self, turn: SpeechEnded) -> tuple[asyncio.Task[Any], Speculation | None] | None:
+        """The transcription started at this turn's last pause (and the model's start on it), if it heard
+        exactly the turn's audio: the caller said nothing more since."""
         early, self._early = self._early, None
+        speculation, self._speculation = self._speculation, None
         if early is not None and early[0].start_s == turn.start_s and early[0].audio.size == turn.audio.size:
-            return early[1]
+            return early[1], speculation
         if early is not None:
             early[1].cancel()
+        if speculation is not None:
+            speculation.cancel()
         return None
 
     def _hear(self, turn: SpeechEnded) -> None:
         if self._closing:
             self._drop_early()
             return
-        task = asyncio.create_task(self._transcribe(turn, self._take_early(turn), time.monotonic()))
+        early, speculation = self._take_early(turn) or (None, None)
+        task = asyncio.create_task(self._transcribe(turn, early, time.monotonic(), speculation))
         self._hearing.add(task)
         task.add_done_callback(self._hearing.discard)
 
-    async def _transcribe(self, turn: SpeechEnded, early: asyncio.Task[Any] | None, ended: float) -> None:
+    async def _transcribe(
+        self, turn: SpeechEnded, early: asyncio.Task[Any] | None, ended: float, speculation: Speculation | None = None
+    ) -> None:
         """Answer what the caller said; noise (an empty transcript) leaves the agent's turn alone."""
+        replying = False
+        try:
+            replying = await self._answer(turn, early, ended, speculation)
+        finally:
+            if speculation is not None and not replying:
+                speculation.cancel()  # no reply to these words: the model's start on them is dropped
+
+    async def _answer(
+        self, turn: SpeechEnded, early: asyncio.Task[Any] | None, ended: float, speculation: Speculation | None
+    ) -> bool:
+        """True when a reply turn was started (it has the speculation)."""
         timing = TurnTiming(early=early is not None)
         try:
             async with self._transcribing:
@@ -265,16 +314,16 @@ class Conversation:
         timing.transcript_s = time.monotonic() - ended
         text = transcript.text.strip()
         if self._closing:
-            return
+            return False
         if self._playback.paused:
             if not self._stops_agent(transcript.confident, text, turn.duration_s):
                 log.info("event=agent_resumed call=%s heard_chars=%d", self.call.call_id, len(text))
                 log.debug("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
                 self._playback.resume()
-                return
+                return False
             self._interrupt("barge_in")
         if not text:
-            return  # noise or a cough while the agent was silent: nothing to answer
+            return False  # noise or a cough while the agent was silent: nothing to answer
         self._reprompts = 0
         self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
@@ -282,8 +331,9 @@ class Conversation:
             log.info("event=low_confidence call=%s chars=%d", self.call.call_id, len(text))
             log.debug("event=low_confidence call=%s text=%r", self.call.call_id, text)
             self._start_turn(self._say_prepared(self.settings.repeat))
-        else:
-            self._start_turn(self._reply(text, ended, timing))
+            return False
+        self._start_turn(self._reply(text, ended, timing, speculation))
+        return True
 
     def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""
@@ -445,9 +495,9 @@ class Conversation:
             with contextlib.suppress(Exception):
                 await self._say_prepared(self.settings.repeat)
 
-    async def _reply(self, text: str, ended: float, timing: TurnTiming) -> None:
+    async def _reply(self, text: str, ended: float, timing: TurnTiming, speculation: Speculation | None = None) -> None:
         async def sentences() -> AsyncGenerator[str, None]:
-            async for sentence in self.session.stream(text):
+            async for sentence in self.session.stream(text, speculation):
                 if timing.first_sentence_s is None:
                     timing.first_sentence_s = time.monotonic() - ended
                 yield sentence
@@ -455,6 +505,9 @@ class Conversation:
         try:
             await self._speak(sentences(), ended, timing)
         finally:  # an interrupted turn was still a turn, with its latencies
+            if speculation is not None:
+                timing.early_reply = speculation.taken
+                speculation.cancel()  # also when this turn was replaced before it asked the model
             self.transcript.turns.append(timing)
             if self.on_turn:
                 self.on_turn(timing)

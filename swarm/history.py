@@ -30,6 +30,11 @@ class History:
         """Forget what only this agent saw (its system and tool messages); shared text stays."""
         self._messages = [m for m in self._messages if m.shared or m.agent != agent]
 
+    def copy(self) -> History:
+        copied = History(self.max_messages)
+        copied._messages = list(self._messages)
+        return copied
+
     def raw(self) -> list[Message]:
         return list(self._messages)
 

@@ -35,6 +35,7 @@ from swarm.messages import CompletionRequest, Message, ToolCall
 from swarm.providers.base import Completion, Delta, Provider, ProviderError
 from swarm.sentences import SentenceSplitter
 from swarm.specs import Agent, Catalog, RegistryError, SessionConfig, SwarmSpec
+from swarm.speculation import Speculation
 from swarm.toolcall_parse import extract_tool_calls
 from swarm.tools import Tool, ToolContext, result_text
 
@@ -72,6 +73,7 @@ class Session:
         self._agent = swarm.default_agent
         self._stack: list[str] = []
         self._lock = asyncio.Lock()
+        self._speculation: Speculation | None = None  # the running turn's, until its first request takes it
         self._rescues = 0
         self._disposed = False
         for event in events:
@@ -219,12 +221,38 @@ class Session:
         """The caller said `text`: run one turn and return everything the agents said."""
         return " ".join([s async for s in self.stream(text)])
 
-    async def stream(self, text: str) -> AsyncIterator[str]:
-        """Like complete, but yield each sentence as soon as it is ready (what the voice loop speaks)."""
+    async def stream(self, text: str, speculation: Speculation | None = None) -> AsyncIterator[str]:
+        """Like complete, but yield each sentence as soon as it is ready (what the voice loop speaks).
+        A `speculation` (speculate) is the turn's first completion if it asked exactly the same."""
         async with self._turn():
             self._record(UserText(text))
-            async for sentence in self._run_turn():
-                yield sentence
+            self._speculation = speculation
+            try:
+                async for sentence in self._run_turn():
+                    yield sentence
+            finally:
+                self._take_speculation(None)  # never asked for (a rescue, a placeholder): stopped
+
+    def speculate(self, text: str) -> Speculation | None:
+        """Start the model on `text` before the caller's turn is certain: the first completion the turn
+        would ask for, read ahead; nothing is recorded and no tool runs. None while a turn is running."""
+        agent = self.registry.agents[self._agent]
+        if self._disposed or self._lock.locked():
+            return None
+        history = self.history.copy()
+        history.push(Message("user", text))
+        request = self._request(agent, self._view(agent, history))
+        return Speculation(self.registry.completions[agent.completion], request)
+
+    def _take_speculation(self, request: CompletionRequest | None) -> Speculation | None:
+        """The running turn's speculation if it asked exactly `request`; either way it is no longer pending."""
+        speculation, self._speculation = self._speculation, None
+        if speculation is not None and speculation.request == request and not speculation.cancelled:
+            speculation.taken = True
+            return speculation
+        if speculation is not None:
+            speculation.cancel()
+        return None
 
     async def execute(self, instruction: str) -> str:
         """Let the model take the initiative on an instruction the caller did not say (e.g. greet after a hand-over)."""
@@ -327,10 +355,14 @@ class Session:
                 yield sentence
         yield attempt
 
-    def _view(self, agent: Agent) -> list[Message]:
+    def _view(self, agent: Agent, history: History | None = None) -> list[Message]:
         system = [Message("system", agent.prompt, agent=agent.name)]
         system += [Message("system", text, agent=agent.name) for text in agent.system]
-        return system + self.history.for_agent(agent.name)
+        return system + (history or self.history).for_agent(agent.name)
+
+    def _request(self, agent: Agent, messages: list[Message]) -> CompletionRequest:
+        tools = self._tools(agent).values()
+        return CompletionRequest(agent.name, self.client_id, tuple(messages), tuple(t.spec() for t in tools))
 
     def _tools(self, agent: Agent) -> dict[str, Tool]:
         return {name: self.registry.tools[name] for name in agent.tools}
@@ -407,9 +439,7 @@ class _Attempt:
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
         tools = self.session._tools(self.agent)
-        request = CompletionRequest(
-            self.agent.name, self.session.client_id, tuple(self.messages), tuple(t.spec() for t in tools.values())
-        )
+        request = self.session._request(self.agent, self.messages)
         try:
             async for sentence in self._complete(request):
                 yield sentence
@@ -449,8 +479,9 @@ class _Attempt:
         names = [n for n in (self.agent.completion, self.agent.fallback) if n]
         for index, name in enumerate(names):
             provider = self.session.registry.completions[name]
+            speculation = self.session._take_speculation(request) if index == 0 else None
             try:
-                async for sentence in self._stream(provider, request):
+                async for sentence in self._stream(provider, request, speculation):
                     yield sentence
                 return
             except ProviderError as error:
@@ -459,10 +490,13 @@ class _Attempt:
                     return
                 log.warning("completion %s failed, using %s: %s", name, names[index + 1], error)
 
-    async def _stream(self, provider: Provider, request: CompletionRequest) -> AsyncIterator[str]:
+    async def _stream(
+        self, provider: Provider, request: CompletionRequest, speculation: Speculation | None
+    ) -> AsyncIterator[str]:
         splitter = SentenceSplitter()
         completion: Completion | None = None
-        async with contextlib.aclosing(provider.stream(request)) as items:  # type: ignore[type-var]
+        source = speculation.items() if speculation is not None else provider.stream(request)
+        async with contextlib.aclosing(source) as items:  # type: ignore[type-var]
             async for item in items:
                 if isinstance(item, Delta):
                     for sentence in splitter.feed(item.text):

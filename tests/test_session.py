@@ -388,3 +388,19 @@ async def test_a_later_tool_result_ends_a_digit_request():
     await session.complete("my thing")
     session.commit_tool_output("x1", "find", '{"say": "Found it."}', {"number": "1234"})
     assert session.digit_request() is None
+
+
+async def test_a_speculation_serves_the_turn_only_when_it_asked_the_same():
+    registry, triage, _ = build(["One.", "Two.", "Three."])
+    session = registry.session("c1", "shop")
+    speculation = session.speculate("hi")
+    assert speculation is not None and session.get_raw_history() == []  # nothing recorded
+    assert [s async for s in session.stream("hi", speculation)] == ["One."]
+    assert speculation.taken and len(triage.requests) == 1
+
+    speculation = session.speculate("again")
+    await asyncio.sleep(0.01)  # it has read its reply ("Two.")
+    session.emit("Hold on.")  # the history changed since: the speculation asked something else
+    assert [s async for s in session.stream("again", speculation)] == ["Three."]
+    assert not speculation.taken and len(triage.requests) == 3
+    assert [m.content for m in session.get_user_history()] == ["hi", "again"]

@@ -206,6 +206,18 @@ class Caller:
         self._feed([SpeechEnded(audio, self._at, seconds, "silence")])
         await settle()
 
+    async def pause(self, text: str, seconds: float = 1.0) -> np.ndarray:
+        """Say `text` and fall silent (SpeechPaused); the turn then ends (finish) or the caller goes on (end)."""
+        audio = self.transcriber.utterance(text, seconds)
+        self._feed([SpeechPaused(audio, self._at)])
+        await settle()
+        return audio
+
+    async def finish(self, audio: np.ndarray) -> None:
+        """The silence after a pause lasted: the turn ends with the paused audio."""
+        self._feed([SpeechEnded(audio, self._at, audio.size / RATE, "silence")])
+        await settle()
+
     def _feed(self, events: list[Any]) -> None:
         self.endpointer.pending.append(events)
         self.call.frame()
