@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -61,7 +61,7 @@ class FakeOllama:
         self._served = 0
         self._runner: web.AppRunner | None = None
 
-    async def __aenter__(self) -> FakeOllama:
+    async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_get("/", self._root)
         app.router.add_get("/api/tags", self._tags)

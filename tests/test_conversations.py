@@ -6,6 +6,7 @@ import json
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def rows(db: Path, table: str) -> list[sqlite3.Row]:
         return conn.execute(f"SELECT * FROM {table}").fetchall()
 
 
-async def make_app(tmp_path: Path, **llm: object) -> tuple[App, Path]:
+async def make_app(tmp_path: Path, **llm: Any) -> tuple[App, Path]:  # LLMConfig's fields
     db = tmp_path / "shop.db"
     config = Config(llm=replace(LLMConfig(), **{"timeout": 3.0, **llm}), database=str(db))
     app = await open_app(config)

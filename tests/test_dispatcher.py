@@ -15,6 +15,7 @@ import signal
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 
@@ -30,6 +31,20 @@ pytestmark = pytest.mark.timeout(240)
 CALL_MS = "1500"  # how long each sipp call stays up
 # The caller's side gives up on a call whose audio stopped after this long, as a PBX's RTP timeout does.
 CALLER_MEDIA_TIMEOUT_S = 3.0
+
+
+class SippOptions(TypedDict):
+    """Peers.start_sipp's options for one batch of calls."""
+
+    calls: int
+    rate: float
+    limit: int
+    timeout_s: float
+    extra: tuple[str, ...]
+
+
+def batch(count: int, hold_ms: str = CALL_MS) -> SippOptions:
+    return {"calls": count, "rate": 10, "limit": count, "timeout_s": 40, "extra": ("-d", hold_ms)}
 
 
 async def records_settled(node_records, expected: int, timeout_s: float = 20.0) -> list[CallRecord]:
@@ -57,11 +72,8 @@ async def test_calls_spread_fail_over_and_drain_behind_the_dispatcher(
                 await kamailio.until_state(server.address, True, 10)
             target = (LOCAL, kamailio.port)
 
-            def calls(count: int) -> dict[str, object]:
-                return {"calls": count, "rate": 10, "limit": count, "timeout_s": 40, "extra": ("-d", CALL_MS)}
-
             # 1. Round robin over the three.
-            run = await peers.sipp(target, "record_route.xml", **calls(9))
+            run = await peers.sipp(target, "record_route.xml", **batch(9))
             assert (run.successful, run.failed) == (9, 0), run.logs.get("errors.log", "") + kamailio.log[-3000:]
             served = Counter(names[r.node] for r in await records_settled(a.records, 9))
             assert served == {"a": 3, "b": 3, "c": 3}, served
@@ -69,22 +81,20 @@ async def test_calls_spread_fail_over_and_drain_behind_the_dispatcher(
             # 2. Node c dies (no call live on it): the probes mark it down, new calls reach a and b.
             await stacks[2].aclose()
             down_s = await kamailio.until_state(c.address, False, 20)
-            run = await peers.sipp(target, "record_route.xml", **calls(4))
+            run = await peers.sipp(target, "record_route.xml", **batch(4))
             assert (run.successful, run.failed) == (4, 0), (await kamailio.states(), c.address, kamailio.log[-3000:])
             served = Counter(names[r.node] for r in await records_settled(a.records, 13))
             assert served["c"] == 3 and served["a"] + served["b"] == 10, served
 
             # 3. Node b drains with calls live on it: they finish; new calls all go to a; none is lost.
-            process, workdir = await peers.start_sipp(
-                target, "record_route.xml", **{**calls(4), "extra": ("-d", "4000")}
-            )
+            process, workdir = await peers.start_sipp(target, "record_route.xml", **batch(4, hold_ms="4000"))
             async with asyncio.timeout(10):
                 while not b.endpoint.calls:
                     await asyncio.sleep(0.05)
             await b.drain()
             assert b.node.health()["state"] == "draining"
             await kamailio.until_state(b.address, False, 10)
-            run = await peers.sipp(target, "record_route.xml", **calls(3))
+            run = await peers.sipp(target, "record_route.xml", **batch(3))
             assert (run.successful, run.failed) == (3, 0), run.logs.get("errors.log", "")
             live = await peers.wait_sipp(process, workdir, 60)
             assert (live.successful, live.failed) == (4, 0), live.logs.get("errors.log", "")

@@ -183,6 +183,10 @@ async def test_redaction_records_and_metrics_connect_nowhere(tmp_path: Path) -> 
     from callcenter.records import CallRecord, CallRecords
     from callcenter.redact import redact
     from telephony.endpoint import EndpointConfig, SipEndpoint
+    from telephony.sip_call import SipCall
+
+    async def no_calls(call: SipCall) -> None:  # the endpoint is never started
+        raise AssertionError("no call was expected")
 
     with recording() as seen:
         masked = [
@@ -208,7 +212,7 @@ async def test_redaction_records_and_metrics_connect_nowhere(tmp_path: Path) -> 
         )
         stored = records.get("c1")
         records.close()
-        endpoint = SipEndpoint(EndpointConfig(listen_host="127.0.0.1", listen_port=0), lambda call: None)
+        endpoint = SipEndpoint(EndpointConfig(listen_host="127.0.0.1", listen_port=0), no_calls)
         metrics = VoiceMetrics()
         metrics.registry.register(TelephonyCollector(endpoint))
         page = metrics.exposition()

@@ -16,13 +16,14 @@ import time
 import wave
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from callcenter.caller import TestCaller
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
-from callcenter.recording import Recordings
+from callcenter.recording import CallRecorder, Recordings
 from callcenter.records import CallRecord, CallRecords
 from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
@@ -39,7 +40,7 @@ LINE = "I'd like to buy a new phone charger, please."
 async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[..., object]]:
     async with contextlib.AsyncExitStack() as servers:
 
-        async def start(**voice: object) -> VoiceServer:
+        async def start(**voice: Any) -> VoiceServer:  # VoiceConfig's fields
             config = Config(
                 llm=LLMConfig(provider="offline"),
                 database=str(tmp_path / "shop.db"),
@@ -154,9 +155,14 @@ async def test_a_recorded_call_holds_the_caller_left_and_what_they_heard_right(s
     )
     records.close()
     server = await serve(recording="announce", recording_dir=str(tmp_path / "recordings"))
-    recorders = []  # the server's recorder of the call, to read where its recording starts
+    recorders: list[CallRecorder] = []  # the server's recorder of the call, to read where its recording starts
     start = server.recordings.start
-    server.recordings.start = lambda *args: recorders.append(start(*args)) or recorders[-1]
+
+    def start_and_keep(*args: Any) -> CallRecorder:
+        recorders.append(start(*args))
+        return recorders[-1]
+
+    server.recordings.start = start_and_keep
     assert (
         not expired.exists() and server.records.get("old-call").recording_error == "deleted by retention after 90 days"
     )
@@ -173,6 +179,7 @@ async def test_a_recorded_call_holds_the_caller_left_and_what_they_heard_right(s
     assert record.recording is not None and record.recording_error is None, record
     assert Path(record.recording).is_relative_to(tmp_path / "recordings")
     left, right = read_stereo(record.recording)
+    assert record.ended_at is not None and record.recording_seconds is not None
     call_seconds = record.ended_at - record.started_at
     assert abs(record.recording_seconds - call_seconds) <= 0.5, (record.recording_seconds, call_seconds)
     assert record.recording_seconds == pytest.approx(len(right) / RATE, abs=0.01)
@@ -225,7 +232,8 @@ async def test_a_directory_that_cannot_be_written_costs_the_call_nothing_and_the
     assert caller.exchange.first_sound(caller.exchange.spoken[-1][1]) is not None  # the answer reached the caller
     assert record.disposition == "completed" and len(record.turns) == 1
     assert record.recording is None and record.recording_seconds is None
-    assert "cannot write" in record.recording_error and "Not a directory" in record.recording_error, record
+    error = record.recording_error or ""
+    assert "cannot write" in error and "Not a directory" in error, record
     failures = [
         r.getMessage() for r in caplog.records if r.name == "callcenter.recording" and r.levelno >= logging.WARNING
     ]

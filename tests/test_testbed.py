@@ -20,7 +20,7 @@ from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_scenario, load_suite
 from callcenter.testbed.state import expected_state, prepare_shop, read_state
 from swarm.providers.base import ProviderError
-from swarm.providers.scripted import ScriptedProvider
+from swarm.providers.scripted import ScriptedProvider, Step
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "shop"
 
@@ -52,7 +52,7 @@ async def trial(tmp_path: Path, text: str, brain: OpenBrain | None = None) -> Tr
     return await run_trial(scenario, opened, 1, tmp_path, expected_state(tmp_path, scenario), Config())
 
 
-def scripted(*steps: object, delay: float = 0.0) -> OpenBrain:
+def scripted(*steps: Step, delay: float = 0.0) -> OpenBrain:
     """A brain that says or calls exactly `steps`, one per completion, whatever the agent."""
     return OpenBrain(
         BrainSpec("scripted:test", "scripted"),

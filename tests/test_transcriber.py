@@ -189,7 +189,7 @@ async def test_transcribe_runs_in_the_pool_without_blocking_the_loop(
     beat.cancel()
     assert [t.text for t in transcripts] == [t.text for t in transcribe_all(base, items)]
     records = [r for r in caplog.records if "event=transcribed" in r.getMessage()]
-    assert {r.threadName.rsplit("_", 1)[0] for r in records} == {"whisper"}  # never the event loop's thread
+    assert {(r.threadName or "").rsplit("_", 1)[0] for r in records} == {"whisper"}  # never the event loop's thread
     assert {f"call=c{i}" for i in range(4)} <= {r.getMessage().split()[1] for r in records}
     assert ticks > 0
 

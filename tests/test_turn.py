@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speech.endpointer import Endpointer, SpeechPaused
+from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused
 from speech.turn import InlineJudge, TurnModel, TurnModelError, find_model
 from tests.speech_fixtures import RATE, ended, espeak, run, silence
 
@@ -66,7 +66,7 @@ def test_done_by_the_judge_ends_the_turn_after_the_short_silence(model) -> None:
         model, end_silence_ms=2000, post_roll_ms=200, pause_ms=200, judge=judge, turn_silence_ms=200
     )
     events = run_judged(endpointer, judge, np.concatenate([silence(0.5), voice, silence(3.0)]))
-    ((ended_at, turn),) = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
+    ((ended_at, turn),) = [(at, e) for at, e in events if isinstance(e, SpeechEnded)]
     assert turn.reason == "complete" and turn.turn_probability == 0.9
     assert ended_at - voice_end(voice) < 0.45  # 200 ms of silence plus the VAD's own lag, not 2 s
     # The judge heard the same audio the turn ends with (and the early transcript was started on).
@@ -79,7 +79,7 @@ def test_mid_sentence_by_the_judge_waits_for_the_long_silence(model) -> None:
     judge = Judge(0.2)
     endpointer = Endpointer(model, end_silence_ms=2000, judge=judge, turn_silence_ms=200)
     events = run_judged(endpointer, judge, np.concatenate([silence(0.5), voice, silence(3.0)]))
-    ((ended_at, turn),) = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
+    ((ended_at, turn),) = [(at, e) for at, e in events if isinstance(e, SpeechEnded)]
     assert turn.reason == "silence" and turn.turn_probability == 0.2
     assert ended_at - voice_end(voice) > 1.9
 
@@ -91,7 +91,7 @@ def test_a_late_verdict_ends_the_turn_on_the_frame_it_arrives(model) -> None:
     for name, judge in (("now", now), ("late", late)):
         endpointer = Endpointer(model, end_silence_ms=2000, judge=judge)
         events = run_judged(endpointer, judge, np.concatenate([silence(0.5), voice, silence(3.0)]))
-        at[name] = next(t for t, e in events if type(e).__name__ == "SpeechEnded")
+        at[name] = next(t for t, e in events if isinstance(e, SpeechEnded))
     assert at["late"] - at["now"] == pytest.approx(0.1, abs=0.001)  # 5 frames of 20 ms
 
 
@@ -141,7 +141,7 @@ def test_smart_turn_ends_a_real_turn_early_through_the_endpointer(smart_turn, mo
     voice = piper("I'd like to buy a new phone charger.")
     endpointer = Endpointer(model, end_silence_ms=2000, judge=InlineJudge(smart_turn))
     events = run(endpointer, np.concatenate([silence(0.5), voice, silence(2.5)]))
-    ((ended_at, turn),) = [(at, e) for at, e in events if type(e).__name__ == "SpeechEnded"]
+    ((ended_at, turn),) = [(at, e) for at, e in events if isinstance(e, SpeechEnded)]
     assert turn.reason == "complete" and ended_at - voice_end(voice) < 0.5
 
 

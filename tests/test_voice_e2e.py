@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -51,7 +52,7 @@ async def serve(tmp_path: Path, speech: SpeechModels) -> AsyncIterator[Callable[
     servers = contextlib.AsyncExitStack()
 
     async def start(
-        llm: LLMConfig = LLMConfig(provider="offline"), *, no_media_timeout_s: float = 30.0, **voice: object
+        llm: LLMConfig = LLMConfig(provider="offline"), *, no_media_timeout_s: float = 30.0, **voice: Any
     ) -> VoiceServer:
         config = Config(
             llm=llm,
