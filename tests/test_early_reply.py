@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
-from voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, settle, until
 
 from callcenter.conversation import Conversation, VoiceSettings
 from swarm.events import ToolCalled, UserText
@@ -16,6 +15,7 @@ from swarm.messages import CompletionRequest, ToolCall
 from swarm.providers.base import Completion, Delta
 from swarm.registry import Agent, Registry, SwarmSpec
 from swarm.tools import tool_from_function
+from tests.voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, settle, until
 
 pytestmark = pytest.mark.timeout(20)
 
