@@ -59,12 +59,12 @@ class MediaClock:
                 try:
                     session.on_slot(skipped)
                 except Exception:  # one session's bug must not silence the others
-                    log.exception("event=rtp_slot_failed session=%r", session)
+                    log.exception("event=media_slot_failed session=%r", session)
             for session in sessions:
                 try:
                     session.after_slot()
                 except Exception:
-                    log.exception("event=rtp_slot_failed session=%r", session)
+                    log.exception("event=media_slot_failed session=%r", session)
         finally:
             self._in_slot = False
         self._next_slot += PTIME  # a slot already due runs on the next loop pass: missed packets go promptly
