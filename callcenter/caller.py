@@ -83,12 +83,19 @@ class TestCaller:
         timing: CallerTiming = CallerTiming(),
         on_line: Callable[[str, str], None] | None = None,
         transcribe: bool = True,
+        codecs: tuple[str, ...] = ("PCMU", "PCMA"),
+        end_silence_ms: int = 400,
     ) -> None:
-        """`transcribe=False` skips Whisper on what the agent says (benchmarks: the caller's CPU is not the agent's)."""
+        """`transcribe=False` skips Whisper on what the agent says (benchmarks: the caller's CPU is not the agent's);
+        `codecs` are offered in this order (the agent takes the first it has); a pause of `end_silence_ms` in the
+        agent's speech ends a piece the caller transcribes."""
         self.speech, self.caller_id, self.timing, self.on_line = speech, caller_id, timing, on_line
-        self.transcribe = transcribe
+        self.transcribe, self.end_silence_ms = transcribe, end_silence_ms
         self.endpoint = SipEndpoint(
-            EndpointConfig(listen_host=host, listen_port=0, rtp_port_range=rtp_ports, no_media_timeout_s=None), _refuse
+            EndpointConfig(
+                listen_host=host, listen_port=0, rtp_port_range=rtp_ports, no_media_timeout_s=None, codecs=codecs
+            ),
+            _refuse,
         )
         self.exchange = Exchange()
         self._call: SipCall | None = None
@@ -98,6 +105,7 @@ class TestCaller:
         self._last_agent_speech = 0.0
         self._agent_turns = 0
         self._transcribing: set[asyncio.Task[None]] = set()
+        self._last_transcription: asyncio.Task[None] | None = None  # lines are noted in the order they were said
 
     async def call(self, uri: str, lines: list[str], *, dtmf: str = "") -> Exchange:
         """Dial `uri`, say each line after the agent's turn, press `dtmf` keys at the end, then hang up."""
@@ -170,6 +178,20 @@ class TestCaller:
         # Note what the agent said before the caller's next line.
         await asyncio.gather(*self._transcribing, return_exceptions=True)
 
+    async def listen(self, seconds: float) -> None:
+        """Say nothing for `seconds` (less if the call ends), then let the agent finish what it is saying (quiet
+        for agent_done_after_s, bounded in time), with its words transcribed."""
+        call = self._require_call()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(call.closed.wait(), seconds)
+        deadline = time.monotonic() + self.timing.turn_timeout_s
+        while not call.closed.is_set() and time.monotonic() < deadline:
+            quiet = time.monotonic() - self._last_agent_speech
+            if not self._agent_speaking and quiet >= self.timing.agent_done_after_s:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.gather(*self._transcribing, return_exceptions=True)
+
     async def agent_speaking(self) -> bool:
         """Wait (bounded) until the agent is talking; False if it never started or the call ended."""
         call = self._require_call()
@@ -203,7 +225,7 @@ class TestCaller:
         return self._call
 
     async def _listen(self, call: SipCall) -> None:
-        endpointer = Endpointer(self.speech.vad, end_silence_ms=400, call_id=f"caller-{call.call_id}")
+        endpointer = Endpointer(self.speech.vad, end_silence_ms=self.end_silence_ms, call_id=f"caller-{call.call_id}")
         async for frame in call.audio_in:
             self.exchange.levels.append((time.monotonic(), _dbfs(frame)))
             self._hear(endpointer.feed(frame))
@@ -221,14 +243,17 @@ class TestCaller:
                 self._agent_turns += 1
                 if self.transcribe:
                     # Transcribed aside, so the frames of the agent's next sentence keep flowing in.
-                    task = asyncio.create_task(self._transcribe(event.audio))
+                    task = asyncio.create_task(self._transcribe(event.audio, self._last_transcription))
+                    self._last_transcription = task
                     self._transcribing.add(task)
                     task.add_done_callback(self._transcribing.discard)
         if self._agent_speaking:
             self._last_agent_speech = time.monotonic()
 
-    async def _transcribe(self, audio: np.ndarray) -> None:
+    async def _transcribe(self, audio: np.ndarray, previous: asyncio.Task[None] | None) -> None:
         transcript = await self.speech.transcriber.transcribe(audio)
+        if previous is not None:
+            await asyncio.wait({previous})
         if transcript.text.strip():
             self._note("agent", transcript.text.strip())
 

@@ -10,7 +10,7 @@ import socket
 from aiohttp import hdrs, web
 from prometheus_client.exposition import choose_encoder
 
-from callcenter.app import open_app
+from callcenter.app import App, open_app
 from callcenter.config import Config, SupervisorConfig, endpoint_config, host_port
 from callcenter.metrics import TelephonyCollector, VoiceMetrics
 from callcenter.node import STATES, AdmissionLimits, NodeState
@@ -32,14 +32,21 @@ class VoiceServer:
     """The SIP endpoint, the voice service behind it, and the metrics page, started and stopped together."""
 
     def __init__(
-        self, config: Config, listen: str | None = None, provider: str | None = None, speech: SpeechModels | None = None
+        self,
+        config: Config,
+        listen: str | None = None,
+        provider: str | None = None,
+        speech: SpeechModels | None = None,
+        app: App | None = None,
     ) -> None:
-        self.config, self._listen, self._provider, self._speech = config, listen, provider, speech
+        """`speech` and `app` given are shared and left open at the end (the testbed serves many trials with one
+        set of speech models, and each trial's shop and brain as an App of its own)."""
+        self.config, self._listen, self._provider, self._speech, self._app = config, listen, provider, speech, app
         self.metrics = VoiceMetrics()
 
     async def __aenter__(self) -> VoiceServer:
         voice = self.config.voice
-        self.app = await open_app(self.config, self._provider)
+        self.app = self._app if self._app is not None else await open_app(self.config, self._provider)
         # Migrations may wait for a database server: not on the event loop.
         privacy = self.config.privacy
         redaction = functools.partial(redact, region=privacy.phone_region) if privacy.redact_transcripts else None
@@ -211,6 +218,7 @@ class VoiceServer:
         if self.recordings is not None:  # first: closing a recording saves its call's record
             await asyncio.to_thread(self.recordings.close)
         await asyncio.to_thread(self.records.close)  # writes what is queued: not on the event loop
-        self.app.close()
+        if self._app is None:
+            self.app.close()
         if self._speech is None:
             self.speech.close()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from callcenter.config import Config
 from callcenter.testbed.brainspec import BrainError, BrainSpec, OpenBrain, open_brain, parse_brain
@@ -15,7 +17,11 @@ from callcenter.testbed.report import baseline_diff, markdown, summarise
 from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
 from callcenter.testbed.state import expected_state
+from callcenter.testbed.voices import VoiceError, parse_voice
 from speech.models import ModelError
+
+if TYPE_CHECKING:  # the phone path imports the voice server and the speech models: only in audio mode
+    from callcenter.testbed.phonecall import AudioMode
 from swarm.providers.base import ProviderError
 
 
@@ -37,6 +43,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", help="an earlier --json file: print what got better and worse")
     p.add_argument("--min-pass", type=float, help="exit 1 when a brain's overall pass^1 is below this (0..1)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument(
+        "--voice",
+        nargs="+",
+        help="audio mode: each trial is a real SIP call to a voice server; the caller speaks with piper, espeak "
+        "(espeak-ng), or WAV recordings (FILE.wav with its words in FILE.txt); trials run one at a time",
+    )
+    p.add_argument(
+        "--noise", type=float, metavar="SNR_DB", help="audio mode: white noise this many dB below the speech"
+    )
+    p.add_argument(
+        "--codec", choices=("pcmu", "pcma"), help="audio mode: the G.711 codec the caller offers (default pcmu)"
+    )
     p.set_defaults(run=run)
 
 
@@ -45,18 +63,21 @@ def run(args: argparse.Namespace, config: Config) -> int:
         scenarios = [s for s in load_suite(args.suite) if not args.only or any(o in s.id for o in args.only)]
         specs = [parse_brain(b.strip()) for b in args.llm.split(",") if b.strip()]
         baseline = json.loads(Path(args.baseline).read_text(encoding="utf-8")) if args.baseline else None
-    except (ScenarioError, BrainError, OSError, ValueError) as error:
+        audio = audio_mode(args)
+    except (ScenarioError, BrainError, VoiceError, OSError, ValueError) as error:
         print(f"voiceswarm eval: {error}", file=sys.stderr)
         return 2
     if not scenarios or args.repeat < 1:
         print("voiceswarm eval: nothing to run (no scenario selected, or --repeat below 1)", file=sys.stderr)
         return 2
+    if audio is not None and args.jobs > 1 and not args.quiet:
+        print("voiceswarm eval: audio trials run one at a time (--jobs is ignored)", file=sys.stderr)
     try:
-        results = asyncio.run(_evaluate(scenarios, specs, args, config))
+        results = asyncio.run(_evaluate(scenarios, specs, args, config, audio))
     except (ScenarioError, BrainError, ProviderError, ModelError) as error:
         print(f"\nvoiceswarm eval: {error}", file=sys.stderr)
         return 2
-    summary = summarise(results, args.repeat)
+    summary = {**(audio.summary() if audio is not None else {"mode": "text"}), **summarise(results, args.repeat)}
     report = {"runs": [r.to_dict() for r in results], "summary": summary}
     print(markdown(summary))
     for run_ in results:
@@ -79,20 +100,42 @@ def run(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def audio_mode(args: argparse.Namespace) -> AudioMode | None:
+    """The phone path's settings from --voice, --noise and --codec; None: text mode. Raises VoiceError."""
+    if args.voice is None:
+        if args.noise is not None or args.codec is not None:
+            raise VoiceError("--noise and --codec are for audio mode: name the caller's voice with --voice")
+        return None
+    from callcenter.testbed.phonecall import AudioMode
+
+    return AudioMode(parse_voice(args.voice), args.noise, args.codec or "pcmu")
+
+
 async def _evaluate(
-    scenarios: list[Scenario], specs: list[BrainSpec], args: argparse.Namespace, config: Config
+    scenarios: list[Scenario],
+    specs: list[BrainSpec],
+    args: argparse.Namespace,
+    config: Config,
+    audio: AudioMode | None = None,
 ) -> list[TrialResult]:
     results: list[TrialResult] = []
     total = len(scenarios) * len(specs) * args.repeat
-    with tempfile.TemporaryDirectory(prefix="voiceswarm-eval-") as folder:
+    with tempfile.TemporaryDirectory(prefix="voiceswarm-eval-") as folder, contextlib.ExitStack() as stack:
         work = Path(folder)
         # The reference state depends on the scenario only: replayed once, compared with every trial.
         expected = {s.id: expected_state(work, s) for s in scenarios}
-        gate = asyncio.Semaphore(max(1, args.jobs))
+        # Calls one at a time: two at once would share the 2 cores' Whisper and Piper and measure each other.
+        gate = asyncio.Semaphore(1 if audio is not None else max(1, args.jobs))
+        phone = None
+        if audio is not None:
+            from callcenter.testbed.phonecall import PhoneLine
+
+            phone = await asyncio.to_thread(PhoneLine.open, audio, config)
+            stack.callback(phone.close)
 
         async def one(brain: OpenBrain, scenario: Scenario, trial: int) -> None:
             async with gate:
-                result = await run_trial(scenario, brain, trial, work, expected[scenario.id], config)
+                result = await run_trial(scenario, brain, trial, work, expected[scenario.id], config, phone)
             results.append(result)
             _progress(len(results), total, result, args.quiet)
 

@@ -51,6 +51,7 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
                 "trials": len(mine),
                 "passed": passed,
                 "pass_hat": {str(j): pass_hat_k(passed, len(mine), j) for j in range(1, k + 1)},
+                "turn_latency_p50_s": percentile([t for r in mine for t in r.turn_latency_s], 50),
             }
         overall = {}
         for j in range(1, k + 1):
@@ -72,26 +73,42 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
     return {"k": k, "brains": brains}
 
 
+def mode_line(summary: dict[str, Any]) -> str:
+    """How the trials were run: in text, or through the phone path with which voice, noise and codec."""
+    if summary.get("mode") != "audio":
+        return "Mode: text (the caller's turns go straight to the session)."
+    noise = "no noise" if summary["noise_snr_db"] is None else f"noise at {summary['noise_snr_db']:g} dB SNR"
+    return (
+        f"Mode: audio (SIP and RTP to a voice server; caller voice {summary['voice']}, {noise}, "
+        f"codec {summary['codec']}; trials one at a time; turn latency is voice-to-voice as the caller hears it)."
+    )
+
+
 def markdown(summary: dict[str, Any]) -> str:
     k = summary["k"]
     names = list(summary["brains"])
-    heads = [f"pass^{j}" for j in range(1, k + 1)]
-    lines = ["| scenario | brain | " + " | ".join(heads) + " |", "|" + "---|" * (2 + k)]
+    audio = summary.get("mode") == "audio"
+    heads = [f"pass^{j}" for j in range(1, k + 1)] + (["voice-to-voice p50"] if audio else [])
+    lines = [
+        mode_line(summary),
+        "",
+        "| scenario | brain | " + " | ".join(heads) + " |",
+        "|" + "---|" * (2 + len(heads)),
+    ]
     scenarios = list(dict.fromkeys(s for b in summary["brains"].values() for s in b["scenarios"]))
     for scenario in scenarios:
         for name in names:
             row = summary["brains"][name]["scenarios"].get(scenario)
             if row is not None:
-                lines.append(
-                    f"| {scenario} | {name} | "
-                    + " | ".join(_fraction(row["pass_hat"][str(j)]) for j in range(1, k + 1))
-                    + " |"
-                )
+                cells = [_fraction(row["pass_hat"][str(j)]) for j in range(1, k + 1)]
+                cells += [_seconds(row.get("turn_latency_p50_s"))] if audio else []
+                lines.append(f"| {scenario} | {name} | " + " | ".join(cells) + " |")
     for name in names:
         overall = summary["brains"][name]["pass_hat"]
         lines.append(
             f"| **overall** | {name} | "
             + " | ".join(f"**{_fraction(overall[str(j)])}**" for j in range(1, k + 1))
+            + (f" | {_seconds(summary['brains'][name]['turn_latency_p50_s'])}" if audio else "")
             + " |"
         )
     lines += [

@@ -6,13 +6,16 @@ came up, the call had ended) is a failure, never a skipped check.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from callcenter.agents import SWARM, UNCLEAR, build_registry
+from callcenter.app import App
 from callcenter.config import Config
 from callcenter.testbed import checks
 from callcenter.testbed.brainspec import OpenBrain
@@ -22,6 +25,10 @@ from callcenter.testbed.state import ShopState, prepare_shop, read_state
 from callcenter.testbed.textcall import CallOver, TextCall, TurnResult
 from swarm.events import Event, Rescued, ToolCallRepaired, ValidationFailed
 from swarm.registry import Registry
+from swarm.session import Session
+
+if TYPE_CHECKING:  # the phone path's imports (the voice server, the speech models) cost seconds in text mode
+    from callcenter.testbed.phonecall import PhoneLine
 
 log = logging.getLogger(__name__)
 # Answers to side questions a conditional turn may need before its condition comes up.
@@ -45,20 +52,38 @@ class TrialResult:
 
 
 async def run_trial(
-    scenario: Scenario, brain: OpenBrain, trial: int, folder: Path, expected: ShopState, config: Config
+    scenario: Scenario,
+    brain: OpenBrain,
+    trial: int,
+    folder: Path,
+    expected: ShopState,
+    config: Config,
+    phone: PhoneLine | None = None,
 ) -> TrialResult:
+    """In text (phone None) or through the whole phone path: a VoiceServer on the trial's shop, called over SIP."""
     started = time.monotonic()
-    path = folder / f"{scenario.id}.{_slug(brain.spec.text)}.{trial}.db"
+    name = f"{scenario.id}.{_slug(brain.spec.text)}.{trial}"
+    path = folder / f"{name}.db"
     shop, values = prepare_shop(path, scenario)
     failures: list[str] = []
     latencies: list[float] = []
+    call: Caller | None = None
     try:
         registry = build_registry(shop, brain.providers(values))
-        session = registry.session(
-            f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session
-        )
-        call = TextCall(session)
-        await _play(scenario, call, values, failures, latencies)
+        if phone is None:
+            session = registry.session(
+                f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session
+            )
+            call = TextCall(session)
+            await _play(scenario, call, values, failures, latencies)
+        else:
+            try:
+                app = App(config, shop, registry, brain.description)
+                async with phone.call(app, scenario.caller, folder, name) as call:
+                    await _play(scenario, call, values, failures, latencies)
+            except Exception as error:  # the phone path failed: the trial could not be checked
+                log.exception("phone call failed scenario=%s", scenario.id)
+                failures.append(f"the phone call failed: {error}")
         rules = SpeakingRules.build(
             shop.products(),
             registry.tools,
@@ -69,7 +94,8 @@ async def run_trial(
     finally:
         shop.close()
     failures += read_state(path, values).differences(expected)
-    failures += score_events(scenario, call, values, rules)
+    if call is not None:
+        failures += score_events(scenario, call, values, rules)
     return TrialResult(
         brain.spec.text,
         scenario.id,
@@ -78,13 +104,31 @@ async def run_trial(
         failures,
         latencies,
         round(time.monotonic() - started, 3),
-        trial_metrics(scenario, call.events),
-        [list(line) for line in call.transcript],
+        trial_metrics(scenario, call.events if call is not None else []),
+        [list(line) for line in call.transcript] if call is not None else [],
     )
 
 
+class Caller(Protocol):
+    """The caller's side of a call as the runner plays it: TextCall (text) or PhoneCall (audio)."""
+
+    session: Session
+    ended_by: str | None
+    transcript: list[tuple[str, str]]
+
+    @property
+    def events(self) -> list[Event]: ...
+    @property
+    def last_reply(self) -> str: ...
+    @property
+    def transferred(self) -> bool: ...
+    async def say(self, text: str) -> TurnResult: ...
+    async def dtmf(self, keys: str) -> TurnResult: ...
+    def silence(self, seconds: float) -> TurnResult | Awaitable[TurnResult]: ...
+
+
 async def _play(
-    scenario: Scenario, call: TextCall, values: dict[str, str], failures: list[str], latencies: list[float]
+    scenario: Scenario, call: Caller, values: dict[str, str], failures: list[str], latencies: list[float]
 ) -> None:
     reactions = {index: r.times for index, r in enumerate(scenario.reactions)}
     where = "the answers after the last turn"
@@ -110,7 +154,7 @@ async def _play(
 
 async def _await_condition(
     scenario: Scenario,
-    call: TextCall,
+    call: Caller,
     turn: Turn,
     reactions: dict[int, int],
     values: dict[str, str],
@@ -128,7 +172,7 @@ async def _await_condition(
 
 async def _detour(
     scenario: Scenario,
-    call: TextCall,
+    call: Caller,
     reactions: dict[int, int],
     values: dict[str, str],
     latencies: list[float],
@@ -148,12 +192,13 @@ async def _detour(
     return True
 
 
-async def _take(call: TextCall, turn: Turn, values: dict[str, str]) -> TurnResult:
+async def _take(call: Caller, turn: Turn, values: dict[str, str]) -> TurnResult:
     if turn.say is not None:
         return await call.say(render(turn.say, values))
     if turn.dtmf is not None:
         return await call.dtmf(render(turn.dtmf, values))
-    return call.silence(turn.silence_s or 0.0)
+    result = call.silence(turn.silence_s or 0.0)
+    return await result if inspect.isawaitable(result) else result
 
 
 def _timed(result: TurnResult, budget: float | None, number: int, latencies: list[float], failures: list[str]) -> None:
@@ -165,7 +210,7 @@ def _timed(result: TurnResult, budget: float | None, number: int, latencies: lis
         failures.append(f"{which} took {result.latency_s:.2f} s, over its budget of {budget:g} s")
 
 
-def score_events(scenario: Scenario, call: TextCall, values: dict[str, str], rules: SpeakingRules) -> list[str]:
+def score_events(scenario: Scenario, call: Caller, values: dict[str, str], rules: SpeakingRules) -> list[str]:
     """Every expectation on the call's events and words that does not hold."""
     events, expect = call.events, scenario.expect
     problems = [checks.check_handoffs(events, expect.handoffs)]
