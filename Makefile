@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-fast lint bench eval clean
+.PHONY: demo test test-fast lint bench eval eval-audio clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -38,6 +38,16 @@ EVAL_K   ?= 4
 eval: $(STAMP)
 	mkdir -p var
 	$(PY) -m callcenter.cli eval evals/shop --llm $(EVAL_LLM) --repeat $(EVAL_K) --json var/eval.json
+
+# The same suite through the phone path (SIP, RTP, Whisper at both ends), one call at a time: ~15 min a voice.
+# Override e.g. `make eval-audio EVAL_AUDIO_LLM=local:1.5b EVAL_VOICE=espeak EVAL_AUDIO_ARGS="--noise 10"`.
+EVAL_AUDIO_LLM  ?= offline
+EVAL_VOICE      ?= piper
+EVAL_AUDIO_ARGS ?=
+eval-audio: $(STAMP)
+	mkdir -p var
+	$(PY) -m callcenter.cli eval evals/shop --llm $(EVAL_AUDIO_LLM) --voice $(EVAL_VOICE) $(EVAL_AUDIO_ARGS) \
+		--json var/eval-audio-$(EVAL_VOICE).json
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -84,13 +84,13 @@ class TestCaller:
         on_line: Callable[[str, str], None] | None = None,
         transcribe: bool = True,
         codecs: tuple[str, ...] = ("PCMU", "PCMA"),
-        end_silence_ms: int = 400,
+        prompt: str | None = None,
     ) -> None:
         """`transcribe=False` skips Whisper on what the agent says (benchmarks: the caller's CPU is not the agent's);
-        `codecs` are offered in this order (the agent takes the first it has); a pause of `end_silence_ms` in the
-        agent's speech ends a piece the caller transcribes."""
+        `codecs` are offered in this order (the agent takes the first it has); `prompt` is Whisper's for what the
+        caller hears."""
         self.speech, self.caller_id, self.timing, self.on_line = speech, caller_id, timing, on_line
-        self.transcribe, self.end_silence_ms = transcribe, end_silence_ms
+        self.transcribe, self.prompt = transcribe, prompt
         self.endpoint = SipEndpoint(
             EndpointConfig(
                 listen_host=host, listen_port=0, rtp_port_range=rtp_ports, no_media_timeout_s=None, codecs=codecs
@@ -225,7 +225,7 @@ class TestCaller:
         return self._call
 
     async def _listen(self, call: SipCall) -> None:
-        endpointer = Endpointer(self.speech.vad, end_silence_ms=self.end_silence_ms, call_id=f"caller-{call.call_id}")
+        endpointer = Endpointer(self.speech.vad, end_silence_ms=400, call_id=f"caller-{call.call_id}")
         async for frame in call.audio_in:
             self.exchange.levels.append((time.monotonic(), _dbfs(frame)))
             self._hear(endpointer.feed(frame))
@@ -251,7 +251,7 @@ class TestCaller:
             self._last_agent_speech = time.monotonic()
 
     async def _transcribe(self, audio: np.ndarray, previous: asyncio.Task[None] | None) -> None:
-        transcript = await self.speech.transcriber.transcribe(audio)
+        transcript = await self.speech.transcriber.transcribe(audio, prompt=self.prompt)
         if previous is not None:
             await asyncio.wait({previous})
         if transcript.text.strip():
