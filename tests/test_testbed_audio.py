@@ -9,6 +9,7 @@ import textwrap
 import wave
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -16,6 +17,11 @@ import pytest
 from callcenter.cli import main
 from callcenter.config import Config, VoiceConfig
 from callcenter.testbed.voices import CallerVoice, VoiceError, VoiceSpec, parse_voice, speech_end_s, with_noise
+
+if TYPE_CHECKING:  # the phone path's imports (the voice server, the speech models) only for the real calls
+    from callcenter.testbed.phonecall import PhoneLine
+    from callcenter.testbed.runner import TrialResult
+    from callcenter.voice import SpeechModels
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "shop"
 
@@ -25,7 +31,9 @@ SUITE = Path(__file__).resolve().parents[1] / "evals" / "shop"
 
 def write_wav(path: Path, pcm: np.ndarray, rate: int = 16000) -> Path:
     with wave.open(str(path), "wb") as wav:
-        wav.setnchannels(1), wav.setsampwidth(2), wav.setframerate(rate)
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(rate)
         wav.writeframes(pcm.astype(np.int16).tobytes())
     return path
 
@@ -44,17 +52,21 @@ def tone(seconds: float, rate: int = 16000) -> np.ndarray:
         (["--codec", "pcma"], "--noise and --codec are for audio mode"),
     ],
 )
-def test_bad_audio_options_are_named_with_exit_2(capsys, arguments: list[str], message: str) -> None:
+def test_bad_audio_options_are_named_with_exit_2(
+    capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
     assert main(["eval", str(SUITE / "buy_charger.toml"), *arguments]) == 2
     assert message in capsys.readouterr().err
 
 
-def test_a_recording_needs_its_words_and_a_line_without_one_cannot_be_said(tmp_path: Path, capsys) -> None:
+def test_a_recording_needs_its_words_and_a_line_without_one_cannot_be_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     yes = write_wav(tmp_path / "yes.wav", tone(0.5))
     assert main(["eval", str(SUITE / "buy_charger.toml"), "--voice", str(yes)]) == 2
     assert "its words are missing" in capsys.readouterr().err
     (tmp_path / "yes.txt").write_text("Yes, please!\n", encoding="utf-8")
-    voice = CallerVoice(parse_voice([str(yes)]), synthesizer=None)  # recordings: never synthesizes
+    voice = CallerVoice(parse_voice([str(yes)]), synthesizer=None)  # recordings need no synthesizer
     said = voice.speak("yes please")  # the words match whatever the case and punctuation
     assert said.audio.size == 4000 and said.speech_end_s == pytest.approx(0.5, abs=0.02)  # 0.5 s at 8 kHz
     with pytest.raises(VoiceError, match=r"no recording says 'No\.'"):
@@ -75,7 +87,7 @@ def test_noise_is_mixed_at_the_signal_to_noise_ratio_asked_for() -> None:
 
 
 @pytest.fixture(scope="module")
-def line(speech) -> Iterator[object]:
+def line(speech: SpeechModels) -> Iterator[PhoneLine]:
     from callcenter.testbed.phonecall import CALLER_WHISPER, AudioMode, PhoneLine
     from speech.transcriber import Transcriber
 
@@ -87,7 +99,7 @@ def line(speech) -> Iterator[object]:
     ears.close()
 
 
-async def audio_trial(tmp_path: Path, line: object, scenario_path: Path, trial: int = 1):
+async def audio_trial(tmp_path: Path, line: PhoneLine, scenario_path: Path, trial: int = 1) -> TrialResult:
     from callcenter.testbed.brainspec import open_brain, parse_brain
     from callcenter.testbed.runner import run_trial
     from callcenter.testbed.scenario import load_scenario
@@ -100,7 +112,7 @@ async def audio_trial(tmp_path: Path, line: object, scenario_path: Path, trial: 
 
 @pytest.mark.peers
 @pytest.mark.models
-async def test_a_buy_and_a_person_pass_through_the_phone(tmp_path: Path, line: object) -> None:
+async def test_a_buy_and_a_person_pass_through_the_phone(tmp_path: Path, line: PhoneLine) -> None:
     bought = await audio_trial(tmp_path, line, SUITE / "buy_charger.toml")
     assert bought.passed, (bought.failures, bought.transcript)
     # The order is in the trial's shop, written by the server's session from what Whisper heard.
@@ -120,7 +132,7 @@ async def test_a_buy_and_a_person_pass_through_the_phone(tmp_path: Path, line: o
 
 @pytest.mark.peers
 @pytest.mark.models
-async def test_wrong_expectations_fail_in_audio_as_in_text(tmp_path: Path, line: object) -> None:
+async def test_wrong_expectations_fail_in_audio_as_in_text(tmp_path: Path, line: PhoneLine) -> None:
     # The caller asks for a person and is handed over: right about the transfer, wrong about all the rest.
     wrong = tmp_path / "person_wrong.toml"
     wrong.write_text(

@@ -127,7 +127,7 @@ class PhoneCall:
 
     @property
     def transferred(self) -> bool:
-        return self.session.escalation is not None
+        return self.session.escalated() is not None
 
     async def greeted(self) -> None:
         """Waits for the greeting to be said, as a caller does before speaking."""
@@ -173,7 +173,7 @@ class PhoneCall:
         """What the caller heard since `lines`, once the agent is done; `ended`: the end of the caller's turn,
         from which the voice-to-voice latency runs to the first sound of the reply."""
         # The server decided to end the call (a goodbye, a hand-over): its last words come before its BYE.
-        if not self.sip.closed.is_set() and (self.session.escalation or self.session.ending):
+        if not self.sip.closed.is_set() and (self.session.escalated() or self.session.ended()):
             await self.caller.hung_up(HANG_UP_S)
         elif self.sip.closed.is_set():
             await self.caller.hung_up(0)
@@ -193,9 +193,9 @@ class PhoneCall:
         return None if first is None else first - ended
 
     def _after_turn(self) -> None:
-        if self.session.escalation:
+        if self.session.escalated():
             self.ended_by = "transfer"
-        elif self.session.ending:
+        elif self.session.ended():
             self.ended_by = "goodbye"
         elif self.sip.closed.is_set():
             self.ended_by = (

@@ -73,9 +73,10 @@ class Utterance:
 
 
 class CallerVoice:
-    """Speaks lines as `spec` says, noise at `noise_snr_db` below the speech (None: clean); each line once."""
+    """Speaks lines as `spec` says, noise at `noise_snr_db` below the speech (None: clean); each line once.
+    `synthesizer`: Piper's, for the piper voice (the others need none)."""
 
-    def __init__(self, spec: VoiceSpec, synthesizer: Synthesizer, noise_snr_db: float | None = None) -> None:
+    def __init__(self, spec: VoiceSpec, synthesizer: Synthesizer | None, noise_snr_db: float | None = None) -> None:
         self.spec, self.synthesizer, self.noise_snr_db = spec, synthesizer, noise_snr_db
         self._said: dict[str, Utterance] = {}
 
@@ -89,6 +90,8 @@ class CallerVoice:
 
     def _clean(self, text: str) -> np.ndarray:
         if self.spec.name == "piper":
+            if self.synthesizer is None:
+                raise VoiceError("the piper voice needs Piper's synthesizer")
             return self.synthesizer.synthesize(text)
         if self.spec.name == "espeak":
             done = subprocess.run(
