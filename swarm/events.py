@@ -126,7 +126,7 @@ class CallEnded(Event):
 @dataclass(frozen=True)
 class DigitsRequested(Event):
     """A tool asks for digits on the keypad: run `tool` again with them as `argument` (and `arguments` as they
-    were), once `max_digits` are typed, # is pressed, or the caller pauses. Recorded while the tool runs."""
+    were), once `max_digits` are typed, # is pressed, or the caller pauses. Recorded after that tool's result."""
 
     kind: ClassVar[str] = "digits_request"
     agent: str

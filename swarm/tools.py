@@ -20,7 +20,7 @@ from swarm.messages import Message, ToolSpec
 class CallSession(Protocol):
     """What a tool may read and change of the session it serves (a `swarm.session.Session`)."""
 
-    # For the channel (swarm.events): a transfer to a person, a hang-up once the goodbye is heard, a keypad request.
+    # For the channel (swarm.events): a transfer to a person, or a hang-up once the goodbye is heard.
     def escalate(self, reason: EscalationReason, detail: str = "") -> None: ...
 
     def end_call(self, reason: EndReason = "goodbye", detail: str = "") -> None: ...
