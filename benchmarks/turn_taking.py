@@ -209,11 +209,26 @@ def run(
     return ends
 
 
-def endpointer(vad: VadModel, judge: TimedJudge | None, threshold: float) -> Endpointer:
+@dataclass(frozen=True)
+class Rule:
+    """How the judge's verdict is used: done >= `done` ends the turn; < `hold` waits 2 s; else 500 ms."""
+
+    done: float
+    hold: float
+
+
+def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule) -> Endpointer:
     if judge is None:  # today
         return Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS)
     return Endpointer(
-        vad, end_silence_ms=2000, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS, judge=judge, turn_threshold=threshold
+        vad,
+        end_silence_ms=500,
+        post_roll_ms=TAIL_MS,
+        pause_ms=EARLY_MS,
+        judge=judge,
+        turn_threshold=rule.done,
+        turn_hold_threshold=rule.hold,
+        turn_max_silence_ms=2000,
     )
 
 
@@ -227,7 +242,8 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--threshold", type=float, default=0.97, help="the tuned rule's 'done' probability")
+    parser.add_argument("--hold", type=float, default=0.1, help="the tuned rule's 'mid-sentence' probability")
     parser.add_argument("--quick", action="store_true", help="the tuned set only, Piper only")
     args = parser.parse_args()
     voices, vad, model = Voices(), VadModel(), TurnModel()
@@ -250,9 +266,19 @@ def main() -> None:
     for corpus, sentences, paused in (("tuned", TUNED, PAUSED_TUNED), ("untouched", UNTOUCHED, PAUSED_UNTOUCHED)):
         if args.quick and corpus == "untouched":
             continue
-        for system in ("today (500 ms silence)", "Smart Turn + 200 ms"):
-            judge = TimedJudge(model) if system.startswith("Smart") else None
+        systems = {
+            "today (500 ms silence)": None,
+            "Smart Turn >= 0.5 at 200 ms, else 2 s": Rule(0.5, 0.5),
+            f"Smart Turn >= {args.threshold} at 200 ms, < {args.hold} 2 s, else 500 ms": Rule(
+                args.threshold, args.hold
+            ),
+        }
+        for system, rule in systems.items():
+            judge = TimedJudge(model) if rule else None
+            rule = rule or Rule(0.5, 0.5)
             heard: list[float] = []
+            stt_after: list[float] = []  # Whisper still running after the end of turn
+            split = 0  # complete sentences ended early, at a comma's short pause
             heard_early: list[float] = []  # the model started at the pause (voice.early_reply)
             end_of_turn: list[float] = []
             for name in names:
@@ -260,16 +286,18 @@ def main() -> None:
                     voice = voices.speak(name, text)
                     lead = 0.5
                     ends = run(
-                        endpointer(vad, judge, args.threshold),
+                        endpointer(vad, judge, rule),
                         np.concatenate([silence(lead), voice, silence(2.5)]),
                         judge=judge,
                     )
                     if not ends.turns:
                         continue
+                    split += len(ends.turns) > 1
                     voice_end = lead + voice.size / RATE
                     stt_s, _, _ = transcribe(ends.pauses[-1].audio if ends.pauses else ends.turns[-1].audio)
                     transcribed = (ends.paused_at_s[-1] if ends.pauses else ends.at_s[-1]) + stt_s
                     ready = max(ends.at_s[-1], transcribed)
+                    stt_after.append(ready - ends.at_s[-1])
                     heard.append(ready - voice_end + MODEL_REPLY_S + tts_first + 0.02)
                     replied = max(ends.at_s[-1], transcribed + MODEL_REPLY_S) if ends.pauses else None
                     heard_early.append((replied or ready + MODEL_REPLY_S) - voice_end + tts_first + 0.02)
@@ -281,7 +309,7 @@ def main() -> None:
                         first, second = voices.speak(name, head), voices.speak(name, tail)
                         lead = 0.5
                         mic = np.concatenate([silence(lead), first, silence(gap), second, silence(2.5)])
-                        ends = run(endpointer(vad, judge, args.threshold), mic, judge=judge)
+                        ends = run(endpointer(vad, judge, rule), mic, judge=judge)
                         second_at = lead + (first.size / RATE) + gap
                         answered_in_pause += any(at < second_at + 0.1 for at in ends.at_s)
             pause_cases = len(names) * len(paused) * 3
@@ -289,8 +317,10 @@ def main() -> None:
             row[f"end of turn p50 ({corpus})"] = f"{pct(end_of_turn, 0.5):.2f} s"
             row[f"heard p50/p95 ({corpus})"] = f"{pct(heard, 0.5):.2f} / {pct(heard, 0.95):.2f} s"
             row[f"heard, early reply ({corpus})"] = f"{pct(heard_early, 0.5):.2f} / {pct(heard_early, 0.95):.2f} s"
+            row[f"STT after end of turn p50 ({corpus})"] = f"{pct(stt_after, 0.5):.2f} s"
             row[f"answers in pause ({corpus})"] = f"{answered_in_pause}/{pause_cases}"
-            if judge is not None:
+            row[f"cut at a comma ({corpus})"] = f"{split}/{len(heard)}"
+            if judge is not None and rule.done == args.threshold:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]
 
     # Sounds over the agent: paused (the VAD heard speech), stopped (the words said interrupt).
@@ -331,7 +361,7 @@ def main() -> None:
             real_stopped += any(stops_agent(*transcribe(t.audio)[1:], AGENT, t.duration_s) for t in ends.turns)
 
     print(
-        f"\nTurn-taking on 8 kHz mu-law (threshold {args.threshold}; voices: {', '.join(names)}; "
+        f"\nTurn-taking on 8 kHz mu-law (voices: {', '.join(names)}; "
         f"Piper first audio {tts_first * 1000:.0f} ms, model {MODEL_REPLY_S * 1000:.0f} ms)\n"
     )
     columns = list(next(iter(rows.values())).keys())

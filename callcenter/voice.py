@@ -84,17 +84,18 @@ def load_turn_model(voice: VoiceConfig) -> TurnModel | None:
 
 
 def endpointer_for(speech: SpeechModels, voice: VoiceConfig, call_id: str) -> Endpointer:
-    """One call's endpointer: with the end-of-turn model, silence alone ends a turn only after the long wait."""
+    """One call's endpointer: the end-of-turn model, when loaded, ends turns sooner or holds them longer."""
     judge = speech.judge()
-    end_silence = voice.turn_max_silence_ms if judge is not None else voice.end_silence_ms
     return Endpointer(
         speech.vad,
-        end_silence_ms=end_silence,
+        end_silence_ms=voice.end_silence_ms,
         post_roll_ms=EARLY_TAIL_MS,
         pause_ms=voice.early_transcript_ms or None,
         judge=judge,
         turn_silence_ms=voice.turn_silence_ms,
         turn_threshold=voice.turn_threshold,
+        turn_hold_threshold=voice.turn_hold_threshold,
+        turn_max_silence_ms=voice.turn_max_silence_ms,
         call_id=call_id,
     )
 

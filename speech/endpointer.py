@@ -12,8 +12,11 @@ sentences spoken by espeak-ng en-us and by Piper joe -> 8 kHz -> mu-law -> back 
 - so: enter speech at 0.5 and stay in it down to 0.35 (the dips inside words stay in the turn).
 
 With a semantic judge (speech.turn: Smart Turn v3.2), silence alone is no longer what ends a turn: after
-`turn_silence_ms` the judge hears the turn so far; when it says the caller is done, the turn ends as soon
-as its verdict is in; otherwise it ends only after `end_silence_ms` (then the long, mid-sentence wait).
+`turn_silence_ms` the judge hears the turn so far; when it says the caller is done (>= `turn_threshold`),
+the turn ends as soon as its verdict is in; when it says they are mid-sentence (< `turn_hold_threshold`),
+it ends only after `turn_max_silence_ms` (the long wait); in between, after `end_silence_ms`, as without
+a judge. By default the hold threshold is the done threshold and the long wait is end_silence_ms: every
+"not done" waits the long silence.
 The judge runs in a thread (a Future), so the event loop, which also paces every call's RTP, never waits
 for it; its verdict is read on the next frames. Measured in benchmarks/turn_taking.py.
 """
@@ -99,6 +102,8 @@ class Endpointer:
         judge: TurnJudge | None = None,
         turn_silence_ms: int = 200,
         turn_threshold: float = 0.5,
+        turn_hold_threshold: float | None = None,
+        turn_max_silence_ms: int | None = None,
         call_id: str = "-",
     ) -> None:
         self.threshold = threshold
@@ -115,6 +120,14 @@ class Endpointer:
             raise ValueError(f"need post_roll_ms <= pause_ms < end_silence_ms, got pause_ms={pause_ms}")
         self.pause_samples = None if pause_ms is None else pause_ms * PHONE_RATE // 1000
         self.judge, self.turn_threshold = judge, turn_threshold
+        self.hold_threshold = turn_threshold if turn_hold_threshold is None else turn_hold_threshold
+        if not 0.0 <= self.hold_threshold <= turn_threshold:
+            raise ValueError(f"need 0 <= turn_hold_threshold <= turn_threshold, got {self.hold_threshold}")
+        self.max_silence_samples = (
+            self.end_silence_samples if turn_max_silence_ms is None else turn_max_silence_ms * PHONE_RATE // 1000
+        )
+        if self.max_silence_samples < self.end_silence_samples:
+            raise ValueError(f"need turn_max_silence_ms >= end_silence_ms, got {turn_max_silence_ms}")
         self.turn_silence_samples = turn_silence_ms * PHONE_RATE // 1000
         if judge is not None and not 0 < self.turn_silence_samples < self.end_silence_samples:
             raise ValueError(f"need 0 < turn_silence_ms < end_silence_ms, got {turn_silence_ms}")
@@ -138,6 +151,7 @@ class Endpointer:
         self._started = False
         self._verdict: Future[float] | None = None  # the judge's run on the current silence
         self._last_probability: float | None = None
+        self._hold = False  # the judge heard this silence as mid-sentence: wait max_silence, not end_silence
         self._quiet = 0  # consecutive samples below stay_threshold outside any utterance
 
     def feed(self, frame: np.ndarray) -> list[Event]:
@@ -210,7 +224,7 @@ class Endpointer:
         done = self._judged_done()
         if done is not None:
             self._close("complete", events, done)
-        elif self._silence >= self.end_silence_samples:
+        elif self._silence >= (self.max_silence_samples if self._hold else self.end_silence_samples):
             self._close("silence", events)
         elif self._utterance_samples >= self.max_samples:
             self._close("max_length", events)
@@ -225,6 +239,7 @@ class Endpointer:
             log.warning("event=turn_judge_failed call=%s error=%r", self.call_id, error)
             probability = 0.0
         self._last_probability = probability
+        self._hold = probability < self.hold_threshold
         self._verdict = None
         return probability if probability >= self.turn_threshold else None
 
@@ -233,6 +248,7 @@ class Endpointer:
             self._verdict.cancel()
             self._verdict = None
         self._last_probability = None
+        self._hold = False
 
     def _close(
         self,

@@ -84,6 +84,31 @@ def test_mid_sentence_by_the_judge_waits_for_the_long_silence(model) -> None:
     assert ended_at - voice_end(voice) > 1.9
 
 
+@pytest.mark.parametrize(
+    ("probability", "reason", "wait_s"),
+    [(0.9, "complete", (0.2, 0.45)), (0.3, "silence", (0.45, 0.75)), (0.05, "silence", (1.9, 2.3))],
+)
+def test_an_unsure_verdict_ends_at_the_silence_a_sure_mid_sentence_one_holds(
+    model, probability, reason, wait_s
+) -> None:
+    # done >= 0.8 ends at once; unsure (0.1..0.8) ends after end_silence_ms, as without a judge;
+    # below the hold threshold the caller is heard as mid-sentence and gets the long wait.
+    voice = espeak(SENTENCE)
+    judge = Judge(probability)
+    endpointer = Endpointer(
+        model, end_silence_ms=500, judge=judge, turn_threshold=0.8, turn_hold_threshold=0.1, turn_max_silence_ms=2000
+    )
+    events = run_judged(endpointer, judge, np.concatenate([silence(0.5), voice, silence(3.0)]))
+    ((ended_at, turn),) = [(at, e) for at, e in events if isinstance(e, SpeechEnded)]
+    assert turn.reason == reason and turn.turn_probability == probability
+    assert wait_s[0] < ended_at - voice_end(voice) < wait_s[1]
+
+
+def test_a_hold_threshold_over_the_done_one_is_refused(model) -> None:
+    with pytest.raises(ValueError, match="turn_hold_threshold"):
+        Endpointer(model, end_silence_ms=500, judge=Judge(), turn_threshold=0.5, turn_hold_threshold=0.6)
+
+
 def test_a_late_verdict_ends_the_turn_on_the_frame_it_arrives(model) -> None:
     voice = espeak(SENTENCE)
     now, late = Judge(0.9), Judge(0.9, late=5)
