@@ -10,7 +10,11 @@ v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.
 The end-of-turn model is judged inline and its measured run time is added to when its verdict lands (in the
 service it runs on a thread while the frames go on). Heard latency composes measured parts: end of voice ->
 end of turn -> transcript (started at the 200 ms pause, as the service does) -> a 200 ms model -> Piper's
-first audio of a short reply. "Today" is the 500 ms silence endpointer without the model. "early reply" is the
+first audio of a short reply. "Today" is the 500 ms silence endpointer without the model; Smart Turn runs at
+the 200 ms pause under two rules: as first built (>= 0.5 ends the turn, anything else waits 2 s), and the rule
+tuned on the "tuned" set (--threshold/--hold: done ends the turn, mid-sentence waits 2 s, unsure 500 ms, as
+voice.turn_threshold and turn_hold_threshold). "cut at a comma": a complete sentence ended in its own short
+pause (two turns). "STT after end of turn": how long Whisper still ran once the turn had ended. "early reply" is the
 same with the model started on the pause's transcript too (voice.early_reply): its first sentence is ready at
 the later of the end of turn and pause + transcript + 200 ms.
 

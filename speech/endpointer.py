@@ -237,7 +237,8 @@ class Endpointer:
             probability = self._verdict.result()
         except Exception as error:  # noqa: BLE001 - a broken judge leaves the turn to silence, as if there were none
             log.warning("event=turn_judge_failed call=%s error=%r", self.call_id, error)
-            probability = 0.0
+            self._verdict = None
+            return None
         self._last_probability = probability
         self._hold = probability < self.hold_threshold
         self._verdict = None

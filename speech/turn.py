@@ -81,7 +81,8 @@ class TurnModel:
                 "the end-of-turn thresholds were measured on that file (benchmarks/turn_taking.py)"
             )
         options = onnxruntime.SessionOptions()
-        # One thread per run, as for the VAD: many calls share the cores, each run stays ~10-30 ms.
+        # One thread per run, as for the VAD: many calls share the cores. A run then takes ~100 ms of CPU for the
+        # encoder plus ~20 ms for the features on this 2-core machine (benchmarks/turn_taking.py), not pipecat's ~10 ms.
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
