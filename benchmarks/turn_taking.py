@@ -14,9 +14,11 @@ first audio of a short reply. "Today" is the 500 ms silence endpointer without t
 the 200 ms pause under two rules: as first built (>= 0.5 ends the turn, anything else waits 2 s), and the rule
 tuned on the "tuned" set (--threshold/--hold: done ends the turn, mid-sentence waits 2 s, unsure 500 ms, as
 voice.turn_threshold and turn_hold_threshold). "cut at a comma": a complete sentence ended in its own short
-pause (two turns). "STT after end of turn": how long Whisper still ran once the turn had ended. "early reply" is the
-same with the model started on the pause's transcript too (voice.early_reply): its first sentence is ready at
-the later of the end of turn and pause + transcript + 200 ms.
+pause (two turns). "one breath": the paused sentences spoken whole and cut after the head's last word, so the
+head has mid-sentence intonation (a head spoken alone ends like a sentence). "STT after end of turn": how long
+Whisper still ran once the turn had ended. "early reply" is the same with the model started on the pause's
+transcript too (voice.early_reply): its first sentence is ready at the later of the end of turn and pause +
+transcript + 200 ms.
 
     .venv/bin/python benchmarks/turn_taking.py [--quick]
 """
@@ -33,6 +35,7 @@ import time
 import wave
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soxr
@@ -128,6 +131,28 @@ class Voices:
         started = time.perf_counter()
         next(iter(self._piper.synthesize(text)))
         return time.perf_counter() - started
+
+
+def one_breath(voices: Voices, aligner: Any, name: str, head: str, tail: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The whole sentence spoken at once, cut after the head's last word (Whisper's word timing, moved to the
+    quietest 10 ms within 80 ms of it): the head keeps the voice's mid-sentence intonation, which a head spoken
+    as a sentence of its own does not. None when Whisper's words do not match the head's."""
+    whole = voices.speak(name, f"{head} {tail}")
+    segments, _ = aligner.transcribe(
+        soxr.resample(whole.astype(np.float32) / 32768, RATE, 16000), word_timestamps=True, language="en"
+    )
+    words = [word for segment in segments for word in segment.words]
+    n = len(head.split())
+    if len(words) < n or _bare(words[n - 1].word) != _bare(head.split()[-1]):
+        return None
+    guess = int(words[n - 1].end * RATE)
+    starts = range(max(40, guess - 640), min(whole.size - 40, guess + 640), 40)
+    cut = min(starts, key=lambda at: float(np.abs(whole[at - 40 : at + 40].astype(np.float64)).mean()))
+    return whole[:cut], whole[cut:]
+
+
+def _bare(word: str) -> str:
+    return "".join(c for c in word.lower() if c.isalnum())
 
 
 def silence(seconds: float) -> np.ndarray:
@@ -256,6 +281,12 @@ def main() -> None:
     rng = np.random.default_rng(12)
     tts_first = statistics.median(voices.first_audio_s(REPLY) for _ in range(3))
     stt_cache: dict[bytes, tuple[float, str, bool]] = {}
+    from faster_whisper import WhisperModel
+
+    aligner = WhisperModel(str(transcriber.directory), cpu_threads=2)  # word timings, for the one-breath cuts
+    breaths = {
+        (n, h, t): one_breath(voices, aligner, n, h, t) for n in names for h, t in PAUSED_TUNED + PAUSED_UNTOUCHED
+    }
 
     def transcribe(audio: np.ndarray) -> tuple[float, str, bool]:
         key = audio.tobytes()
@@ -316,6 +347,16 @@ def main() -> None:
                         ends = run(endpointer(vad, judge, rule), mic, judge=judge)
                         second_at = lead + (first.size / RATE) + gap
                         answered_in_pause += any(at < second_at + 0.1 for at in ends.at_s)
+            breath_answers = breath_cases = 0
+            for (_name, head, tail), cut in breaths.items():
+                if cut is None or (head, tail) not in paused:
+                    continue
+                for gap in (0.6, 0.9, 1.2):
+                    mic = np.concatenate([silence(0.5), cut[0], silence(gap), cut[1], silence(2.5)])
+                    ends = run(endpointer(vad, judge, rule), mic, judge=judge)
+                    second_at = 0.5 + cut[0].size / RATE + gap
+                    breath_answers += any(at < second_at + 0.1 for at in ends.at_s)
+                    breath_cases += 1
             pause_cases = len(names) * len(paused) * 3
             row = rows.setdefault(system, {})
             row[f"end of turn p50 ({corpus})"] = f"{pct(end_of_turn, 0.5):.2f} s"
@@ -323,6 +364,7 @@ def main() -> None:
             row[f"heard, early reply ({corpus})"] = f"{pct(heard_early, 0.5):.2f} / {pct(heard_early, 0.95):.2f} s"
             row[f"STT after end of turn p50 ({corpus})"] = f"{pct(stt_after, 0.5):.2f} s"
             row[f"answers in pause ({corpus})"] = f"{answered_in_pause}/{pause_cases}"
+            row[f"answers in pause, one breath ({corpus})"] = f"{breath_answers}/{breath_cases}"
             row[f"cut at a comma ({corpus})"] = f"{split}/{len(heard)}"
             if judge is not None and rule.done == args.threshold:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]

@@ -122,7 +122,7 @@ class VoiceConfig:
     # Off by default (benchmarks/turn_taking.py, 8 kHz Piper and espeak-ng callers): its verdicts on finished
     # and cut sentences overlap, so at 0.97 / 0.1 (tuned on half the corpus) it ends the turn no sooner than
     # silence (p50 0.55 s either way) and answers in 15 of 18 mid-sentence pauses instead of 18; at 0.5 it cut
-    # 2 of 12 sentences at commas. Each judged pause costs ~160 ms of CPU (~3% of a core per call).
+    # 1-3 of 12 sentences at commas. Each judged pause costs ~165 ms of CPU (~3% of a core per call).
     turn_model: str = "off"
     turn_silence_ms: int = 200
     turn_max_silence_ms: int = 2000
