@@ -88,6 +88,7 @@ def transfer_to_operator_tool() -> Tool:
         {"type": "object", "properties": {}},
         call,
         examples=OPERATOR_PHRASES,
+        says_result=True,
     )
 
 
@@ -104,6 +105,7 @@ def ask_buy_or_return_tool() -> Tool:
         "Ask whether the caller wants to buy or to return, when it is not clear yet.",
         {"type": "object", "properties": {}},
         call,
+        says_result=True,
     )
 
 
@@ -122,6 +124,7 @@ def end_call_tool() -> Tool:
         {"type": "object", "properties": {}},
         call,
         examples=("goodbye", "bye", "that's all", "nothing else", "no thanks that's it", "thank you bye"),
+        says_result=True,
     )
 
 

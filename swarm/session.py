@@ -298,7 +298,7 @@ class Session:
                 return
             calls_left -= len(outcome.tool_calls)
             for call in outcome.tool_calls:
-                key = json.dumps([agent.name, call.name, call.arguments], sort_keys=True, default=str)
+                key = _call_key(agent, call)
                 if key in results:
                     # A small model shown a result often calls the same tool again instead of speaking
                     # it: running it again would only loop, so its "say" line is what the caller hears.
@@ -315,6 +315,10 @@ class Session:
                         return
                     hand_overs.add((agent.name, self._agent))
                     break  # the new agent answers; calls meant for the old one are dropped
+            else:
+                if (say := self._result_reply(outcome.tool_calls, results, agent)) is not None:
+                    yield self.emit(say)
+                    return
 
     async def _checked_completion(self, agent: Agent) -> AsyncIterator[str | _Outcome]:
         """Complete with validation feedback, then a clean view, then a placeholder; yields sentences said."""
@@ -370,6 +374,16 @@ class Session:
     def _context(self, agent: Agent) -> ToolContext:
         return ToolContext(self.client_id, agent.name, self, self.metadata, self.session_id)
 
+    def _result_reply(self, calls: Sequence[ToolCall], results: dict[str, str], agent: Agent) -> str | None:
+        """The last result's "say" line when every call was to a tool whose say line is the reply, else None."""
+        if not all(self.registry.tools[c.name].says_result for c in calls):
+            return None
+        with contextlib.suppress(ValueError, AttributeError):
+            say = json.loads(results[_call_key(agent, calls[-1])]).get("say")
+            if isinstance(say, str) and say and not spoken_text_errors(say):
+                return say
+        return None
+
     def _say_last(self, agent: Agent, results: list[str], stage: str) -> str:
         """The last of these tool results' "say" lines (a navigation's result has none), else a placeholder."""
         for result in reversed(results):
@@ -418,6 +432,11 @@ class Session:
         self._record(Rescued(agent.name, "provider_error", detail))
         self.escalate("provider_error", detail)
         return self.emit(self.config.apology)
+
+
+def _call_key(agent: Agent, call: ToolCall) -> str:
+    """A call as this turn's loop checks tell it apart: the same agent, tool and arguments are the same call."""
+    return json.dumps([agent.name, call.name, call.arguments], sort_keys=True, default=str)
 
 
 class _Attempt:

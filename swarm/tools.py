@@ -66,6 +66,10 @@ class Tool:
     validate: ToolValidator | None = None
     # Caller sentences that mean "use this tool": the offline router matches on them.
     examples: tuple[str, ...] = ()
+    # The result's "say" line is the agent's reply: spoken as it is, and the turn ends without another
+    # completion. A small model shown "... Shall I order one for you?" answered it as the caller would
+    # ("Yes, please."), and the line was written for the ear already; it also saves a whole completion.
+    says_result: bool = False
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
@@ -93,6 +97,7 @@ def tool_from_function(
     description: str | None = None,
     examples: tuple[str, ...] = (),
     validate: ToolValidator | None = None,
+    says_result: bool = False,
 ) -> Tool:
     """Build a Tool from a typed function; a parameter annotated ToolContext receives the context.
 
@@ -132,6 +137,7 @@ def tool_from_function(
         call=call,
         validate=validate,
         examples=examples,
+        says_result=says_result,
     )
 
 

@@ -94,11 +94,8 @@ async def test_offline_call_connects_nowhere(tmp_path: Path) -> None:
 
 
 def polite_model(body: dict) -> Reply:
-    """Hands over to sales, searches, and speaks what the tool said."""
+    """Hands over to sales and searches; the search result's say line is the reply."""
     tools = {t["function"]["name"] for t in body.get("tools") or []}
-    last = body["messages"][-1]
-    if last["role"] == "tool":
-        return Reply("Here is what I found for you.")
     if "search_products" not in tools:
         return Reply(tool_calls=[("navigate_to_sales", {})])
     return Reply(tool_calls=[("search_products", {"query": "phone charger"})])
@@ -116,7 +113,7 @@ async def test_ollama_call_connects_only_to_the_llm_host(tmp_path: Path, provide
                 reply = await session.complete("I'd like to buy a new phone charger.")
             finally:
                 app.close()
-    assert reply == "Here is what I found for you." and session.get_agent_name() == "sales"
+    assert reply.startswith("We have the USB-C phone charger") and session.get_agent_name() == "sales"
     assert len(server.requests) >= 2
     assert seen and set(seen) == {("127.0.0.1", port)}
     assert set(_lookups) <= {"127.0.0.1"}

@@ -72,6 +72,35 @@ async def test_navigation_hands_over_and_new_agent_answers_same_turn():
     assert sorted(t.name for t in sales.requests[0].tools) == ["lookup", "navigate_back"]
 
 
+def quote_lamp(sku: str) -> dict:
+    """Quote a product for the caller.
+
+    Args:
+        sku: the product code
+    """
+    return {"sku": sku, "say": "The lamp is twenty euros. Shall I order one?"} if sku == "DL-530" else {"error": "no"}
+
+
+async def test_a_says_result_tool_ends_the_turn_with_its_say_line():
+    # The model would answer the tool's question itself ("Yes, please."): with says_result it is never asked.
+    script = [
+        reply("", ("quote_lamp", {"sku": "DL-530"})),
+        reply("", ("quote_lamp", {"sku": "XX"})),
+        "Sorry, we don't have that.",
+    ]
+    registry, _, sales = build([], script)
+    registry.add_tool(tool_from_function(quote_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("quote_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("a desk lamp") == "The lamp is twenty euros. Shall I order one?"
+    assert len(sales.requests) == 1
+    assert [m.role for m in session.get_agent_history("sales")] == ["user", "assistant", "tool", "assistant"]
+    # A result without a say line (here an error) goes back to the model as before.
+    assert await session.complete("a toaster") == "Sorry, we don't have that."
+    assert len(sales.requests) == 3
+
+
 async def test_bad_arguments_go_back_to_model_with_exact_errors():
     registry, _, sales = build([], [reply("", ("lookup", {"sku": 5})), reply("", ("lookup", {"sku": "X"})), "Done."])
     session = registry.session("c1", "shop")
