@@ -21,8 +21,7 @@ SWARM = "shop"
 VOICE_RULES = (
     "You are on a phone call: the caller hears your words. Speak in one or two short sentences of plain words, "
     "no lists, markdown, JSON or emoji. Say prices in words, like twenty four euros ninety. "
-    "Never invent products, prices, stock or orders: say only what the tools return. "
-    "When a tool result has a 'say' line, say it as it is."
+    "Never invent products, prices, stock or orders: say only what the tools return."
 )
 
 TRIAGE_PROMPT = (
@@ -45,7 +44,6 @@ SALES_PROMPT = (
     "You are the shop's sales assistant on the phone. Products, prices and stock come only from search_products, "
     "never from memory.\n"
     "- The caller names or asks about a product: call search_products with their words for it.\n"
-    "- After a tool result: say its say line.\n"
     "- The caller says yes to the order: call place_order with the sku and quantity from the result and confirmed true.\n"
     "- The caller says no: order nothing, and ask if there is anything else.\n"
     "- They want to return something: call navigate_to_refund. They ask for a person: call transfer_to_operator.\n"
@@ -59,7 +57,6 @@ REFUND_PROMPT = (
     "never say you found one before.\n"
     "- The caller wants to return something or has a problem with it: call find_order with the product they name, "
     "and the order number only if they said one.\n"
-    "- After a tool result: say its say line.\n"
     "- The caller says yes to the return: call create_return with the order_number, sku and quantity from the result "
     "and confirmed true.\n"
     "- The caller says no: return nothing, and ask if there is anything else.\n"
@@ -176,7 +173,8 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
             if provider.name not in registry.completions:
                 registry.add_completion(provider.name, provider)
             completion, fallback = provider.name, ("offline" if fallback_to_offline else None)
-        registry.add_agent(Agent(name, prompt, completion, tool_names, (VOICE_RULES,), fallback))
+        # Triage only routes: every reply of its is a tool (its one question included).
+        registry.add_agent(Agent(name, prompt, completion, tool_names, (VOICE_RULES,), fallback, name == "triage"))
     registry.add_swarm(SwarmSpec(SWARM, AGENTS, "triage"))
     registry.check()
     return registry

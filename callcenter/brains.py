@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from callcenter.config import Config, LLMConfig
 from callcenter.local_model import local_server, missing_local_model
 from speech.models import ModelError
-from swarm.messages import CompletionRequest
 from swarm.providers.base import Provider, ProviderError
 from swarm.providers.local import LocalProvider
 from swarm.providers.ollama import OllamaProvider, check_ollama
@@ -146,11 +145,6 @@ async def prefill(registry: Registry, swarm: str, brains: Brains) -> None:
         for name, provider in brains.per_agent.items():
             if isinstance(provider, LocalProvider):
                 # The request a caller's first turn with this agent starts with, built by the session itself.
-                agent = registry.agents[name]
-                tools = session._tools(agent)
-                request = CompletionRequest(
-                    name, "prefill", tuple(session._view(agent)), tuple(t.spec() for t in tools.values())
-                )
-                await provider.prefill(request)
+                await provider.prefill(session.completion_request(registry.agents[name]))
     finally:
         session.dispose()

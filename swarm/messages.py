@@ -49,3 +49,6 @@ class CompletionRequest:
     client_id: str
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
+    # The reply must be a call of one of the tools, never text (OpenAI's tool_choice "required"; in
+    # constrained decoding the schema has no "say"). Providers that cannot force it send it as "auto".
+    tool_required: bool = False

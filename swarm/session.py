@@ -241,7 +241,7 @@ class Session:
             return None
         history = self.history.copy()
         history.push(Message("user", text))
-        request = self._request(agent, self._view(agent, history))
+        request = self.completion_request(agent, self._view(agent, history))
         return Speculation(self.registry.completions[agent.completion], request)
 
     def _take_speculation(self, request: CompletionRequest | None) -> Speculation | None:
@@ -364,9 +364,11 @@ class Session:
         system += [Message("system", text, agent=agent.name) for text in agent.system]
         return system + (history or self.history).for_agent(agent.name)
 
-    def _request(self, agent: Agent, messages: list[Message]) -> CompletionRequest:
-        tools = self._tools(agent).values()
-        return CompletionRequest(agent.name, self.client_id, tuple(messages), tuple(t.spec() for t in tools))
+    def completion_request(self, agent: Agent, messages: Sequence[Message] | None = None) -> CompletionRequest:
+        """What the agent's model is asked: its view of the history (or these messages) and its tools."""
+        tools = tuple(t.spec() for t in self._tools(agent).values())
+        view = self._view(agent) if messages is None else messages
+        return CompletionRequest(agent.name, self.client_id, tuple(view), tools, agent.tool_only and bool(tools))
 
     def _tools(self, agent: Agent) -> dict[str, Tool]:
         return {name: self.registry.tools[name] for name in agent.tools}
@@ -458,7 +460,7 @@ class _Attempt:
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
         tools = self.session._tools(self.agent)
-        request = self.session._request(self.agent, self.messages)
+        request = self.session.completion_request(self.agent, self.messages)
         try:
             async for sentence in self._complete(request):
                 yield sentence

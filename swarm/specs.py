@@ -28,6 +28,9 @@ class Agent:
     system: tuple[str, ...] = ()
     # A completion to use when the main one fails (the offline router when the LLM server is down).
     fallback: str | None = None
+    # The agent answers only through its tools (triage: hand over, transfer, or ask its one question), so
+    # a model that can be forced to call one is (CompletionRequest.tool_required).
+    tool_only: bool = False
 
 
 @dataclass(frozen=True)

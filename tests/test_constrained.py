@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import jsonschema
 import pytest
@@ -34,6 +35,22 @@ def test_schema_allows_say_or_a_valid_call_and_nothing_else() -> None:
     assert not validator.is_valid({"say": "Hi.", "navigate_back": {}})
     assert not validator.is_valid({"search_products": {"query": "a"}, "navigate_back": {}})  # one choice only
     assert not validator.is_valid({"say": ""})
+
+
+async def test_a_tool_only_agent_gets_no_say_and_native_tools_are_required(server: FakeServer) -> None:
+    # Triage (Agent.tool_only) routes: the 1.5B model asked "hello" said "Hello! How can I assist you today?".
+    validator = jsonschema.Draft202012Validator(reply_schema((SEARCH, BACK), say=False))
+    assert validator.is_valid({"navigate_back": {}}) and not validator.is_valid({"say": "Hello."})
+    server.handler = answering([chunk({"content": '{"navigate_back": {}}'})])
+    asked = replace(request(Message("user", "hi"), tools=(SEARCH, BACK)), tool_required=True)
+    for mode in ("constrained", "native"):
+        provider = OpenAIProvider("m", server.base_url, tool_mode=mode, timeout=5)
+        await items(provider, asked)
+        await provider.aclose()
+    constrained, native = server.requests
+    assert constrained["response_format"]["json_schema"]["schema"] == reply_schema((SEARCH, BACK), say=False)
+    assert '"say"' not in constrained["messages"][0]["content"]
+    assert native["tool_choice"] == "required" and "tool_choice" not in server.requests[0]
 
 
 def test_first_sentence_is_out_before_the_reply_is_complete() -> None:

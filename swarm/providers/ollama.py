@@ -81,8 +81,9 @@ class OllamaProvider:
 
     async def _stream_constrained(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         reply = SayStream()
-        messages = to_constrained_messages(request.messages, request.tools)
-        async with aclosing(self._chunks(messages, [], reply_schema(request.tools))) as parts:
+        say = not request.tool_required
+        messages = to_constrained_messages(request.messages, request.tools, say=say)
+        async with aclosing(self._chunks(messages, [], reply_schema(request.tools, say=say))) as parts:
             async for part in parts:
                 if new := reply.feed(part.message.content or ""):
                     yield Delta(new)

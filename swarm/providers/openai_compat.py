@@ -92,6 +92,8 @@ class OpenAIProvider:
         # Some servers reject an empty tools list, so send none at all.
         if request.tools:
             body["tools"] = [to_openai_tool(t) for t in request.tools]
+            if request.tool_required:
+                body["tool_choice"] = "required"
         timings: dict[str, float] = {}
         async with aclosing(self._deltas(body, request, timings)) as deltas:
             async for delta in deltas:
@@ -117,8 +119,9 @@ class OpenAIProvider:
 
     async def _stream_constrained(self, request: CompletionRequest) -> AsyncGenerator[Delta | Completion, None]:
         reply = SayStream()
-        body = self._body(to_constrained_messages(request.messages, request.tools), request)
-        schema = reply_schema(request.tools)
+        say = not request.tool_required
+        body = self._body(to_constrained_messages(request.messages, request.tools, say=say), request)
+        schema = reply_schema(request.tools, say=say)
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         timings: dict[str, float] = {}
         async with aclosing(self._deltas(body, request, timings)) as deltas:
