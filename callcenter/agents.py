@@ -31,11 +31,13 @@ TRIAGE_PROMPT = (
     "- To return, refund or exchange something, or a problem with something they received: call navigate_to_refund.\n"
     "- They ask for a person, a human, an agent, a representative or a manager: call transfer_to_operator.\n"
     "- They say goodbye (bye, that's all): call end_call.\n"
+    "- They speak another language than English: call transfer_to_operator (a colleague may speak it).\n"
     "- Anything else (a greeting, yes, no, okay, half a sentence, another question): call ask_buy_or_return.\n"
     "Examples:\n"
     '"do you sell coffee machines" -> navigate_to_sales\n'
     '"the radio I got is broken" -> navigate_to_refund\n'
     '"let me speak to someone" -> transfer_to_operator\n'
+    '"buongiorno, vorrei comprare una lampada" -> transfer_to_operator\n'
     '"hello" -> ask_buy_or_return\n'
     '"what\'s your address" -> ask_buy_or_return'
 )

@@ -32,7 +32,7 @@ from swarm.events import (
 )
 from swarm.history import History
 from swarm.messages import CompletionRequest, Message, ToolCall
-from swarm.providers.base import Completion, Delta, Provider, ProviderError
+from swarm.providers.base import Completion, Delta, PromptCache, Provider, ProviderError
 from swarm.sentences import SentenceSplitter
 from swarm.specs import Agent, Catalog, RegistryError, SessionConfig, SwarmSpec
 from swarm.speculation import Speculation
@@ -76,6 +76,9 @@ class Session:
         self._speculation: Speculation | None = None  # the running turn's, until its first request takes it
         self._rescues = 0
         self._disposed = False
+        # The server reading the history while the caller hears a say line (PromptCache): the next turn waits
+        # for it rather than racing it to another of the server's slots, where the prompt is not cached.
+        self._warming: asyncio.Future[None] | None = None
         for event in events:
             self._record(event)
 
@@ -267,6 +270,8 @@ class Session:
 
     def dispose(self) -> None:
         self._disposed = True
+        if self._warming is not None:
+            self._warming.cancel()
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
@@ -278,6 +283,11 @@ class Session:
     # --- the turn loop ---------------------------------------------------------------------------------------
 
     async def _run_turn(self) -> AsyncIterator[str]:
+        if self._warming is not None:
+            # Shielded: a barge-in cancels this turn, not the warm-up. A failed one only cost time.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._warming)
+            self._warming = None
         calls_left = self.config.max_tool_calls
         results: dict[str, str] = {}  # this turn's calls (agent, name, arguments) and what they returned
         hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
@@ -317,7 +327,9 @@ class Session:
                     break  # the new agent answers; calls meant for the old one are dropped
             else:
                 if (say := self._result_reply(outcome.tool_calls, results, agent)) is not None:
-                    yield self.emit(say)
+                    said = self.emit(say)
+                    self._warm(agent)
+                    yield said
                     return
 
     async def _checked_completion(self, agent: Agent) -> AsyncIterator[str | _Outcome]:
@@ -369,6 +381,12 @@ class Session:
         tools = tuple(t.spec() for t in self._tools(agent).values())
         view = self._view(agent) if messages is None else messages
         return CompletionRequest(agent.name, self.client_id, tuple(view), tools, agent.tool_only and bool(tools))
+
+    def _warm(self, agent: Agent) -> None:
+        """Let the agent's server read the history the model has not seen (the tool result and its say line)."""
+        provider = self.registry.completions[agent.completion]
+        if isinstance(provider, PromptCache):
+            self._warming = asyncio.ensure_future(provider.warm(self.completion_request(agent)))
 
     def _tools(self, agent: Agent) -> dict[str, Tool]:
         return {name: self.registry.tools[name] for name in agent.tools}

@@ -101,6 +101,38 @@ async def test_a_says_result_tool_ends_the_turn_with_its_say_line():
     assert len(sales.requests) == 3
 
 
+class CachingModel(ScriptedProvider):
+    """A scripted model whose server keeps prompts: records what it was asked to warm, and when."""
+
+    def __init__(self, script: list) -> None:
+        super().__init__(script, name="sales-model")
+        self.warmed: list[tuple[str, int]] = []  # (the last message warmed, requests made before it ended)
+        self.gate = asyncio.Event()
+
+    async def warm(self, request) -> None:
+        await self.gate.wait()
+        self.warmed.append((request.messages[-1].content, len(self.requests)))
+
+
+async def test_the_history_after_a_say_line_is_warmed_before_the_next_turn_asks():
+    # The model never read the tool result (the say line ended the turn): its server reads it while the
+    # caller listens, and the next turn waits for that rather than racing it to an uncached slot.
+    model = CachingModel([reply("", ("quote_lamp", {"sku": "DL-530"})), "Done."])
+    registry, _, _ = build([])
+    registry.completions["sales-model"] = model
+    registry.add_tool(tool_from_function(quote_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("quote_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("a desk lamp") == "The lamp is twenty euros. Shall I order one?"
+    turn = asyncio.ensure_future(session.complete("yes"))
+    await asyncio.sleep(0.05)
+    assert len(model.requests) == 1  # still waiting for the warm-up
+    model.gate.set()
+    assert await turn == "Done."
+    assert model.warmed == [("The lamp is twenty euros. Shall I order one?", 1)]
+
+
 async def test_bad_arguments_go_back_to_model_with_exact_errors():
     registry, _, sales = build([], [reply("", ("lookup", {"sku": 5})), reply("", ("lookup", {"sku": "X"})), "Done."])
     session = registry.session("c1", "shop")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from swarm.messages import CompletionRequest, ToolCall
 
@@ -44,6 +44,16 @@ class Provider(Protocol):
 
     def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         """Yield text deltas as they come, then exactly one Completion; raise ProviderError on failure."""
+        ...
+
+
+@runtime_checkable
+class PromptCache(Protocol):
+    """A provider whose server keeps the prompts it has read (llama.cpp's): `warm` reads this one now, so the
+    next request that starts with it only pays for what follows."""
+
+    async def warm(self, request: CompletionRequest) -> None:
+        """Put the request's prompt into the server's cache; never raises (a failed warm-up only costs time)."""
         ...
 
 

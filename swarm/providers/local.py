@@ -280,6 +280,10 @@ class LocalProvider:
         await self._ready()
         await self._prefill(request)
 
+    async def warm(self, request: CompletionRequest) -> None:
+        """Read this prompt into the cache now, once (a turn's history while the caller hears its say line)."""
+        await self._prefill(request, logging.DEBUG)
+
     async def warmed(self) -> None:
         """Wait until the prompt cache is filled again after a restart (for tests and benchmarks)."""
         if self._rewarming is not None:
@@ -336,7 +340,7 @@ class LocalProvider:
         for request in requests:
             await self._prefill(request)
 
-    async def _prefill(self, request: CompletionRequest) -> None:
+    async def _prefill(self, request: CompletionRequest, level: int = logging.INFO) -> None:
         # Filling the cache is start-up work, not a caller waiting (a cold prompt takes ~12 s on 2 cores), and
         # a client of its own opens a fresh connection. The first streamed item comes once the whole prompt
         # has been processed and cached; closing the stream there stops the generation.
@@ -356,4 +360,4 @@ class LocalProvider:
         finally:
             await stream.aclose()
             await warming.aclose()
-        log.info("event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, time.monotonic() - started)
+        log.log(level, "event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, time.monotonic() - started)
