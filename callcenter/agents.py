@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from callcenter.shop import Shop
@@ -46,6 +47,7 @@ SALES_PROMPT = (
     "You are the shop's sales assistant on the phone. Products, prices and stock come only from search_products, "
     "never from memory.\n"
     "- The caller names or asks about a product: call search_products with their words for it.\n"
+    "- They want to buy but name no product: call ask_which_product.\n"
     "- The caller says yes to the order: call place_order with the sku and quantity from the result and confirmed true.\n"
     "- The caller says no: order nothing, and ask if there is anything else.\n"
     "- They want to return something: call navigate_to_refund. They ask for a person: call transfer_to_operator.\n"
@@ -91,21 +93,15 @@ def transfer_to_operator_tool() -> Tool:
     )
 
 
-def ask_buy_or_return_tool() -> Tool:
-    """Triage's one question, as a tool: a small model told to classify picks a tool far more reliably than it
+def question_tool(name: str, description: str, question: str) -> Tool:
+    """An agent's one question, as a tool: a small model told to pick a tool does so far more reliably than it
     holds back from answering a stray question itself ("what time is it" -> a made-up time)."""
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
-        return {"say": UNCLEAR["triage"]}
+        return {"say": question}
 
     # No examples: the offline router asks its own question (UNCLEAR) when nothing matches.
-    return Tool(
-        "ask_buy_or_return",
-        "Ask whether the caller wants to buy or to return, when it is not clear yet.",
-        {"type": "object", "properties": {}},
-        call,
-        says_result=True,
-    )
+    return Tool(name, description, {"type": "object", "properties": {}}, call, says_result=True)
 
 
 AGENTS = ("triage", "sales", "refund")
@@ -138,7 +134,14 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
         navigate_back_tool(),
         transfer_to_operator_tool(),
         end_call_tool(),
-        ask_buy_or_return_tool(),
+        question_tool(
+            "ask_buy_or_return",
+            "Ask whether the caller wants to buy or to return, when it is not clear yet.",
+            UNCLEAR["triage"],
+        ),
+        question_tool(
+            "ask_which_product", "Ask which product the caller wants, when they named none.", UNCLEAR["sales"]
+        ),
         *shop_tools(shop),
     ]
     for tool in tools:
@@ -156,6 +159,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
             SALES_PROMPT,
             (
                 "search_products",
+                "ask_which_product",
                 "place_order",
                 "navigate_to_refund",
                 "navigate_back",
@@ -175,8 +179,10 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
             if provider.name not in registry.completions:
                 registry.add_completion(provider.name, provider)
             completion, fallback = provider.name, ("offline" if fallback_to_offline else None)
-        # Triage only routes: every reply of its is a tool (its one question included).
-        registry.add_agent(Agent(name, prompt, completion, tool_names, (VOICE_RULES,), fallback, name == "triage"))
+        # Triage only routes: every reply of its is a tool (its one question included). Handed the caller, sales
+        # and refund look up what was asked first.
+        agent = Agent(name, prompt, completion, tool_names, (VOICE_RULES,), fallback)
+        registry.add_agent(replace(agent, tool_only=name == "triage", tool_on_entry=name != "triage"))
     registry.add_swarm(SwarmSpec(SWARM, AGENTS, "triage"))
     registry.check()
     return registry

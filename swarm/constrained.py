@@ -57,19 +57,17 @@ def _closed(parameters: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def constrained_prompt(tools: Sequence[ToolSpec], *, say: bool = True) -> str:
+def constrained_prompt(tools: Sequence[ToolSpec]) -> str:
     """The system message that explains the two kinds of reply, with the exact shape of a call of each tool.
 
     Seen with Qwen2.5-Coder 1.5B: with each call written out (`{"navigate_to_refund": {}}`) triage picks a
     tool, with signatures only (`find_order(order_number?, product?)`) it talked instead; a sentence as the
     say placeholder was spoken word for word, so it is "..."."""
     lines = [f"{json.dumps({t.name: _example_arguments(t)})} : {t.description}" for t in tools]
-    speech = 'To speak to the caller: {"say": "..."}\n' if say else ""
     return (
         "Reply with one JSON object and nothing else.\n"
-        + speech
-        + "To use a tool, write its name as the key and its arguments as the value:\n"
-        + "\n".join(lines)
+        'To speak to the caller: {"say": "..."}\n'
+        "To use a tool, write its name as the key and its arguments as the value:\n" + "\n".join(lines)
     )
 
 
@@ -100,11 +98,10 @@ def render_reply_text(text: str) -> str:
     return json.dumps({"say": text}, ensure_ascii=False)
 
 
-def to_constrained_messages(
-    messages: Sequence[Message], tools: Sequence[ToolSpec], *, say: bool = True
-) -> list[dict[str, Any]]:
-    instructions = constrained_prompt(tools, say=say)
-    return to_text_protocol_messages(messages, tools, instructions, render_reply_call, render_reply_text)
+def to_constrained_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    # One prompt whatever the request forbids: a tool_required request differs only in its schema (the
+    # grammar), so it still finds the agent's prompt in the server's cache.
+    return to_text_protocol_messages(messages, tools, constrained_prompt(tools), render_reply_call, render_reply_text)
 
 
 class SayStream:

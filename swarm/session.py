@@ -292,10 +292,11 @@ class Session:
         results: dict[str, str] = {}  # this turn's calls (agent, name, arguments) and what they returned
         hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
         spoke = False
+        entered = False  # the agent was handed the caller in this turn, by the call just run
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
-            async for item in self._checked_completion(agent):
+            async for item in self._checked_completion(agent, entered):
                 if isinstance(item, str):
                     spoke = True
                     yield item
@@ -324,19 +325,21 @@ class Session:
                             yield self._say_last(agent, list(results.values()), "handover_loop")
                         return
                     hand_overs.add((agent.name, self._agent))
+                    entered = True
                     break  # the new agent answers; calls meant for the old one are dropped
             else:
+                entered = False
                 if (say := self._result_reply(outcome.tool_calls, results, agent)) is not None:
                     said = self.emit(say)
                     self._warm(agent)
                     yield said
                     return
 
-    async def _checked_completion(self, agent: Agent) -> AsyncIterator[str | _Outcome]:
+    async def _checked_completion(self, agent: Agent, entered: bool = False) -> AsyncIterator[str | _Outcome]:
         """Complete with validation feedback, then a clean view, then a placeholder; yields sentences said."""
         scratch: list[Message] = []
         for _ in range(self.config.max_retries + 1):
-            async for item in self._attempt(agent, self._view(agent) + scratch):
+            async for item in self._attempt(agent, self._view(agent) + scratch, entered):
                 if isinstance(item, str):
                     yield item
                 else:
@@ -351,7 +354,7 @@ class Session:
             scratch += result.feedback
         self._record(Rescued(agent.name, "flush", "; ".join(result.errors)))
         clean = [m for m in self._view(agent) if m.role == "system"][:1] + self.get_user_history()[-1:]
-        async for item in self._attempt(agent, clean):
+        async for item in self._attempt(agent, clean, entered):
             if isinstance(item, str):
                 yield item
             else:
@@ -363,9 +366,9 @@ class Session:
         else:
             yield self._placeholder(agent, "; ".join(result.errors))
 
-    async def _attempt(self, agent: Agent, messages: list[Message]) -> AsyncIterator[str | _Attempt]:
+    async def _attempt(self, agent: Agent, messages: list[Message], entered: bool) -> AsyncIterator[str | _Attempt]:
         """One attempt's sentences as each is accepted (the first is spoken before the reply ends), then the attempt."""
-        attempt = _Attempt(self, agent, messages)
+        attempt = _Attempt(self, agent, messages, entered)
         async with contextlib.aclosing(attempt.run()) as sentences:
             async for sentence in sentences:
                 yield sentence
@@ -376,11 +379,15 @@ class Session:
         system += [Message("system", text, agent=agent.name) for text in agent.system]
         return system + (history or self.history).for_agent(agent.name)
 
-    def completion_request(self, agent: Agent, messages: Sequence[Message] | None = None) -> CompletionRequest:
-        """What the agent's model is asked: its view of the history (or these messages) and its tools."""
+    def completion_request(
+        self, agent: Agent, messages: Sequence[Message] | None = None, *, entered: bool = False
+    ) -> CompletionRequest:
+        """What the agent's model is asked: its view of the history (or these messages) and its tools;
+        `entered`: the agent was just handed the caller."""
         tools = tuple(t.spec() for t in self._tools(agent).values())
         view = self._view(agent) if messages is None else messages
-        return CompletionRequest(agent.name, self.client_id, tuple(view), tools, agent.tool_only and bool(tools))
+        required = bool(tools) and (agent.tool_only or (entered and agent.tool_on_entry))
+        return CompletionRequest(agent.name, self.client_id, tuple(view), tools, required)
 
     def _warm(self, agent: Agent) -> None:
         """Let the agent's server read the history the model has not seen (the tool result and its say line)."""
@@ -462,8 +469,8 @@ def _call_key(agent: Agent, call: ToolCall) -> str:
 class _Attempt:
     """One completion request: streams checked sentences, then judges the whole output."""
 
-    def __init__(self, session: Session, agent: Agent, messages: list[Message]) -> None:
-        self.session, self.agent, self.messages = session, agent, messages
+    def __init__(self, session: Session, agent: Agent, messages: list[Message], entered: bool = False) -> None:
+        self.session, self.agent, self.messages, self.entered = session, agent, messages, entered
         self.said: list[str] = []
         self.errors: list[str] = []
         self.feedback: list[Message] = []
@@ -478,7 +485,7 @@ class _Attempt:
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
         tools = self.session._tools(self.agent)
-        request = self.session.completion_request(self.agent, self.messages)
+        request = self.session.completion_request(self.agent, self.messages, entered=self.entered)
         try:
             async for sentence in self._complete(request):
                 yield sentence

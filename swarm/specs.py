@@ -31,6 +31,9 @@ class Agent:
     # The agent answers only through its tools (triage: hand over, transfer, or ask its one question), so
     # a model that can be forced to call one is (CompletionRequest.tool_required).
     tool_only: bool = False
+    # Its first reply after a hand-over is a tool call: the caller said what they want, and the agent's
+    # first step is to look it up (the 1.5B model handed a return said "Please provide the order number.").
+    tool_on_entry: bool = False
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -131,6 +132,20 @@ async def test_the_history_after_a_say_line_is_warmed_before_the_next_turn_asks(
     model.gate.set()
     assert await turn == "Done."
     assert model.warmed == [("The lamp is twenty euros. Shall I order one?", 1)]
+
+
+async def test_an_agent_handed_the_caller_must_call_a_tool_first_and_triage_always():
+    registry, triage, sales = build(
+        [reply("", ("navigate_to_sales", {}))], [reply("", ("lookup", {"sku": "A"})), "Ten euros.", "Fine."]
+    )
+    registry.agents["triage"] = replace(registry.agents["triage"], tool_only=True)
+    registry.agents["sales"] = replace(registry.agents["sales"], tool_on_entry=True)
+    session = registry.session("c1", "shop")
+    assert await session.complete("the price of A?") == "Ten euros."
+    assert await session.complete("thanks") == "Fine."
+    # Entered: the lookup is required; after its result, and on the next turn, the agent may speak.
+    assert [r.tool_required for r in triage.requests] == [True]
+    assert [r.tool_required for r in sales.requests] == [True, False, False]
 
 
 async def test_bad_arguments_go_back_to_model_with_exact_errors():

@@ -81,9 +81,9 @@ class OllamaProvider:
 
     async def _stream_constrained(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         reply = SayStream()
-        say = not request.tool_required
-        messages = to_constrained_messages(request.messages, request.tools, say=say)
-        async with aclosing(self._chunks(messages, [], reply_schema(request.tools, say=say))) as parts:
+        messages = to_constrained_messages(request.messages, request.tools)
+        schema = reply_schema(request.tools, say=not request.tool_required)
+        async with aclosing(self._chunks(messages, [], schema)) as parts:
             async for part in parts:
                 if new := reply.feed(part.message.content or ""):
                     yield Delta(new)

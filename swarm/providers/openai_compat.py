@@ -119,9 +119,8 @@ class OpenAIProvider:
 
     async def _stream_constrained(self, request: CompletionRequest) -> AsyncGenerator[Delta | Completion, None]:
         reply = SayStream()
-        say = not request.tool_required
-        body = self._body(to_constrained_messages(request.messages, request.tools, say=say), request)
-        schema = reply_schema(request.tools, say=say)
+        body = self._body(to_constrained_messages(request.messages, request.tools), request)
+        schema = reply_schema(request.tools, say=not request.tool_required)
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         timings: dict[str, float] = {}
         async with aclosing(self._deltas(body, request, timings)) as deltas:
