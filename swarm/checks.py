@@ -6,9 +6,9 @@ import json
 import re
 from typing import Any
 
+from swarm.confirmations import yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.providers.base import Completion
-from swarm.providers.offline import yes_or_no
 from swarm.toolcall_parse import IDENTIFIER
 from swarm.tools import Tool, ToolContext
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarm.checks import spoken_text_errors, tool_call_errors
+from swarm.confirmations import pending_proposal, plain_yes
 from swarm.events import (
     AgentChanged,
     AssistantText,
@@ -293,15 +294,19 @@ class Session:
         hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
         spoke = False
         entered = False  # the agent was handed the caller in this turn, by the call just run
+        agreed = self._agreed_proposal(self.registry.agents[self._agent])
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
-            async for item in self._checked_completion(agent, entered):
-                if isinstance(item, str):
-                    spoke = True
-                    yield item
-                else:
-                    outcome = item
+            if agreed is not None:
+                outcome, agreed = _Outcome((agreed,)), None
+            else:
+                async for item in self._checked_completion(agent, entered):
+                    if isinstance(item, str):
+                        spoke = True
+                        yield item
+                    else:
+                        outcome = item
             if not outcome.tool_calls:
                 return
             if len(outcome.tool_calls) > calls_left:
@@ -400,6 +405,19 @@ class Session:
 
     def _context(self, agent: Agent) -> ToolContext:
         return ToolContext(self.client_id, agent.name, self, self.metadata, self.session_id)
+
+    def _agreed_proposal(self, agent: Agent) -> ToolCall | None:
+        """The read-back's own call, confirmed, when the caller's words are a plain yes to it (swarm.confirmations)."""
+        history = self.get_agent_history(agent.name)
+        proposal = pending_proposal(history)
+        if proposal is None or not history or not plain_yes(history[-1].content):
+            return None
+        tools = self._tools(agent)
+        call = ToolCall("agreed_0", str(proposal["tool"]), {**proposal.get("arguments", {}), "confirmed": True})
+        if tool_call_errors(Completion("", (call,)), tools, self._context(agent)):
+            return None  # not this agent's tool, or arguments it would refuse: the model decides
+        log.info("event=plain_yes client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
+        return call
 
     def _result_reply(self, calls: Sequence[ToolCall], results: dict[str, str], agent: Agent) -> str | None:
         """The last result's "say" line when every call was to a tool whose say line is the reply, else None."""

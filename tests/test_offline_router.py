@@ -9,8 +9,9 @@ import pytest
 
 from callcenter.agents import build_registry
 from callcenter.shop import Shop
+from swarm.confirmations import yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolSpec
-from swarm.providers.offline import OfflineRouter, fill_arguments, yes_or_no
+from swarm.providers.offline import OfflineRouter, fill_arguments
 
 DATA = Path(__file__).parent / "data"
 INTENT = {

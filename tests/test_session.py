@@ -148,6 +148,43 @@ async def test_an_agent_handed_the_caller_must_call_a_tool_first_and_triage_alwa
     assert [r.tool_required for r in sales.requests] == [True, False, False]
 
 
+def order_lamp(quantity: int = 1, confirmed: bool = False) -> dict:
+    """Order lamps: without confirmed, read the order back.
+
+    Args:
+        quantity: how many
+        confirmed: true after the caller's yes
+    """
+    if not confirmed:
+        proposal = {"tool": "order_lamp", "arguments": {"quantity": quantity}}
+        return {"say": f"{quantity} lamp, twenty euros. Shall I order it?", "proposal": proposal}
+    ORDERED.append(quantity)
+    return {"say": "Ordered."}
+
+
+ORDERED: list[int] = []
+
+
+@pytest.mark.parametrize(
+    ("answer", "model_asked"),
+    [("Yes, please.", False), ("Great, go ahead and order it for me.", False), ("Yes, two of them.", True)],
+)
+async def test_a_plain_yes_to_a_read_back_runs_its_proposal_without_the_model(answer: str, model_asked: bool):
+    ORDERED.clear()
+    after = [reply("", ("order_lamp", {"quantity": 2})), reply("", ("order_lamp", {"quantity": 2, "confirmed": True}))]
+    registry, _, sales = build([], [reply("", ("order_lamp", {})), *after])
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("a lamp") == "1 lamp, twenty euros. Shall I order it?"
+    said = await session.complete(answer)
+    if model_asked:  # the model reads the quantity back again: nothing is written on a changed order
+        assert said == "2 lamp, twenty euros. Shall I order it?" and ORDERED == [] and len(sales.requests) == 2
+    else:
+        assert said == "Ordered." and ORDERED == [1] and len(sales.requests) == 1
+
+
 async def test_bad_arguments_go_back_to_model_with_exact_errors():
     registry, _, sales = build([], [reply("", ("lookup", {"sku": 5})), reply("", ("lookup", {"sku": "X"})), "Done."])
     session = registry.session("c1", "shop")

@@ -179,8 +179,12 @@ async def test_yes_to_other_arguments_is_not_a_yes_to_these() -> None:
     switched = reply("", ("order", {"sku": "K2", "confirmed": True}))
     session = build_writer([ask, "Shall I order K1?", switched, "Sorry, which one?"]).session("c1", "shop")
     await session.complete("the kettle please")
-    await session.complete("yes")
+    await session.complete("yes, K2 then")  # more than a plain yes: the model decides, and K2 was never read back
     assert WRITES == []
+    plain = build_writer([ask, "Shall I order K1?", switched]).session("c2", "shop")
+    await plain.complete("the kettle please")
+    await plain.complete("yes")  # a plain yes runs what was read back (K1); the model is not asked
+    assert WRITES == [{"sku": "K1"}]
 
 
 async def test_the_same_call_again_in_one_turn_speaks_the_first_results_say_line() -> None:

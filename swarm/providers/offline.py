@@ -15,19 +15,13 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
+from swarm.confirmations import normalise, pending_proposal, yes_or_no
+from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta
 
-_YES = re.compile(r"\b(yes|yeah|yep|yup|sure|correct|okay|ok|please do|go ahead|absolutely|right|do it|confirm)\b")
-_NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
 # String arguments the router may fill with the caller's own words.
 _FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description", "reason", "question"})
 _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
-
-
-def normalise(text: str) -> str:
-    text = text.lower().replace("’", "'")
-    return " " + re.sub(r"[^a-z0-9' ]+", " ", text).strip() + " "
 
 
 class OfflineRouter:
@@ -64,7 +58,7 @@ class OfflineRouter:
         if last is not None and last.role == "tool":
             return Completion(_speak(last.content))
         text = last.content if last is not None and last.role == "user" else ""
-        proposal = _pending_proposal(request.messages)
+        proposal = pending_proposal(request.messages)
         if proposal and text:
             answer = yes_or_no(text)
             if answer is True:
@@ -96,15 +90,6 @@ class OfflineRouter:
         return best if best is not None and scores[best.name] > 0 else None
 
 
-def yes_or_no(text: str) -> bool | None:
-    said = normalise(text)
-    if _NO.search(said):
-        return False
-    if _YES.search(said):
-        return True
-    return None
-
-
 def fill_arguments(tool: ToolSpec, text: str) -> dict[str, Any] | None:
     """Arguments the caller's words give for sure, or None if a required one is missing."""
     properties: dict[str, Any] = tool.parameters.get("properties", {})
@@ -116,18 +101,6 @@ def fill_arguments(tool: ToolSpec, text: str) -> dict[str, Any] | None:
             arguments[name] = re.sub(r"\D", "", digits.group())
     missing = [n for n in tool.parameters.get("required", []) if n not in arguments]
     return None if missing else arguments
-
-
-def _pending_proposal(messages: tuple[Message, ...]) -> dict[str, Any] | None:
-    """The action the agent's last tool result asked the caller to confirm, if the caller is answering it."""
-    for message in reversed(messages[:-1]):
-        if message.role == "user":
-            return None
-        if message.role == "tool":
-            result = _as_json(message.content)
-            proposal = result.get("proposal") if isinstance(result, dict) else None
-            return proposal if isinstance(proposal, dict) and "tool" in proposal else None
-    return None
 
 
 def _speak(content: str) -> str:
