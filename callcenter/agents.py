@@ -53,6 +53,7 @@ SALES_PROMPT = (
     "- They want to return something: call navigate_to_refund. They ask for a person: call transfer_to_operator.\n"
     "Examples:\n"
     '"do you have desk fans" -> search_products with query "desk fans"\n'
+    '"I need two desk fans" -> search_products with query "desk fans" and quantity 2\n'
     '"yes please" after the price -> place_order with confirmed true'
 )
 

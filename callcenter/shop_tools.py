@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from num2words import num2words
+
 from callcenter.shop import Order, Product, Shop, ShopError
 from swarm.tools import Tool, ToolContext, tool_from_function
 
@@ -26,18 +28,19 @@ def _caller(context: ToolContext) -> str:
 def shop_tools(shop: Shop) -> list[Tool]:
     """The sales and refund tools, bound to one shop."""
 
-    def search_products(query: str) -> dict[str, Any]:
+    def search_products(query: str, quantity: int = 1) -> dict[str, Any]:
         """Search the catalogue for products matching what the caller asked for.
 
         Args:
             query: the caller's words about the product, e.g. "wireless headphones"
+            quantity: how many the caller wants, if they said
         """
         found = shop.search(query, limit=3)
         if not found:
             return {"products": [], "say": "I'm sorry, I couldn't find that. Could you describe it another way?"}
-        best = found[0]
-        say = f"We have the {best.name} for {euros(best.price_cents)}. " + _stock_line(best)
-        return {"products": [_product(p) for p in found], "say": say, **_offer(best)}
+        best, quantity = found[0], max(1, quantity)
+        say = f"We have the {best.name} for {euros(best.price_cents)}. " + _stock_line(best, quantity)
+        return {"products": [_product(p) for p in found], "say": say, **_offer(best, quantity)}
 
     def place_order(context: ToolContext, sku: str, quantity: int = 1, confirmed: bool = False) -> dict[str, Any]:
         """Order a product for the caller. Call it first without confirmed to read the order back;
@@ -132,14 +135,18 @@ def shop_tools(shop: Shop) -> list[Tool]:
 ORDER_NUMBER_MAX_DIGITS = 10  # the shop's numbers are shorter; # ends a shorter one at once
 
 
-def _stock_line(product: Product) -> str:
+def _stock_line(product: Product, quantity: int) -> str:
     if product.stock <= 0:
         return "I'm afraid it's out of stock at the moment."
-    return "It's in stock. Shall I order one for you?"
+    if product.stock < quantity:
+        return f"I'm afraid we have only {num2words(product.stock)} in stock."
+    return f"It's in stock. Shall I order {num2words(quantity)} for you?"
 
 
-def _offer(product: Product) -> dict[str, Any]:
-    return {"proposal": _proposal("place_order", sku=product.sku, quantity=1)} if product.stock > 0 else {}
+def _offer(product: Product, quantity: int) -> dict[str, Any]:
+    if product.stock < quantity or product.stock <= 0:
+        return {}
+    return {"proposal": _proposal("place_order", sku=product.sku, quantity=quantity)}
 
 
 def _proposal(tool: str, **arguments: Any) -> dict[str, Any]:

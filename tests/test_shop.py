@@ -25,9 +25,12 @@ from callcenter.shop import (
     UnknownProduct,
     spoken_digits,
 )
+from callcenter.shop_tools import shop_tools
 from callcenter.store import parse_url
 from callcenter.store.database import SqliteDatabase
 from harness.postgres import count_rows
+from swarm.tools import ToolContext
+from tests.tool_fakes import NoSession
 
 DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
 PHONE = "+49 170 1234567"
@@ -517,3 +520,13 @@ def test_return_with_invalid_quantity(shop: Shop, bought: str) -> None:
     with pytest.raises(InvalidRequest):
         shop.create_return(bought, "HP-100", 0, "", "ret-1")
     assert stock(shop, "HP-100") == 12
+
+
+async def test_a_search_offers_the_quantity_the_caller_asked_for(shop: Shop) -> None:
+    search = next(t for t in shop_tools(shop) if t.name == "search_products")
+    context = ToolContext("c1", "sales", NoSession())
+    two = await search.call({"query": "yoga mat", "quantity": 2}, context)
+    assert two["say"].endswith("Shall I order two for you?")
+    assert two["proposal"]["arguments"] == {"sku": "YM-620", "quantity": 2}
+    many = await search.call({"query": "yoga mat", "quantity": 1000}, context)
+    assert "only" in many["say"] and "proposal" not in many  # more than the stock: nothing to agree to
