@@ -8,6 +8,7 @@ from typing import Any
 
 from callcenter.shop import Shop
 from callcenter.shop_tools import OPERATOR_PHRASES, PRECEDENCE, RETURN_PHRASES, SALES_PHRASES, shop_tools
+from swarm.messages import ToolSpec
 from swarm.providers.base import Provider
 from swarm.providers.offline import OfflineRouter
 from swarm.registry import Agent, Registry, SwarmSpec, navigate_back_tool, navigate_tool
@@ -105,6 +106,32 @@ def question_tool(name: str, description: str, question: str) -> Tool:
     return Tool(name, description, {"type": "object", "properties": {}}, call, says_result=True)
 
 
+def triage_question_tool(router: OfflineRouter) -> Tool:
+    """Triage's question, unless the router hears a plain wish to buy or to return in the same words.
+
+    Given the choice, the 1.5B model asked "buy or return?" of "How much are your wireless headphones?" and
+    "I need three smart light bulbs": a second opinion from the phrases, taken only when the model had none.
+    """
+    hand_overs = tuple(ToolSpec(f"navigate_to_{agent}", "") for agent in ("sales", "refund"))
+
+    async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
+        said = next((m.content for m in reversed(context.session.get_agent_history()) if m.role == "user"), "")
+        heard = router.best_tool(said, hand_overs) if said else None
+        if heard is not None:
+            # No say line: the agent the caller is handed to answers in this same turn.
+            context.session.change_agent(heard.name.removeprefix("navigate_to_"))
+            return {"handed_over": heard.name}
+        return {"say": UNCLEAR["triage"]}
+
+    return Tool(
+        "ask_buy_or_return",
+        "Ask whether the caller wants to buy or to return, when it is not clear yet.",
+        {"type": "object", "properties": {}},
+        call,
+        says_result=True,
+    )
+
+
 AGENTS = ("triage", "sales", "refund")
 
 
@@ -136,21 +163,15 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
         transfer_to_operator_tool(),
         end_call_tool(),
         question_tool(
-            "ask_buy_or_return",
-            "Ask whether the caller wants to buy or to return, when it is not clear yet.",
-            UNCLEAR["triage"],
-        ),
-        question_tool(
             "ask_which_product", "Ask which product the caller wants, when they named none.", UNCLEAR["sales"]
         ),
         *shop_tools(shop),
     ]
-    for tool in tools:
-        registry.add_tool(tool)
     # The router's phrases come from the tools themselves, so both brains share one vocabulary.
-    registry.add_completion(
-        "offline", OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE)
-    )
+    router = OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE)
+    for tool in [*tools, triage_question_tool(router)]:
+        registry.add_tool(tool)
+    registry.add_completion("offline", router)
     agents = {
         "triage": (
             TRIAGE_PROMPT,

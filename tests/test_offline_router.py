@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.agents import build_registry
+from callcenter.agents import SWARM, build_registry
 from callcenter.shop import Shop
 from swarm.confirmations import yes_or_no
-from swarm.messages import CompletionRequest, Message, ToolSpec
+from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
+from swarm.providers.base import Completion
 from swarm.providers.offline import OfflineRouter, fill_arguments
+from swarm.providers.scripted import ScriptedProvider
 
 DATA = Path(__file__).parent / "data"
 INTENT = {
@@ -103,3 +105,20 @@ def test_router_speaks_only_tool_say_lines_or_fixed_questions():
     result = Message("tool", json.dumps({"say": "It costs five euros.", "sku": "X"}), agent="sales", tool_call_id="c")
     assert router.route(_request(Message("user", "price"), result)).text == "It costs five euros."
     assert router.route(_request(Message("user", "blah"))).text == "What are you looking for?"
+
+
+@pytest.mark.parametrize(
+    ("said", "agent", "reply"),
+    [
+        ("How much are your wireless headphones?", "sales", "We have the Wireless over-ear headphones"),
+        ("The toaster I got last week is broken.", "refund", "I couldn't find that order"),
+        ("Good morning.", "triage", "Would you like to buy something, or return something you bought?"),
+    ],
+)
+async def test_the_models_question_gives_way_to_a_plain_wish_the_router_hears(said: str, agent: str, reply: str):
+    # A model that asks "buy or return?" of a product question: the phrases hand the caller over instead.
+    asks = ScriptedProvider([Completion("", (ToolCall("q", "ask_buy_or_return", {}),))], name="asks")
+    registry = build_registry(Shop(":memory:"), {"triage": asks})
+    session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
+    said_back = await session.complete(said)
+    assert session.get_agent_name() == agent and said_back.startswith(reply)
