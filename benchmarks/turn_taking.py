@@ -47,7 +47,7 @@ from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStart
 from speech.models import piper_voice_paths
 from speech.transcriber import Transcriber
 from speech.turn import InlineJudge, TurnModel
-from speech.turn_words import stops_agent
+from speech.turn_words import listening_prompt, stops_agent
 from speech.vad import VadModel
 from telephony.g711 import ulaw_decode, ulaw_encode
 
@@ -84,7 +84,9 @@ PAUSED_UNTOUCHED = [
     ("I bought it on", "the third of March."),
 ]
 BACKCHANNELS = ["Mm-hm.", "Yeah.", "Okay.", "Right."]
+BACKCHANNELS_UNTOUCHED = ["Mm-hmm.", "Hmm.", "Mmm, okay.", "Uh-huh, right."]
 INTERRUPTIONS = ["Sorry, I only want to return my headphones.", "Wait, stop, I need a different product."]
+INTERRUPTIONS_UNTOUCHED = ["Excuse me, that is the wrong order.", "Hang on, I already paid for it."]
 AGENT = (
     "Our returns policy is simple, and it covers everything you bought from us in the last thirty days. "
     "You will get a prepaid shipping label by email as soon as the return is registered."
@@ -269,6 +271,61 @@ def pct(values: list[float], q: float) -> float:
 # ---- the measures ---------------------------------------------------------------------------------------
 
 
+Stops = dict[str, list[int]]
+
+
+def over_agent(
+    voices: Voices, vad: VadModel, transcribe: Any, names: list[str], quick: bool, prompt: str | None
+) -> tuple[Stops, dict[str, list[float]], Stops]:
+    """Sounds over the agent: per kind, [paused, stopped, cases]; real interruptions' time to silence and
+    [stopped, cases]. Whisper is prompted with `prompt`, as the service over the paused agent
+    (speech.turn_words.listening_prompt; no shop's words here)."""
+    agent = voices.piper(AGENT)
+    stops: dict[str, list[int]] = {}
+    to_silence: dict[str, list[float]] = {}
+    real_stopped: dict[str, list[int]] = {}
+    at = int(2.0 * RATE)
+    for corpus, seed, backchannels, interruptions in (
+        ("tuned", 12, BACKCHANNELS, INTERRUPTIONS),
+        ("untouched", 13, BACKCHANNELS_UNTOUCHED, INTERRUPTIONS_UNTOUCHED),
+    ):
+        if quick and corpus == "untouched":
+            continue
+        rng = np.random.default_rng(seed)
+        sounds: list[tuple[str, str, np.ndarray | None]] = [("echo", "echo alone", None)] if corpus == "tuned" else []
+        sounds += [("cough", f"cough x{n}", cough(rng, n)) for n in (1, 2, 1, 2)]
+        sounds += [("noise", "noise burst", noise_burst(rng)) for _ in range(4)]
+        sounds += [("backchannel", f"'{b}' {name}", voices.speak(name, b)) for b in backchannels for name in names]
+        for kind, label, sound in sounds:
+            ends = run(
+                Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), with_echo(agent, sound, at), sent=agent
+            )
+            stopped = 0
+            for turn in ends.turns:
+                _, text, confident = transcribe(turn.audio, prompt)
+                if stops_agent(text, confident, AGENT, turn.duration_s):
+                    stopped += 1
+                    print(f"stopped by {label}: Whisper heard {text!r}")
+            count = stops.setdefault(f"{kind} ({corpus})", [0, 0, 0])
+            count[0] += bool(ends.started_at_s)
+            count[1] += bool(stopped)
+            count[2] += 1
+        silent, real = to_silence.setdefault(corpus, []), real_stopped.setdefault(corpus, [0, 0])
+        for text in interruptions:
+            for name in names:
+                mic = with_echo(agent, voices.speak(name, text), at)
+                ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), mic, sent=agent)
+                if ends.started_at_s:  # paused on SpeechStarted: silent from the next frame
+                    silent.append(ends.started_at_s[0] - at / RATE)
+                heard = [(turn, *transcribe(turn.audio, prompt)[1:]) for turn in ends.turns]
+                stopped_it = any(stops_agent(text, sure, AGENT, turn.duration_s) for turn, text, sure in heard)
+                real[0] += stopped_it
+                real[1] += 1
+                if not stopped_it:
+                    print(f"not stopped by {text!r} ({name}): Whisper heard {[h[1] for h in heard]}")
+    return stops, to_silence, real_stopped
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threshold", type=float, default=0.97, help="the tuned rule's 'done' probability")
@@ -278,7 +335,6 @@ def main() -> None:
     voices, vad, model = Voices(), VadModel(), TurnModel()
     transcriber = Transcriber("tiny.en")
     names = ["piper"] if args.quick else ["piper", "espeak"]
-    rng = np.random.default_rng(12)
     tts_first = statistics.median(voices.first_audio_s(REPLY) for _ in range(3))
     stt_cache: dict[bytes, tuple[float, str, bool]] = {}
     from faster_whisper import WhisperModel
@@ -288,11 +344,11 @@ def main() -> None:
         (n, h, t): one_breath(voices, aligner, n, h, t) for n in names for h, t in PAUSED_TUNED + PAUSED_UNTOUCHED
     }
 
-    def transcribe(audio: np.ndarray) -> tuple[float, str, bool]:
-        key = audio.tobytes()
+    def transcribe(audio: np.ndarray, prompt: str | None = None) -> tuple[float, str, bool]:
+        key = audio.tobytes() + (prompt or "").encode()
         if key not in stt_cache:
             started = time.perf_counter()
-            result = transcriber.transcribe_sync(audio)
+            result = transcriber.transcribe_sync(audio, prompt=prompt)
             stt_cache[key] = (time.perf_counter() - started, result.text.strip(), result.confident)
         return stt_cache[key]
 
@@ -369,42 +425,7 @@ def main() -> None:
             if judge is not None and rule.done == args.threshold:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]
 
-    # Sounds over the agent: paused (the VAD heard speech), stopped (the words said interrupt).
-    agent = voices.piper(AGENT)
-    sounds: list[tuple[str, np.ndarray | None]] = [("echo alone", None)]
-    sounds += [(f"cough x{n}", cough(rng, n)) for n in (1, 2, 1, 2)]
-    sounds += [("noise burst", noise_burst(rng)) for _ in range(4)]
-    sounds += [(f"'{b}' {name}", voices.speak(name, b)) for b in BACKCHANNELS for name in names]
-    stops: dict[str, list[int]] = {}
-    at = int(2.0 * RATE)
-    for label, sound in sounds:
-        kind = label.split()[0].strip("'") if not label.startswith("'") else "backchannel"
-        kind = {"echo": "echo", "cough": "cough", "noise": "noise"}.get(kind, "backchannel")
-        mic = with_echo(agent, sound, at)
-        ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), mic, sent=agent)
-        stopped = 0
-        for turn in ends.turns:
-            _, text, confident = transcribe(turn.audio)
-            stopped += stops_agent(text, confident, AGENT, turn.duration_s)
-            if stops_agent(text, confident, AGENT, turn.duration_s):
-                print(f"stopped by {label}: Whisper heard {text!r}")
-        count = stops.setdefault(kind, [0, 0, 0])
-        count[0] += bool(ends.started_at_s)
-        count[1] += bool(stopped)
-        count[2] += 1
-    to_silence: list[float] = []
-    real_stopped = 0
-    for text in INTERRUPTIONS:
-        for name in names:
-            words = voices.speak(name, text)
-            ends = run(
-                Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), with_echo(agent, words, at), sent=agent
-            )
-            if ends.started_at_s:
-                to_silence.append(
-                    ends.started_at_s[0] - at / RATE
-                )  # paused on SpeechStarted: silent from the next frame
-            real_stopped += any(stops_agent(*transcribe(t.audio)[1:], AGENT, t.duration_s) for t in ends.turns)
+    stops, to_silence, real_stopped = over_agent(voices, vad, transcribe, names, args.quick, listening_prompt(None))
 
     print(
         f"\nTurn-taking on 8 kHz mu-law (voices: {', '.join(names)}; "
@@ -419,10 +440,11 @@ def main() -> None:
     print("|---|---|---|")
     for kind, (paused_n, stopped_n, total) in stops.items():
         print(f"| {kind} | {paused_n}/{total} | {stopped_n}/{total} |")
-    if to_silence:
+    for corpus, silent in to_silence.items():
+        real = real_stopped[corpus]
         print(
-            f"\nReal interruptions: stopped {real_stopped}/{len(to_silence)}; time to silence p50 "
-            f"{statistics.median(to_silence) * 1000:.0f} ms, max {max(to_silence) * 1000:.0f} ms"
+            f"\nReal interruptions ({corpus}): stopped {real[0]}/{real[1]}; time to silence p50 "
+            f"{statistics.median(silent) * 1000:.0f} ms, max {max(silent) * 1000:.0f} ms"
         )
     if cpu_runs:
         wall = [w for w, _ in cpu_runs]
