@@ -3,7 +3,9 @@
 The corpus is made here, none of it committed: caller sentences spoken by Piper (joe) and espeak-ng en-us,
 through 8 kHz mu-law; coughs and noise bursts synthesised; backchannels spoken; the agent's own voice
 coming back at -15 dB, 120 ms late, under everything the caller does while the agent talks. The sentences
-come in two sets: "tuned" (looked at while choosing the thresholds) and "untouched" (only ever run here).
+come in two sets: "tuned" (looked at while choosing the thresholds) and "untouched" (only ever run here);
+so do the backchannels, the real interruptions and the coughs' and noise bursts' random seeds. Over the agent
+Whisper is prompted as the service prompts it there (speech.turn_words.listening_prompt).
 
 What runs is the call's own path, frame by frame: EchoCanceller -> Endpointer (Silero VAD, plus Smart Turn
 v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.turn_words.stops_agent).
