@@ -19,10 +19,10 @@ from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
 from callcenter.testbed.state import expected_state
 from callcenter.testbed.voices import VoiceError, parse_voice
 from speech.models import ModelError
+from swarm.providers.base import ProviderError
 
 if TYPE_CHECKING:  # the phone path imports the voice server and the speech models: only in audio mode
     from callcenter.testbed.phonecall import AudioMode
-from swarm.providers.base import ProviderError
 
 
 def register(commands: argparse._SubParsersAction) -> None:
