@@ -79,6 +79,15 @@ def test_fill_arguments_uses_caller_words_and_digits_only():
     assert fill_arguments(needs_sku, "the kettle") is None
 
 
+@pytest.mark.parametrize(
+    ("said", "quantity"),
+    [("I want to buy two yoga mats", 2), ("3 light bulbs please", 3), ("a kettle", None), ("order 12 345", None)],
+)
+def test_fill_arguments_takes_how_many_from_a_word_or_a_short_number(said: str, quantity: int | None) -> None:
+    spec = ToolSpec("search", "", {"type": "object", "properties": {"query": {"type": "string"}, "quantity": {}}})
+    assert fill_arguments(spec, said) == {"query": said, **({"quantity": quantity} if quantity else {})}
+
+
 def _request(*messages: Message, tools=()) -> CompletionRequest:
     return CompletionRequest("sales", "c1", tuple(messages), tuple(tools))
 

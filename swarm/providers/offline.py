@@ -22,6 +22,9 @@ from swarm.providers.base import Completion, Delta
 # String arguments the router may fill with the caller's own words.
 _FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description", "reason", "question"})
 _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
+# How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
+_COUNTS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
+_COUNT = re.compile(r"\b(" + "|".join(_COUNTS) + r"|[1-9]\d?)\b(?![\s-]*\d)")
 
 
 class OfflineRouter:
@@ -99,6 +102,8 @@ def fill_arguments(tool: ToolSpec, text: str) -> dict[str, Any] | None:
             arguments[name] = text
         elif name == "order_number" and (digits := _DIGITS.search(text)):
             arguments[name] = re.sub(r"\D", "", digits.group())
+        elif name == "quantity" and (count := _COUNT.search(normalise(text))) and not _DIGITS.search(text):
+            arguments[name] = _COUNTS.get(count.group(1)) or int(count.group(1))
     missing = [n for n in tool.parameters.get("required", []) if n not in arguments]
     return None if missing else arguments
 
