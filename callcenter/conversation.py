@@ -465,7 +465,10 @@ class Conversation:
             if now - started > self.settings.max_call_s:
                 self._start_turn(self._goodbye(self.settings.max_call_goodbye, "max_duration"))
                 return
+            # A caller in the middle of a long sentence is not silent (seen: "Are you still there?" 8 s into one).
+            speaking = not self._caller_quiet.is_set()
             busy = (self._turn is not None and not self._turn.done()) or self._playback.talking or self._hearing
+            busy = busy or speaking
             if busy or self._closing:
                 self._last_activity = now
                 continue

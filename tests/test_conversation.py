@@ -224,6 +224,18 @@ def test_more_words_than_a_short_sound_could_hold_are_whispers_invention() -> No
     assert stops_agent("Stop.", True, "", duration_s=0.7)
 
 
+async def test_a_caller_in_the_middle_of_a_long_sentence_is_not_asked_if_they_are_still_there(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, reprompt_after_s=0.1))
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.start()  # speaking, with no end of turn yet, for three times reprompt_after_s
+        await settle(0.6)
+        assert SETTINGS.reprompt not in line.said()
+        await line.caller.end("I want to return the headphones I bought last week.")
+        await line.agent_done()
+    assert "headphones" in " ".join(line.said()).lower()
+
+
 async def test_a_caller_who_stays_silent_is_said_goodbye_and_the_session_knows_why(app) -> None:
     line = Line(app, settings=replace(SETTINGS, reprompt_after_s=0.05, reprompts_before_hangup=0))
     async with running(line.conversation) as call:
