@@ -467,8 +467,8 @@ class Conversation:
                 return
             # A caller in the middle of a long sentence is not silent (seen: "Are you still there?" 8 s into one).
             speaking = not self._caller_quiet.is_set()
-            busy = (self._turn is not None and not self._turn.done()) or self._playback.talking or self._hearing
-            busy = busy or speaking
+            answering = self._turn is not None and not self._turn.done()
+            busy = answering or self._playback.talking or bool(self._hearing) or speaking
             if busy or self._closing:
                 self._last_activity = now
                 continue
