@@ -4,8 +4,8 @@ The corpus is made here, none of it committed: caller sentences spoken by Piper 
 through 8 kHz mu-law; coughs and noise bursts synthesised; backchannels spoken; the agent's own voice
 coming back at -15 dB, 120 ms late, under everything the caller does while the agent talks. The sentences
 come in two sets: "tuned" (looked at while choosing the thresholds) and "untouched" (only ever run here);
-so do the backchannels, the real interruptions and the coughs' and noise bursts' random seeds. Over the agent
-Whisper is prompted as the service prompts it there (speech.turn_words.listening_prompt).
+so do the backchannels, the real interruptions and the coughs' and noise bursts' random seeds (Piper samples
+its voice afresh each run, so these counts move by a case or two between runs).
 
 What runs is the call's own path, frame by frame: EchoCanceller -> Endpointer (Silero VAD, plus Smart Turn
 v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.turn_words.stops_agent).
@@ -49,7 +49,7 @@ from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStart
 from speech.models import piper_voice_paths
 from speech.transcriber import Transcriber
 from speech.turn import InlineJudge, TurnModel
-from speech.turn_words import listening_prompt, stops_agent
+from speech.turn_words import stops_agent
 from speech.vad import VadModel
 from telephony.g711 import ulaw_decode, ulaw_encode
 
@@ -277,11 +277,10 @@ Stops = dict[str, list[int]]
 
 
 def over_agent(
-    voices: Voices, vad: VadModel, transcribe: Any, names: list[str], quick: bool, prompt: str | None
+    voices: Voices, vad: VadModel, transcribe: Any, names: list[str], quick: bool
 ) -> tuple[Stops, dict[str, list[float]], Stops]:
     """Sounds over the agent: per kind, [paused, stopped, cases]; real interruptions' time to silence and
-    [stopped, cases]. Whisper is prompted with `prompt`, as the service over the paused agent
-    (speech.turn_words.listening_prompt; no shop's words here)."""
+    [stopped, cases]."""
     agent = voices.piper(AGENT)
     stops: dict[str, list[int]] = {}
     to_silence: dict[str, list[float]] = {}
@@ -304,7 +303,7 @@ def over_agent(
             )
             stopped = 0
             for turn in ends.turns:
-                _, text, confident = transcribe(turn.audio, prompt)
+                _, text, confident = transcribe(turn.audio)
                 if stops_agent(text, confident, AGENT, turn.duration_s):
                     stopped += 1
                     print(f"stopped by {label}: Whisper heard {text!r}")
@@ -319,7 +318,7 @@ def over_agent(
                 ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), mic, sent=agent)
                 if ends.started_at_s:  # paused on SpeechStarted: silent from the next frame
                     silent.append(ends.started_at_s[0] - at / RATE)
-                heard = [(turn, *transcribe(turn.audio, prompt)[1:]) for turn in ends.turns]
+                heard = [(turn, *transcribe(turn.audio)[1:]) for turn in ends.turns]
                 stopped_it = any(stops_agent(text, sure, AGENT, turn.duration_s) for turn, text, sure in heard)
                 real[0] += stopped_it
                 real[1] += 1
@@ -346,11 +345,11 @@ def main() -> None:
         (n, h, t): one_breath(voices, aligner, n, h, t) for n in names for h, t in PAUSED_TUNED + PAUSED_UNTOUCHED
     }
 
-    def transcribe(audio: np.ndarray, prompt: str | None = None) -> tuple[float, str, bool]:
-        key = audio.tobytes() + (prompt or "").encode()
+    def transcribe(audio: np.ndarray) -> tuple[float, str, bool]:
+        key = audio.tobytes()
         if key not in stt_cache:
             started = time.perf_counter()
-            result = transcriber.transcribe_sync(audio, prompt=prompt)
+            result = transcriber.transcribe_sync(audio)
             stt_cache[key] = (time.perf_counter() - started, result.text.strip(), result.confident)
         return stt_cache[key]
 
@@ -427,7 +426,7 @@ def main() -> None:
             if judge is not None and rule.done == args.threshold:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]
 
-    stops, to_silence, real_stopped = over_agent(voices, vad, transcribe, names, args.quick, listening_prompt(None))
+    stops, to_silence, real_stopped = over_agent(voices, vad, transcribe, names, args.quick)
 
     print(
         f"\nTurn-taking on 8 kHz mu-law (voices: {', '.join(names)}; "

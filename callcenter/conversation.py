@@ -27,7 +27,7 @@ from callcenter.keypad import Keypad, run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
-from speech.turn_words import listening_prompt, stops_agent
+from speech.turn_words import stops_agent
 from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.session import Session
 from swarm.speculation import Speculation
@@ -228,17 +228,13 @@ class Conversation:
         self._drop_early()  # the caller spoke again since the last pause
         if not self._closing:
             task = asyncio.create_task(
-                self.transcriber.transcribe(pause.audio, prompt=self._prompt(), call_id=self.call.call_id)
+                self.transcriber.transcribe(pause.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
             )
             # A dropped run's failure is not the call's: retrieved here so that it is not reported as lost.
             task.add_done_callback(lambda done: done.cancelled() or done.exception())
             if self.settings.early_reply:
                 task.add_done_callback(self._speculate)
             self._early = (pause, task)
-
-    def _prompt(self) -> str | None:
-        """Over the paused agent the caller is mostly saying "mm-hm": Whisper is told so (speech.turn_words)."""
-        return listening_prompt(self.domain_prompt) if self._playback.paused else self.domain_prompt
 
     def _speculate(self, task: asyncio.Task[Any]) -> None:
         """The pause's transcript is in: start the model on it, if the caller is still silent and nothing else
@@ -306,7 +302,8 @@ class Conversation:
         try:
             async with self._transcribing:
                 transcript = await (
-                    early or self.transcriber.transcribe(turn.audio, prompt=self._prompt(), call_id=self.call.call_id)
+                    early
+                    or self.transcriber.transcribe(turn.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
                 )
         except Exception:
             self._playback.resume()  # nothing heard: the agent must not stay paused

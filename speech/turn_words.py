@@ -55,18 +55,6 @@ _SOUND = re.compile(r"[\[(*][^\])*]*[\])*]")  # [coughs], (laughing), *sigh*
 _WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
 
 
-# Whisper reads its prompt as the transcript before the audio. Given the shop's words alone, tiny.en writes a
-# hummed "Mm-hm" as words ("MMA cam.", "And then make a champ."), which would stop the agent; told that a
-# caller over the agent says such things, it writes "Mm-hmm." and still writes real words as said
-# (benchmarks/turn_taking.py). Only backchannels here: what the prompt primes must never stop the agent.
-LISTENING_PROMPT = "Mm-hmm. Yeah. Okay. Right."
-
-
-def listening_prompt(prompt: str | None) -> str:
-    """Whisper's prompt for what the caller says over the agent: the call's own, then backchannels."""
-    return f"{prompt} {LISTENING_PROMPT}" if prompt else LISTENING_PROMPT
-
-
 def words(text: str) -> list[str]:
     return _WORD.findall(_SOUND.sub(" ", text.lower()))
 

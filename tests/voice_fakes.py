@@ -151,7 +151,6 @@ class FakeTranscriber:
     texts: dict[int, str] = field(default_factory=dict)
     delay_s: float = 0.0
     heard: list[str] = field(default_factory=list)
-    prompts: list[str | None] = field(default_factory=list)  # Whisper's prompt for each utterance heard
 
     def utterance(self, text: str, seconds: float = 1.0) -> np.ndarray:
         tag = 1000 + len(self.texts)
@@ -162,7 +161,6 @@ class FakeTranscriber:
         await asyncio.sleep(self.delay_s)
         text = self.texts[int(pcm16_8k[0])] if pcm16_8k.size else ""
         self.heard.append(text)
-        self.prompts.append(prompt)
         return Transcript(text, -0.2 if text else float("-inf"), 0.0 if text else 1.0, pcm16_8k.size / RATE, bool(text))
 
 
