@@ -352,12 +352,20 @@ class LocalProvider:
             name=self.name,
             tool_mode=self.tool_mode,
         )  # the same prompt as the turns', or the cache misses
-        stream = warming.stream(request)
         try:
-            await anext(stream, None)
-        except ProviderError as error:
-            log.warning("event=local_llm_prefill_failed agent=%s error=%s", request.agent, error)
+            # Twice: seen at start-up, llama.cpp refused the first tools-only grammar now and then (HTTP 400
+            # "Failed to initialize samplers") and took the same request a moment later.
+            for attempt in (1, 2):
+                stream = warming.stream(request)
+                try:
+                    await anext(stream, None)
+                    break
+                except ProviderError as error:
+                    log.warning(
+                        "event=local_llm_prefill_failed agent=%s attempt=%d error=%s", request.agent, attempt, error
+                    )
+                finally:
+                    await stream.aclose()
         finally:
-            await stream.aclose()
             await warming.aclose()
         log.log(level, "event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, time.monotonic() - started)
