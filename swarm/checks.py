@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
-from swarm.confirmations import yes_or_no
+from swarm.confirmations import proposal_in, yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.providers.base import Completion
 from swarm.toolcall_parse import IDENTIFIER
@@ -76,18 +75,9 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
         return ["confirmed=true needs the caller's clear yes to your read-back: read it back and ask them first"]
     since = users[-2] + 1 if len(users) > 1 else 0
     for message in history[since : users[-1]]:
-        proposal = _proposal(message) if message.role == "tool" else None
+        proposal = proposal_in(message) if message.role == "tool" else None
         if proposal and proposal.get("tool") == call.name:
             wanted = proposal.get("arguments", {})
             if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
                 return []
     return [f"the caller has not agreed to these arguments: call {call.name} without confirmed to read it back first"]
-
-
-def _proposal(message: Message) -> dict[str, Any] | None:
-    try:
-        result = json.loads(message.content)
-    except ValueError:
-        return None
-    proposal = result.get("proposal") if isinstance(result, dict) else None
-    return proposal if isinstance(proposal, dict) else None

@@ -52,10 +52,15 @@ def pending_proposal(messages: Sequence[Message]) -> dict[str, Any] | None:
         if message.role == "user":
             return None
         if message.role == "tool":
-            try:
-                result = json.loads(message.content)
-            except ValueError:
-                return None
-            proposal = result.get("proposal") if isinstance(result, dict) else None
-            return proposal if isinstance(proposal, dict) and "tool" in proposal else None
+            return proposal_in(message)
     return None
+
+
+def proposal_in(message: Message) -> dict[str, Any] | None:
+    """The proposal ({"tool": ..., "arguments": ...}) a tool result carries, if it carries one."""
+    try:
+        result = json.loads(message.content)
+    except ValueError:
+        return None
+    proposal = result.get("proposal") if isinstance(result, dict) else None
+    return proposal if isinstance(proposal, dict) and "tool" in proposal else None
