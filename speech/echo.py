@@ -4,8 +4,12 @@ Analogue gateways and speakerphones return what we send 20-250 ms later at -10 t
 that speech (it is), and Whisper hears the agent's words: left in, the agent would interrupt itself.
 Per 20 ms frame: find the echo's delay by cross-correlating the last 250 ms of the caller's audio with
 what we sent, fit a short filter around that delay by least squares, and subtract the predicted echo.
-The fit is only updated while the echo dominates (high correlation): while the caller talks over the
-agent (double talk) the previous fit is kept, so their voice is not cancelled with the echo.
+The fit is only updated while the echo dominates (high correlation) and only kept when it takes most of the
+caller's audio out: while the caller talks over the agent (double talk) the previous fit is kept, so their
+voice is not cancelled with the echo. A voice much like the agent's (the same synthetic voice, a caller
+reading our words back) can correlate well enough to be fitted; such a fit leaves most of the audio in,
+and kept, it would play the agent's voice into a silent line. So a fit must cancel, and a frame is never
+made louder than it came.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ WINDOW = 250 * RATE // 1000  # of the caller's audio, to find and fit the echo
 TAPS = 8  # around the delay: a hybrid's echo is a little smeared, not one copy
 ADAPT_EVERY = 4  # frames between fits: the echo path changes slowly, the fit costs ~3 ms on a loaded core
 ADAPT_CORRELATION = 0.6  # fit only when the caller's audio is this like what we sent (echo alone)
+FIT_RESIDUAL = 0.25  # a fit must take out at least 6 dB of the window it was fitted on (echo alone: ~30 dB)
 SILENT_REFERENCE = 1e4  # energy of what we sent (int16 units squared, summed) under which there is no echo
 
 
@@ -45,6 +50,8 @@ class EchoCanceller:
             return frame
         predicted = self._predict(n)
         residual = frame.astype(np.float64) - predicted
+        if float(np.dot(residual, residual)) > float(np.dot(frame.astype(np.float64), frame)):
+            return frame  # what was predicted is not in this frame: subtracting it would add the agent's voice
         cleaned: np.ndarray = np.clip(np.rint(residual), -32768, 32767).astype(np.int16)
         return cleaned
 
@@ -79,5 +86,8 @@ class EchoCanceller:
         delay = MAX_DELAY - best
         columns = self._columns(delay, WINDOW)
         gram = columns.T @ columns + 1e-3 * np.eye(TAPS) * float(np.trace(columns.T @ columns)) / TAPS
-        self._filter = np.linalg.solve(gram, columns.T @ mic)
-        self._delay = delay
+        fitted = np.linalg.solve(gram, columns.T @ mic)
+        residual = mic - columns @ fitted
+        if float(np.dot(residual, residual)) > FIT_RESIDUAL * mic_energy:
+            return  # correlated, but not an echo: most of the audio is something else
+        self._filter, self._delay = fitted, delay

@@ -322,11 +322,12 @@ async def test_barge_in_stops_the_agent_and_keeps_only_what_was_heard(serve, spe
     assistant = [m["content"] for m in last if m["role"] == "assistant" and m["content"]]
     heard_text = assistant[-1]
     assert heard_text.startswith(LONG_REPLY[0]) and LONG_REPLY[-1] not in heard_text, assistant
-    assert last[-1]["role"] == "user" and "interrupt" in last[-1]["content"].lower()
+    # Its last words: the first ones are the ones a busy line garbles ("Sorry, Kevin, you're up" in one CI run).
+    assert last[-1]["role"] == "user" and "headphones" in last[-1]["content"].lower(), last[-1]
     # So does the call record; the answer to the interruption was heard.
     said = agent_lines(record)
     assert LONG_REPLY[0] in said and LONG_REPLY[-1] not in said, said
-    assert "All right, I am listening." in said
+    assert "All right, I am listening." in said, (said, exchange.lines)
     assert "listening" in exchange.heard().lower(), exchange.lines
 
 
