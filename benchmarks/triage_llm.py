@@ -29,7 +29,8 @@ SETS = {
     "tuning": "triage_tuning.jsonl",
     "untouched": "triage_untouched.jsonl",
     "heldout": "triage_heldout.jsonl",
-    "fresh": "triage_fresh.jsonl",  # written before the 1.5B prompts were tuned, read only for totals
+    "fresh": "triage_fresh.jsonl",  # written before the 1.5B prompts were tuned; its misses were since read
+    "blind": "triage_blind.jsonl",  # written by someone who saw no prompt and no set; measured, never tuned on
 }
 
 
