@@ -20,7 +20,9 @@ pause (two turns). "one breath": the paused sentences spoken whole and cut after
 head has mid-sentence intonation (a head spoken alone ends like a sentence). "STT after end of turn": how long
 Whisper still ran once the turn had ended. "early reply" is the same with the model started on the pause's
 transcript too (voice.early_reply): its first sentence is ready at the later of the end of turn and pause +
-transcript + 200 ms.
+transcript + 200 ms. "+ words": the same, with voice.mid_sentence_wait: a turn whose transcript stops where a
+sentence cannot (speech.turn_words.unfinished) waits up to 2 s after the voice, so the caller's second half
+is heard in time; "held by words" counts the finished sentences that wait so (the rule's cost).
 
     .venv/bin/python benchmarks/turn_taking.py [--quick]
 """
@@ -49,7 +51,7 @@ from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStart
 from speech.models import piper_voice_paths
 from speech.transcriber import Transcriber
 from speech.turn import InlineJudge, TurnModel
-from speech.turn_words import stops_agent
+from speech.turn_words import stops_agent, unfinished
 from speech.vad import VadModel
 from telephony.g711 import ulaw_decode, ulaw_encode
 
@@ -394,7 +396,12 @@ def main() -> None:
                     replied = max(ends.at_s[-1], transcribed + MODEL_REPLY_S) if ends.pauses else None
                     heard_early.append((replied or ready + MODEL_REPLY_S) - voice_end + tts_first + 0.02)
                     end_of_turn.append(ends.at_s[-1] - voice_end)
-            answered_in_pause = 0
+            answered_in_pause = words_answered = 0  # words: voice.mid_sentence_wait on the turn's transcript
+            held = 0  # finished sentences the words would hold (their reply 1.5 s later)
+            for name in names:
+                for text in sentences:
+                    _, words_heard, _ = transcribe(voices.speak(name, text))
+                    held += unfinished(words_heard)
             for name in names:
                 for head, tail in paused:
                     for gap in (0.6, 0.9, 1.2):
@@ -403,8 +410,10 @@ def main() -> None:
                         mic = np.concatenate([silence(lead), first, silence(gap), second, silence(2.5)])
                         ends = run(endpointer(vad, judge, rule), mic, judge=judge)
                         second_at = lead + (first.size / RATE) + gap
-                        answered_in_pause += any(at < second_at + 0.1 for at in ends.at_s)
-            breath_answers = breath_cases = 0
+                        answered = any(at < second_at + 0.1 for at in ends.at_s)
+                        answered_in_pause += answered
+                        words_answered += answered and not unfinished(transcribe(ends.turns[0].audio)[1])
+            breath_answers = breath_words = breath_cases = 0
             for (_name, head, tail), cut in breaths.items():
                 if cut is None or (head, tail) not in paused:
                     continue
@@ -412,7 +421,9 @@ def main() -> None:
                     mic = np.concatenate([silence(0.5), cut[0], silence(gap), cut[1], silence(2.5)])
                     ends = run(endpointer(vad, judge, rule), mic, judge=judge)
                     second_at = 0.5 + cut[0].size / RATE + gap
-                    breath_answers += any(at < second_at + 0.1 for at in ends.at_s)
+                    answered = any(at < second_at + 0.1 for at in ends.at_s)
+                    breath_answers += answered
+                    breath_words += answered and not unfinished(transcribe(ends.turns[0].audio)[1])
                     breath_cases += 1
             pause_cases = len(names) * len(paused) * 3
             row = rows.setdefault(system, {})
@@ -423,6 +434,9 @@ def main() -> None:
             row[f"answers in pause ({corpus})"] = f"{answered_in_pause}/{pause_cases}"
             row[f"answers in pause, one breath ({corpus})"] = f"{breath_answers}/{breath_cases}"
             row[f"cut at a comma ({corpus})"] = f"{split}/{len(heard)}"
+            row[f"answers in pause, + words ({corpus})"] = f"{words_answered}/{pause_cases}"
+            row[f"one breath, + words ({corpus})"] = f"{breath_words}/{breath_cases}"
+            row[f"finished sentences held by words ({corpus})"] = f"{held}/{len(names) * len(sentences)}"
             if judge is not None and rule.done == args.threshold:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]
 

@@ -126,6 +126,11 @@ class VoiceConfig:
     turn_model: str = "off"
     turn_silence_ms: int = 200
     turn_max_silence_ms: int = 2000
+    # A turn whose words stop where an English sentence cannot ("my order number is four five", "I want to
+    # return the") waits for the rest up to turn_max_silence_ms after the caller's voice, and the two halves
+    # are one turn (speech/turn_words.py: unfinished). Costs nothing on finished sentences: the reply waits
+    # for the words anyway. Turn it off for callers in other languages.
+    mid_sentence_wait: bool = True
     turn_threshold: float = 0.97
     turn_hold_threshold: float = 0.1
     # Transcription starts after this much silence, before the turn is sure to have ended (0: at the end);

@@ -27,7 +27,7 @@ from callcenter.keypad import Keypad, run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
-from speech.turn_words import stops_agent
+from speech.turn_words import stops_agent, unfinished
 from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.session import Session
 from swarm.speculation import Speculation
@@ -76,6 +76,9 @@ class VoiceSettings:
     digit_timeout_s: float = 3.0
     digits_not_taken: str = "Sorry, I couldn't use those digits. Could you say the number instead?"
     early_reply: bool = VoiceConfig.early_reply
+    # A turn whose words stop mid-sentence ("my order number is ...") waits this much longer for the rest
+    # (None: answered at once): up to turn_max_silence_ms after the caller's voice.
+    mid_sentence_wait_s: float | None = (VoiceConfig.turn_max_silence_ms - VoiceConfig.end_silence_ms) / 1000
 
     @classmethod
     def from_config(cls, voice: VoiceConfig) -> VoiceSettings:
@@ -87,6 +90,9 @@ class VoiceSettings:
             reprompts_before_hangup=voice.reprompts_before_hangup,
             max_call_s=voice.max_call_s,
             early_reply=voice.early_reply,
+            mid_sentence_wait_s=(voice.turn_max_silence_ms - voice.end_silence_ms) / 1000
+            if voice.mid_sentence_wait
+            else None,
         )
 
 
@@ -111,6 +117,19 @@ class TurnTiming:
             "early_transcript": self.early,
             "early_reply": self.early_reply,
         }
+
+
+@dataclass
+class _Held:
+    """Words that stopped mid-sentence; answered as they are when the timer fires (none: the caller went on)."""
+
+    text: str
+    ended: float  # when the turn they ended was decided (monotonic)
+    timer: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 @dataclass
@@ -159,6 +178,7 @@ class Conversation:
         self._transcribing = asyncio.Lock()
         self._early: tuple[SpeechPaused, asyncio.Task[Any]] | None = None  # a transcription started at a pause
         self._speculation: Speculation | None = None  # the model started on that transcription
+        self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
         self._reprompts = 0  # since the caller last said something
@@ -188,6 +208,8 @@ class Conversation:
             for task in tasks:
                 task.cancel()
             self._drop_speculation()
+            if self._held is not None:
+                self._held.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             self._keep_heard("call_ended")
             self._close_keypad("call_ended")
@@ -208,6 +230,8 @@ class Conversation:
             for event in self.endpointer.feed(frame):
                 if isinstance(event, SpeechStarted):
                     self._last_activity = time.monotonic()
+                    if self._held is not None:
+                        self._held.cancel()  # the caller goes on: the rest comes with their next words
                     self._caller_quiet.clear()
                     if not self._closing and self._playback.pause():
                         # Silent within the VAD's onset; whether it was an interruption, the words will tell.
@@ -322,8 +346,14 @@ class Conversation:
                 self._playback.resume()
                 return False
             self._interrupt("barge_in")
+        held, self._held = self._held, None
+        if held is not None:
+            held.cancel()
+            text = f"{held.text} {text}".strip()  # the caller's sentence, from its first half on
         if not text:
             return False  # noise or a cough while the agent was silent: nothing to answer
+        if self._hold(text, ended, transcript.confident):
+            return False
         self._reprompts = 0
         self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
@@ -334,6 +364,32 @@ class Conversation:
             return False
         self._start_turn(self._reply(text, ended, timing, speculation))
         return True
+
+    def _hold(self, text: str, ended: float, confident: bool) -> bool:
+        """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):
+        the caller paused to think, or to read a number. The reply waited for these words anyway, so only a
+        wrong guess costs time (the wait), and no words are lost: the rest is joined to them."""
+        wait = self.settings.mid_sentence_wait_s
+        if wait is None or not confident or self._keypad is not None or not unfinished(text):
+            return False
+        remaining = max(0.0, ended + wait - time.monotonic())
+        if self._held is not None:
+            self._held.cancel()
+        self._held = _Held(text, ended)
+        if self._caller_quiet.is_set():  # else they went on while these words were transcribed
+            self._held.timer = asyncio.get_running_loop().call_later(remaining, self._release_held)
+        log.info("event=mid_sentence_wait call=%s wait_s=%.2f", self.call.call_id, remaining)
+        return True
+
+    def _release_held(self) -> None:
+        """The caller said no more: their words are answered as they are."""
+        held, self._held = self._held, None
+        if held is None or self._closing:
+            return
+        self._reprompts = 0
+        self._close_keypad("spoken")
+        self.transcript.add("caller", held.text)
+        self._start_turn(self._reply(held.text, held.ended, TurnTiming()))
 
     def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""

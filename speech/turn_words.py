@@ -89,3 +89,58 @@ def stops_agent(text: str, confident: bool, agent_said: str, duration_s: float |
     if duration_s is not None and len(words(text)) > 1 + MAX_WORDS_PER_S * max(0.0, duration_s - PADS_S):
         return False
     return bool(text) and confident and is_interruption(text) and not is_echo_of(text, agent_said)
+
+
+# Words an English sentence does not end on: a caller who falls silent after one is in the middle of it
+# ("I want to return the ...", "can you tell me how ..."). Closed classes, chosen by grammar: articles and
+# possessives, prepositions that are rarely a verb's particle (so not "on", "in", "up": "hold on", "log in"),
+# conjunctions, "to" before its verb, fillers. Words that often do end a sentence stay out ("this", "that",
+# "so", "do", "can", "it").
+UNFINISHED_AFTER = frozenset(
+    {
+        *("a", "an", "the", "my", "your", "our", "their", "his", "her", "its", "every", "each"),
+        *("of", "for", "with", "from", "at", "into", "onto", "by", "than", "about", "between", "during", "via"),
+        *("and", "or", "but", "because", "if", "although", "unless", "whether", "to"),
+        *("how", "which", "whose"),
+        *("uh", "um", "er", "erm", "uhm"),
+    }
+)
+# "is" after a noun waits for its complement ("my order number is ..."); after a pronoun it is often the end
+# ("yes it is", "here it is").
+COPULAS = frozenset({"is", "was", "are", "were"})
+PRONOUNS = frozenset({"it", "that", "this", "there", "here", "what", "which", "who", "he", "she", "they", "you", "we"})
+DIGIT_WORDS = frozenset({"zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"})
+# No order or phone number is shorter than this: fewer digits after "number" are the start of one.
+MIN_NUMBER_DIGITS = 4
+# A question may leave its preposition or "is" at the end ("who am I speaking to", "how much the headphones
+# are"): after a question word, or in a sentence that opens with an auxiliary, that end is the end.
+QUESTION_WORDS = frozenset({"who", "whom", "what", "which", "where", "how"})
+AUXILIARIES = frozenset({"is", "are", "was", "do", "does", "did", "can", "could", "would", "will", "have", "has"})
+STRANDABLE = COPULAS | {"to", "for", "with", "from", "at", "about", "of", "by", "into"}
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+
+
+def unfinished(text: str) -> bool:
+    """The words stop where a sentence cannot: the caller paused in the middle of it."""
+    said = _TOKEN.findall(_SOUND.sub(" ", text.lower()))
+    if not said or text.rstrip().endswith("?"):
+        return False  # Whisper heard a question: the caller's voice rose to its end
+    last, before = said[-1], said[-2] if len(said) > 1 else ""
+    if last in STRANDABLE and (said[0] in AUXILIARIES or QUESTION_WORDS.intersection(said[:-1])):
+        return False
+    if last in UNFINISHED_AFTER or (last == "like" and before in ("would", "i'd")):
+        return True
+    if last.endswith("'s"):
+        return True  # "the number's ...", "it's ...": a contracted "is" has its complement after it
+    if last in COPULAS and before and before not in PRONOUNS:
+        return True
+    return _number_begun(said)
+
+
+def _number_begun(said: list[str]) -> bool:
+    """ "... number is four five": the digits said after "number" are too few to be one yet."""
+    digits, n = 0, len(said)
+    while n and (said[n - 1] in DIGIT_WORDS or said[n - 1].isdigit()):
+        n -= 1
+        digits += 1 if said[n] in DIGIT_WORDS else len(said[n])
+    return 0 < digits < MIN_NUMBER_DIGITS and "number" in said[max(0, n - 3) : n]

@@ -240,3 +240,57 @@ async def test_a_caller_who_stays_silent_is_said_goodbye_and_the_session_knows_w
         await until(lambda: call.done(), what="the goodbye")
     assert call.result() == "abandoned" and line.said()[-1] == SETTINGS.silence_goodbye
     assert line.session.ended() == CallEnded("caller_silent") and line.session.escalated() is None
+
+
+# ---- mid-sentence pauses -------------------------------------------------------------------------------------
+
+
+async def test_a_turn_that_stops_mid_sentence_waits_for_the_rest_and_is_one_turn(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=2.0))
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return the")  # a pause long enough to end the turn
+        await settle(0.2)
+        assert line.said() == [SETTINGS.greeting] and line.conversation._turn is not None
+        assert line.conversation._turn.done()  # nothing was answered to half a sentence
+        await line.caller.say("headphones I bought last week.")
+        await line.agent_done()
+    assert [entry["text"] for entry in line.caller_lines()] == ["I want to return the headphones I bought last week."]
+    assert len(line.conversation.transcript.turns) == 1
+    assert "headphones" in " ".join(line.said()[1:]).lower()
+
+
+async def test_half_a_sentence_is_answered_when_the_caller_says_no_more(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=0.3))
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("My order number is four five")
+        await settle(0.1)
+        assert line.caller_lines() == []  # still waiting for the rest of the number
+        await settle(0.4)
+        await line.agent_done()
+    assert [entry["text"] for entry in line.caller_lines()] == ["My order number is four five"]
+    assert len(line.said()) > 1 and len(line.conversation.transcript.turns) == 1
+
+
+async def test_a_caller_who_goes_on_while_the_first_half_is_transcribed_is_waited_for(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=0.2))
+    async with running(line.conversation):
+        await line.agent_done()
+        line.transcriber.delay_s = 0.1
+        await line.caller.say("My order number is four five")
+        await line.caller.start()  # before the words are in: the wait must not run out under the caller
+        await settle(0.5)
+        assert line.caller_lines() == []
+        await line.caller.end("eight two one.")
+        await line.agent_done()
+    assert [entry["text"] for entry in line.caller_lines()] == ["My order number is four five eight two one."]
+
+
+async def test_a_finished_sentence_is_not_held(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=5.0))
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones.")
+        await line.agent_done()  # within until()'s 3 s, so well before the 5 s wait
+    assert len(line.said()) > 1

@@ -283,6 +283,26 @@ async def test_buy_call_through_offline_router(serve, speech, caplog) -> None:
     assert metrics.by("voiceswarm_calls_total", "disposition") == {"completed": 1}
 
 
+DIGITS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
+DIGITS |= {"seven": "7", "eight": "8", "nine": "9"}
+
+
+async def test_a_number_read_out_in_two_breaths_is_one_turn(serve, speech) -> None:
+    server = await serve()
+    caller = TestCaller(speech, caller_id=CALLER)
+    async with caller.connected(uri(server)):
+        await caller.agent_turn()
+        await caller.say("My order number is four five")
+        await asyncio.sleep(1.0)  # past the 500 ms that end a turn: the words say the number has only begun
+        await caller.say("eight two one.")
+        await caller.agent_turn()
+    record = await record_of(server)
+    said = [line["text"] for line in record.transcript if line["who"] == "caller"]
+    assert len(said) == 1 and len(record.turns) == 1, said
+    spoken = " ".join(DIGITS.get(word, word) for word in said[0].lower().replace("-", " ").split())
+    assert "45821" in "".join(ch for ch in spoken if ch.isdigit()), said
+
+
 async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, caplog) -> None:
     server = await serve(greeting="Good morning, this is the warm-up test line.")
     caplog.set_level(logging.DEBUG, logger="speech.synthesizer")
