@@ -7,6 +7,7 @@ packaged models (the 0.5B one where only the plumbing counts).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import signal
 import sys
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 from callcenter import local_model
+from callcenter.agents import build_registry
 from callcenter.brains import choose_brains
 from callcenter.config import Config, ConfigError, LLMConfig, load_config
 from callcenter.local_model import (
@@ -29,11 +31,12 @@ from callcenter.local_model import (
     local_model_file,
     missing_local_model,
 )
+from callcenter.shop import Shop
 from harness.fake_ollama import FakeOllama
 from speech.models import ModelError
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.base import Completion, Delta, ProviderUnavailable, collect
-from swarm.providers.local import LocalProvider, LocalServer, LocalServerError, ServerSpec
+from swarm.providers.local import LocalProvider, LocalServer, LocalServerError, ServerSpec, ahead_of_the_caller
 from swarm.providers.ollama import OllamaProvider
 from swarm.providers.openai_compat import OpenAIProvider
 from swarm.registry import Agent, Registry, SessionConfig, SwarmSpec
@@ -437,3 +440,29 @@ async def test_a_server_dying_mid_call_gets_the_apology_and_transfer_and_the_nex
         said == SessionConfig().apology and (escalation := call.escalated()) and escalation.reason == "provider_error"
     )
     assert local_05b.starts == starts + 1 and reply.strip() and reply != SessionConfig().apology
+
+
+@pytest.mark.llm
+async def test_the_history_after_triages_question_is_read_into_the_cache(local_05b: LocalServer, caplog) -> None:
+    # Triage's question ends the turn with its say line; warming that history (the agent's line last) under
+    # triage's tools-only grammar was refused by llama.cpp as an assistant reply to continue (HTTP 400).
+    provider = LocalProvider(local_05b, owns_server=False, timeout=60, tool_mode="constrained")
+    registry = build_registry(Shop(":memory:"), {"triage": provider})
+    session = registry.session("warm", "shop")
+    said = [sentence async for sentence in session.stream("Hello? Yes, hi.")]
+    request = session.completion_request(registry.agents["triage"])
+    caplog.set_level(logging.DEBUG, logger="swarm.providers.local")
+    await provider.warm(request)
+    session.dispose()
+    await provider.aclose()
+    assert request.messages[-1].role == "assistant" and said, said  # the shape that was refused
+    assert [r.getMessage() for r in caplog.records if "prefill" in r.getMessage()][-1].startswith(
+        "event=local_llm_prefilled"
+    ), caplog.text
+
+
+def test_a_warm_read_ends_where_the_callers_words_go() -> None:
+    spoken = CompletionRequest("triage", "t", (Message("system", "S"), Message("assistant", "Buy or return?")))
+    assert ahead_of_the_caller(spoken).messages[-1] == Message("user", "")
+    asked = CompletionRequest("triage", "t", (Message("system", "S"), Message("user", "Hi")))
+    assert ahead_of_the_caller(asked) is asked

@@ -20,10 +20,10 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from swarm.messages import CompletionRequest
+from swarm.messages import CompletionRequest, Message
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
 from swarm.providers.llama_server import READY
 from swarm.providers.openai_compat import OpenAIProvider
@@ -282,7 +282,7 @@ class LocalProvider:
 
     async def warm(self, request: CompletionRequest) -> None:
         """Read this prompt into the cache now, once (a turn's history while the caller hears its say line)."""
-        await self._prefill(request, logging.DEBUG)
+        await self._prefill(ahead_of_the_caller(request), logging.DEBUG)
 
     async def warmed(self) -> None:
         """Wait until the prompt cache is filled again after a restart (for tests and benchmarks)."""
@@ -369,3 +369,16 @@ class LocalProvider:
         finally:
             await warming.aclose()
         log.log(level, "event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, time.monotonic() - started)
+
+
+def ahead_of_the_caller(request: CompletionRequest) -> CompletionRequest:
+    """The history as the caller's next turn will send it, up to where their words go.
+
+    A history that ends with the agent's own line is, to llama.cpp, a reply to continue ("assistant prefill");
+    under a constrained grammar that cannot begin inside a sentence it refuses the request (HTTP 400 "Failed
+    to initialize samplers"), so the warm read was lost and the next turn read everything cold. An empty user
+    turn after that line renders the same tokens as the next turn's up to the caller's words.
+    """
+    if not request.messages or request.messages[-1].role != "assistant" or request.messages[-1].tool_calls:
+        return request
+    return replace(request, messages=(*request.messages, Message(role="user", content="")))
