@@ -37,7 +37,7 @@ INTENT = {
 
 def main() -> None:
     registry = build_registry(Shop(":memory:"), {})
-    router = registry.completions["offline"]
+    router = registry.providers["offline"]
     assert isinstance(router, OfflineRouter)  # registered as a Provider: best_tool is the router's own
     tools = tuple(registry.tools[name].spec() for name in registry.agents["triage"].tools)
     print(

@@ -171,7 +171,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
     router = OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE)
     for tool in [*tools, triage_question_tool(router)]:
         registry.add_tool(tool)
-    registry.add_completion("offline", router)
+    registry.add_provider("offline", router)
     agents = {
         "triage": (
             TRIAGE_PROMPT,
@@ -196,14 +196,14 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
     }
     for name, (prompt, tool_names) in agents.items():
         provider = brains.get(name)
-        completion, fallback = "offline", None
+        provider_name, fallback = "offline", None
         if provider is not None:
-            if provider.name not in registry.completions:
-                registry.add_completion(provider.name, provider)
-            completion, fallback = provider.name, ("offline" if fallback_to_offline else None)
+            if provider.name not in registry.providers:
+                registry.add_provider(provider.name, provider)
+            provider_name, fallback = provider.name, ("offline" if fallback_to_offline else None)
         # Triage only routes: every reply of its is a tool (its one question included). Handed the caller, sales
         # and refund look up what was asked first.
-        agent = Agent(name, prompt, completion, tool_names, (VOICE_RULES,), fallback)
+        agent = Agent(name, prompt, provider_name, tool_names, (VOICE_RULES,), fallback)
         registry.add_agent(replace(agent, tool_only=name == "triage", tool_on_entry=name != "triage"))
     registry.add_swarm(SwarmSpec(SWARM, AGENTS, "triage"))
     registry.check()

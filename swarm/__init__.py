@@ -1,7 +1,7 @@
 """A swarm of LLM agents for one caller at a time: agents hand the caller over to each other, call tools, and
 every change is an event, so a session can be stored and resumed.
 
-What a user imports from here: the `Registry` (completions, tools, agents and swarms by name), the specs it holds,
+What a user imports from here: the `Registry` (providers, tools, agents and swarms by name), the specs it holds,
 `Session` (one caller's turns), `Tool` and its helpers, and the messages and events a session reads and writes.
 The model back ends live in `swarm.providers` (`Provider` is the protocol; `swarm.providers.local`,
 `.openai_compat`, `.ollama`, `.offline` and `.scripted` implement it); import the one you use.

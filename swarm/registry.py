@@ -1,4 +1,4 @@
-"""Registries of completions, tools, agents and swarms, checked once at start-up."""
+"""Registries of providers, tools, agents and swarms, checked once at start-up."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ __all__ = [
 
 @dataclass
 class Registry:
-    completions: dict[str, Provider] = field(default_factory=dict)
+    providers: dict[str, Provider] = field(default_factory=dict)
     tools: dict[str, Tool] = field(default_factory=dict)
     agents: dict[str, Agent] = field(default_factory=dict)
     swarms: dict[str, SwarmSpec] = field(default_factory=dict)
 
-    def add_completion(self, name: str, provider: Provider) -> None:
-        _add(self.completions, "completion", name, provider)
+    def add_provider(self, name: str, provider: Provider) -> None:
+        _add(self.providers, "provider", name, provider)
 
     def add_tool(self, tool: Tool) -> None:
         _add(self.tools, "tool", tool.name, tool)
@@ -47,9 +47,9 @@ class Registry:
         """Raise RegistryError listing every reference to a name nobody registered."""
         problems: list[str] = []
         for agent in self.agents.values():
-            for completion in filter(None, (agent.completion, agent.fallback)):
-                if completion not in self.completions:
-                    problems.append(f"agent {agent.name!r} uses unknown completion {completion!r}")
+            for provider in filter(None, (agent.provider, agent.fallback)):
+                if provider not in self.providers:
+                    problems.append(f"agent {agent.name!r} uses unknown provider {provider!r}")
             problems += [f"agent {agent.name!r} uses unknown tool {t!r}" for t in agent.tools if t not in self.tools]
         for swarm in self.swarms.values():
             problems += [f"swarm {swarm.name!r} has unknown agent {a!r}" for a in swarm.agents if a not in self.agents]

@@ -246,7 +246,7 @@ class Session:
         history = self.history.copy()
         history.push(Message("user", text))
         request = self.completion_request(agent, self._view(agent, history))
-        return Speculation(self.registry.completions[agent.completion], request)
+        return Speculation(self.registry.providers[agent.provider], request)
 
     def _take_speculation(self, request: CompletionRequest | None) -> Speculation | None:
         """The running turn's speculation if it asked exactly `request`; either way it is no longer pending."""
@@ -396,7 +396,7 @@ class Session:
 
     def _warm(self, agent: Agent) -> None:
         """Let the agent's server read the history the model has not seen (the tool result and its say line)."""
-        provider = self.registry.completions[agent.completion]
+        provider = self.registry.providers[agent.provider]
         if isinstance(provider, PromptCache):
             self._warming = asyncio.ensure_future(provider.warm(self.completion_request(agent)))
 
@@ -539,10 +539,10 @@ class _Attempt:
         return Completion(" ".join(self.said), found.calls)
 
     async def _complete(self, request: CompletionRequest) -> AsyncIterator[str]:
-        """Stream from the agent's completion, or its fallback if that fails before a word was said."""
-        names = [n for n in (self.agent.completion, self.agent.fallback) if n]
+        """Stream from the agent's provider, or its fallback if that fails before a word was said."""
+        names = [n for n in (self.agent.provider, self.agent.fallback) if n]
         for index, name in enumerate(names):
-            provider = self.session.registry.completions[name]
+            provider = self.session.registry.providers[name]
             speculation = self.session._take_speculation(request) if index == 0 else None
             try:
                 async for sentence in self._stream(provider, request, speculation):
@@ -552,7 +552,7 @@ class _Attempt:
                 if self.said or index == len(names) - 1:
                     self.provider_failed, self.errors = True, [str(error)]
                     return
-                log.warning("completion %s failed, using %s: %s", name, names[index + 1], error)
+                log.warning("provider %s failed, using %s: %s", name, names[index + 1], error)
 
     async def _stream(
         self, provider: Provider, request: CompletionRequest, speculation: Speculation | None

@@ -22,11 +22,11 @@ class RegistryError(Exception):
 class Agent:
     name: str
     prompt: str
-    completion: str
+    provider: str
     tools: tuple[str, ...] = ()
     # Extra system messages after the prompt (house rules, today's date, the caller's number...).
     system: tuple[str, ...] = ()
-    # A completion to use when the main one fails (the offline router when the LLM server is down).
+    # A provider to use when the main one fails (the offline router when the LLM server is down).
     fallback: str | None = None
     # The agent answers only through its tools (triage: hand over, transfer, or ask its one question), so
     # a model that can be forced to call one is (CompletionRequest.tool_required).
@@ -62,7 +62,7 @@ class Catalog(Protocol):
     """The registered names a session looks up: a `swarm.registry.Registry`, checked before the session starts."""
 
     @property
-    def completions(self) -> Mapping[str, Provider]: ...
+    def providers(self) -> Mapping[str, Provider]: ...
 
     @property
     def tools(self) -> Mapping[str, Tool]: ...

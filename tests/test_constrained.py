@@ -175,7 +175,7 @@ async def test_the_session_speaks_the_first_sentence_while_the_constrained_reply
     server.handler = handle
     provider = OpenAIProvider("m", server.base_url, tool_mode="constrained", timeout=10)
     registry = Registry()
-    registry.add_completion("m", provider)
+    registry.add_provider("m", provider)
     registry.add_agent(Agent("sales", "You sell.", "m"))
     registry.add_swarm(SwarmSpec("shop", ("sales",), "sales"))
     said = []

@@ -53,7 +53,7 @@ class Line:
 
         self.model = NoteTaker()
         registry = Registry()
-        registry.add_completion("notes", self.model)
+        registry.add_provider("notes", self.model)
         registry.add_tool(tool_from_function(note))
         registry.add_agent(Agent("desk", "You take notes.", "notes", ("note",)))
         registry.add_swarm(SwarmSpec("desk", ("desk",), "desk"))

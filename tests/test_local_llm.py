@@ -423,11 +423,11 @@ async def test_a_server_dying_mid_call_gets_the_apology_and_transfer_and_the_nex
     await provider.start()
     starts = local_05b.starts
     registry = Registry()
-    registry.add_completion("dying", KilledMidReply(provider))
-    registry.add_completion("local", provider)
-    for name, completion in (("doomed", "dying"), ("helper", "local")):
+    registry.add_provider("dying", KilledMidReply(provider))
+    registry.add_provider("local", provider)
+    for name, provider_name in (("doomed", "dying"), ("helper", "local")):
         registry.add_agent(
-            Agent(name, "You are a shop assistant on the phone. Answer in one short sentence.", completion)
+            Agent(name, "You are a shop assistant on the phone. Answer in one short sentence.", provider_name)
         )
         registry.add_swarm(SwarmSpec(name, (name,), name))
     call = registry.session("call-1", "doomed")

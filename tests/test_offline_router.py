@@ -27,7 +27,7 @@ INTENT = {
 
 def triage_accuracy(path: Path) -> float:
     registry = build_registry(Shop(":memory:"), {})
-    router = registry.completions["offline"]
+    router = registry.providers["offline"]
     assert isinstance(router, OfflineRouter)
     tools = tuple(registry.tools[name].spec() for name in registry.agents["triage"].tools)
     rows = [json.loads(line) for line in path.read_text().splitlines()]

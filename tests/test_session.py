@@ -30,10 +30,10 @@ def build(triage_script, sales_script=None, fallback=None) -> tuple[Registry, Sc
     registry = Registry()
     triage_model = ScriptedProvider(triage_script, name="triage-model")
     sales_model = ScriptedProvider(sales_script or [], name="sales-model")
-    registry.add_completion("triage-model", triage_model)
-    registry.add_completion("sales-model", sales_model)
+    registry.add_provider("triage-model", triage_model)
+    registry.add_provider("sales-model", sales_model)
     if fallback:
-        registry.add_completion("fallback", fallback)
+        registry.add_provider("fallback", fallback)
     registry.add_tool(navigate_tool("sales", "Hand over to sales."))
     registry.add_tool(navigate_back_tool())
     registry.add_tool(tool_from_function(lookup))
@@ -120,7 +120,7 @@ async def test_the_history_after_a_say_line_is_warmed_before_the_next_turn_asks(
     # caller listens, and the next turn waits for that rather than racing it to an uncached slot.
     model = CachingModel([reply("", ("quote_lamp", {"sku": "DL-530"})), "Done."])
     registry, _, _ = build([])
-    registry.completions["sales-model"] = model
+    registry.providers["sales-model"] = model
     registry.add_tool(tool_from_function(quote_lamp, says_result=True))
     registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("quote_lamp",))
     session = registry.session("c1", "shop")
@@ -323,7 +323,7 @@ def test_registration_errors_at_start_up():
     with pytest.raises(RegistryError, match="registered twice"):
         registry.add_agent(Agent("triage", "x", "triage-model"))
     registry.add_agent(Agent("ghost", "x", "no-such-model", ("no-such-tool",)))
-    with pytest.raises(RegistryError, match=r"unknown completion 'no-such-model'.*unknown tool 'no-such-tool'"):
+    with pytest.raises(RegistryError, match=r"unknown provider 'no-such-model'.*unknown tool 'no-such-tool'"):
         registry.check()
 
 
@@ -370,7 +370,7 @@ def circle(triage_script: list, sales_script: list) -> tuple[Registry, ScriptedP
     sales = ScriptedProvider([*sales_script, "never asked"], name="sales-model")
     registry = Registry()
     for provider in (triage, sales):
-        registry.add_completion(provider.name, provider)
+        registry.add_provider(provider.name, provider)
     for tool in (
         navigate_tool("sales", "To sales."),
         navigate_tool("triage", "To triage."),
@@ -460,7 +460,7 @@ def control_registry() -> Registry:
         "Putting you through.",
     ]
     registry = Registry()
-    registry.add_completion("model", ScriptedProvider([*script, reply("", ("bye", {})), "Goodbye."], name="model"))
+    registry.add_provider("model", ScriptedProvider([*script, reply("", ("bye", {})), "Goodbye."], name="model"))
     for fn in (find, transfer, bye):
         registry.add_tool(tool_from_function(fn))
     registry.add_agent(Agent("desk", "You help.", "model", ("find", "transfer", "bye")))

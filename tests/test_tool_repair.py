@@ -22,8 +22,8 @@ def search(query: str) -> dict:
 def build(triage: list, sales: list | None = None) -> tuple[Registry, ScriptedProvider]:
     registry = Registry()
     model = ScriptedProvider(triage, name="triage-model")
-    registry.add_completion("triage-model", model)
-    registry.add_completion("sales-model", ScriptedProvider(sales or ["What would you like?"], name="sales-model"))
+    registry.add_provider("triage-model", model)
+    registry.add_provider("sales-model", ScriptedProvider(sales or ["What would you like?"], name="sales-model"))
     registry.add_tool(navigate_tool("sales", "Hand over to sales."))
     registry.add_tool(navigate_tool("refund", "Hand over to returns."))
     registry.add_tool(tool_from_function(search))
@@ -138,7 +138,7 @@ def order(sku: str, confirmed: bool = False) -> dict:
 
 def build_writer(script: list) -> Registry:
     registry = Registry()
-    registry.add_completion("m", ScriptedProvider(script, name="m"))
+    registry.add_provider("m", ScriptedProvider(script, name="m"))
     registry.add_tool(tool_from_function(order))
     registry.add_agent(Agent("sales", "You sell.", "m", ("order",)))
     registry.add_swarm(SwarmSpec("shop", ("sales",), "sales"))
