@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.rtp_pacing import one_run  # noqa: E402
 from callcenter.agents import SWARM, build_registry  # noqa: E402
-from callcenter.brains import Brains, prefill  # noqa: E402
 from callcenter.config import Config, LLMConfig  # noqa: E402
+from callcenter.llm_choice import LLMChoice, prefill  # noqa: E402
 from callcenter.local_model import local_model_file  # noqa: E402
 from callcenter.shop import Shop  # noqa: E402
 from speech.transcriber import Transcriber  # noqa: E402
@@ -153,12 +153,12 @@ async def first_turn_table(model: str, threads: int, callers: int) -> None:
         server = LocalServer(ServerSpec(file.path, file.chat_template, threads=threads, name=model))
         provider = LocalProvider(server, model=model, timeout=llm.timeout, name=f"local:{model}")
         await provider.start()
-        brains = Brains(dict.fromkeys(("triage", "sales", "refund"), provider), "bench", (provider,))
+        llm_choice = LLMChoice(dict.fromkeys(("triage", "sales", "refund"), provider), "bench", (provider,))
         shop = Shop(":memory:")
-        registry = build_registry(shop, brains.per_agent)
+        registry = build_registry(shop, llm_choice.per_agent)
         if warm:
             started = time.perf_counter()
-            await prefill(registry, SWARM, brains)
+            await prefill(registry, SWARM, llm_choice)
             print(f"prefill of the 3 agents at start-up: {time.perf_counter() - started:.1f} s", flush=True)
             rows.append(("first caller, after prefill (warm)", *await timed_turn(registry, 1)))
             for caller in range(2, callers):

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from callcenter.agents import AGENTS, SWARM, build_registry  # noqa: E402
-from callcenter.brains import Brains, prefill  # noqa: E402
 from callcenter.config import LLMConfig  # noqa: E402
 from callcenter.demo import ANSWERS, CALLER, CALLS, MAX_ANSWERS  # noqa: E402
+from callcenter.llm_choice import LLMChoice, prefill  # noqa: E402
 from callcenter.local_model import local_server  # noqa: E402
 from callcenter.shop import Shop  # noqa: E402
 from swarm.events import Rescued, ToolCallRepaired, ValidationFailed  # noqa: E402
@@ -209,7 +209,7 @@ async def main() -> None:
     shop = Shop(":memory:")
     shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
     registry = build_registry(shop, dict.fromkeys(AGENTS, recorder))
-    await prefill(registry, SWARM, Brains(dict.fromkeys(AGENTS, provider), "bench", (provider,)))
+    await prefill(registry, SWARM, LLMChoice(dict.fromkeys(AGENTS, provider), "bench", (provider,)))
     print(f"start-up and prefill of the {len(AGENTS)} agents: {time.perf_counter() - started:.1f} s\n")
     turns, events, outcomes = [], [], []
     try:

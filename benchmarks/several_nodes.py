@@ -2,7 +2,7 @@
 
 1. Order writes: 20 threads of one node place orders at once (each its own idempotency key), on a SQLite file
    and on a throw-away PostgreSQL cluster with fsync on (tests/postgres.py); p50/p99 of `Shop.place_order`.
-2. Three in-process `serve` nodes (offline brain) on one PostgreSQL behind Kamailio running
+2. Three in-process `serve` nodes (offline router) on one PostgreSQL behind Kamailio running
    docs/kamailio-dispatcher.cfg (ping interval 1 s here, 10 s in the docs), sipp callers (tests/cluster.py):
    - kill: node c's SIP socket is closed with calls live on it (as a crash looks from the network); reported:
      seconds until the dispatcher holds it inactive, calls lost among those live on it and among new ones;

@@ -15,7 +15,7 @@ from the caller's first pause (voice.early_transcript_ms), before the end of the
 "reply" the share whose model reply was started there too (voice.early_reply) and taken by the turn;
 "load" is the machine's load average.
 
-With --llm local the brain is the demo's: the packaged Qwen2.5-Coder-1.5B in llama.cpp's server (its prompts
+With --llm local the LLM is the demo's: the packaged Qwen2.5-Coder-1.5B in llama.cpp's server (its prompts
 prefilled at start-up), and the callers say the demo's purchase (LOCAL_LINES), each reply waited for up to
 LOCAL_TIMEOUT_S; "llm" is then the real model's time to the first sentence, hand-overs and tool calls included.
 
@@ -282,13 +282,13 @@ async def main() -> int:
     if args.callers:
         return await callers_main(args.callers, int(args.calls), args.seed, args.llm)
     counts = [int(n) for n in args.calls.split(",")]
-    brain = (
+    llm = (
         "the local model (qwen2.5-coder-1.5b, the demo's purchase)"
         if args.llm == "local"
         else f"a scripted model answering after {MODEL_DELAY_S * 1000:.0f} ms"
     )
     print(
-        f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; brain: {brain}; early transcripts "
+        f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; LLM: {llm}; early transcripts "
         f"after {args.early_ms} ms of silence; end of turn after {args.end_silence_ms} ms; seconds\n",
         flush=True,
     )

@@ -17,7 +17,7 @@ from swarm.tools import Tool, ToolContext
 SWARM = "shop"
 
 # Rules every agent follows: the caller hears these replies through a phone speaker. The prompts are written
-# for a 1.5B model (Qwen2.5-Coder, the local brain): short, one job per agent, one line per situation and the
+# for a 1.5B model (Qwen2.5-Coder, the local LLM): short, one job per agent, one line per situation and the
 # tool it calls, example calls in words (no format: the tool mode adds its own), measured with
 # benchmarks/triage_llm.py. They are the same every turn, so the server's prompt cache keeps them.
 VOICE_RULES = (
@@ -151,8 +151,10 @@ def end_call_tool() -> Tool:
     )
 
 
-def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallback_to_offline: bool = False) -> Registry:
-    """The registry for the shop swarm; an agent whose brain is None is served by the offline router."""
+def build_registry(
+    shop: Shop, providers: Mapping[str, Provider | None], *, fallback_to_offline: bool = False
+) -> Registry:
+    """The registry for the shop swarm; an agent whose provider is None is served by the offline router."""
     registry = Registry()
     tools = [
         navigate_tool("sales", "Hand the caller over to sales when they want to buy something.", SALES_PHRASES),
@@ -167,7 +169,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
         ),
         *shop_tools(shop),
     ]
-    # The router's phrases come from the tools themselves, so both brains share one vocabulary.
+    # The router's phrases come from the tools themselves, so both LLMs share one vocabulary.
     router = OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE)
     for tool in [*tools, triage_question_tool(router)]:
         registry.add_tool(tool)
@@ -195,7 +197,7 @@ def build_registry(shop: Shop, brains: Mapping[str, Provider | None], *, fallbac
         ),
     }
     for name, (prompt, tool_names) in agents.items():
-        provider = brains.get(name)
+        provider = providers.get(name)
         provider_name, fallback = "offline", None
         if provider is not None:
             if provider.name not in registry.providers:

@@ -1,7 +1,7 @@
 """`make demo`: a real SIP server takes two real calls from the built-in caller: a purchase and a return.
 
 Both sides are printed as they happen: what the caller says (spoken by Piper, sent as RTP) and what the
-caller hears (the agent's voice, transcribed by Whisper). The agents' brain is the local model (llama.cpp's
+caller hears (the agent's voice, transcribed by Whisper). The agents' LLM is the local model (llama.cpp's
 server with the packaged Qwen2.5-Coder-1.5B), unless VOICESWARM_LLM names another provider; when the local
 model cannot run, the demo says why and uses the offline router.
 """
@@ -86,7 +86,7 @@ async def main() -> int:
                 print(f"The {provider} LLM failed to start ({error}): the offline router answers instead.", flush=True)
                 server = await stack.enter_async_context(VoiceServer(config, provider="offline", speech=speech))
             host, port = server.address
-            print(f"VoiceSwarm answers SIP on {host}:{port} — brain: {server.app.brain}", flush=True)
+            print(f"VoiceSwarm answers SIP on {host}:{port} — LLM: {server.app.llm}", flush=True)
             server.app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
             for title, lines in CALLS.items():
                 print(f"\n=== {title}: the built-in caller dials sip:shop@{host}:{port}", flush=True)

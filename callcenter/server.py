@@ -40,7 +40,7 @@ class VoiceServer:
         app: App | None = None,
     ) -> None:
         """`speech` and `app` given are shared and left open at the end (the testbed serves many trials with one
-        set of speech models, and each trial's shop and brain as an App of its own)."""
+        set of speech models, and each trial's shop and LLM as an App of its own)."""
         self.config, self._listen, self._provider, self._speech, self._app = config, listen, provider, speech, app
         self.metrics = VoiceMetrics()
 

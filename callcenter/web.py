@@ -83,7 +83,7 @@ async def serve(config: Config, provider: str | None, host: str, port: int) -> i
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     print(
-        f"voiceswarm: WebSocket endpoint ws://{host}:{port}/api/v1/session/{{client_id}} (brain: {app.brain})",
+        f"voiceswarm: WebSocket endpoint ws://{host}:{port}/api/v1/session/{{client_id}} (LLM: {app.llm})",
         flush=True,
     )
     try:

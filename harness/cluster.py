@@ -92,7 +92,7 @@ async def dispatcher(
 
 
 def node_config(database_url: str, *, deadline_s: float = 5.0, metrics_listen: str = "") -> Config:
-    """A `serve` node with the offline brain whose shop and call records are at `database_url`."""
+    """A `serve` node with the offline router whose shop and call records are at `database_url`."""
     return Config(
         llm=LLMConfig(provider="offline"),
         database=database_url,

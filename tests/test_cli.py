@@ -108,7 +108,7 @@ def test_chat_goodbye_ends_the_chat(tmp_path: Path) -> None:
     assert [e["name"] for e in events if e["event"] == "tool_call"] == ["end_call"]
 
 
-def test_chat_without_input_prints_only_the_brain(tmp_path: Path) -> None:
+def test_chat_without_input_prints_only_the_llm(tmp_path: Path) -> None:
     assert [e["event"] for e in chat(tmp_path)] == ["brain"]
 
 

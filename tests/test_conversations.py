@@ -159,7 +159,7 @@ async def test_auto_without_ollama_uses_the_offline_router(tmp_path, provider):
     app, _ = await make_app(
         tmp_path, provider=provider, host="http://127.0.0.1:9", local_model=str(tmp_path / "none.gguf")
     )
-    assert app.brain.startswith("offline router")
+    assert app.llm.startswith("offline router")
 
 
 async def test_goodbye_ends_the_call_and_a_short_no_does_not(tmp_path):

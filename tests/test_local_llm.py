@@ -21,8 +21,8 @@ import pytest
 
 from callcenter import local_model
 from callcenter.agents import build_registry
-from callcenter.brains import choose_brains
 from callcenter.config import Config, ConfigError, LLMConfig, load_config
+from callcenter.llm_choice import choose_llm
 from callcenter.local_model import (
     CHAT_TEMPLATE,
     PACKAGED,
@@ -193,26 +193,26 @@ def test_bad_local_keys_are_refused_at_load_time(tmp_path: Path, line: str, mess
 
 async def test_auto_takes_ollama_when_it_answers_with_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        "callcenter.brains.missing_local_model", lambda spec: pytest.fail("the local model was looked at")
+        "callcenter.llm_choice.missing_local_model", lambda spec: pytest.fail("the local model was looked at")
     )
     async with FakeOllama([], models=("qwen3:4b",)) as ollama:
-        brains = await choose_brains(Config(llm=LLMConfig(host=ollama.url)), ("triage",))
-    triage = brains.per_agent["triage"]
-    assert triage is not None and triage.name == "ollama:qwen3:4b" and brains.local == ()
-    assert brains.description.startswith(f"ollama at {ollama.url}")
+        llm_choice = await choose_llm(Config(llm=LLMConfig(host=ollama.url)), ("triage",))
+    triage = llm_choice.per_agent["triage"]
+    assert triage is not None and triage.name == "ollama:qwen3:4b" and llm_choice.local == ()
+    assert llm_choice.description.startswith(f"ollama at {ollama.url}")
 
 
 async def test_auto_without_ollama_or_local_model_is_the_offline_router_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        "callcenter.brains.missing_local_model",
+        "callcenter.llm_choice.missing_local_model",
         lambda spec: "the llama.cpp runtime is not installed (pip install xllamacpp)",
     )
     async with FakeOllama([], models=("llama3:8b",)) as ollama:
-        brains = await choose_brains(Config(llm=LLMConfig(host=ollama.url)), ("triage", "sales"))
-    assert brains.per_agent == {"triage": None, "sales": None}
-    assert brains.description == (
+        llm_choice = await choose_llm(Config(llm=LLMConfig(host=ollama.url)), ("triage", "sales"))
+    assert llm_choice.per_agent == {"triage": None, "sales": None}
+    assert llm_choice.description == (
         f"offline router (model 'qwen3:4b' is not pulled on {ollama.url}: run `ollama pull qwen3:4b` "
         "(pulled: llama3:8b); the llama.cpp runtime is not installed (pip install xllamacpp))"
     )
@@ -223,9 +223,9 @@ async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router
     broken.write_bytes(b"GGUF" + bytes(100))
     if missing_local_model(str(broken)):
         pytest.skip("xllamacpp is not installed")
-    brains = await choose_brains(Config(llm=LLMConfig(host=NO_OLLAMA, local_model=str(broken))), ("triage",))
-    assert brains.per_agent == {"triage": None}
-    assert brains.description.startswith(
+    llm_choice = await choose_llm(Config(llm=LLMConfig(host=NO_OLLAMA, local_model=str(broken))), ("triage",))
+    assert llm_choice.per_agent == {"triage": None}
+    assert llm_choice.description.startswith(
         f"offline router (no Ollama server answers at {NO_OLLAMA}; the local model failed: the local LLM server"
     )
 
@@ -240,29 +240,29 @@ async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router
     ],
 )
 async def test_the_configured_tool_mode_reaches_the_provider(kind: str, mode: str, expected: str) -> None:
-    brains = await choose_brains(Config(llm=LLMConfig(provider=kind, tool_mode=mode)), ("triage",))
-    triage = brains.per_agent["triage"]
+    llm_choice = await choose_llm(Config(llm=LLMConfig(provider=kind, tool_mode=mode)), ("triage",))
+    triage = llm_choice.per_agent["triage"]
     assert isinstance(triage, OpenAIProvider | OllamaProvider) and triage.tool_mode == expected
 
 
 @pytest.mark.llm
 @needs_runtime
 async def test_auto_without_ollama_starts_the_local_model() -> None:
-    brains = await choose_brains(
+    llm_choice = await choose_llm(
         Config(llm=LLMConfig(host=NO_OLLAMA, local_model="qwen2.5-coder-0.5b")), ("triage", "sales")
     )
     try:
-        provider = brains.per_agent["triage"]
+        provider = llm_choice.per_agent["triage"]
         assert (
             isinstance(provider, LocalProvider)
-            and brains.per_agent["sales"] is provider
-            and brains.local == (provider,)
+            and llm_choice.per_agent["sales"] is provider
+            and llm_choice.local == (provider,)
         )
         assert provider.server.alive() and provider.tool_mode == "constrained"  # the measured best (tool_modes.py)
-        assert brains.description.startswith("local model qwen2.5-coder-0.5b (llama.cpp on http://127.0.0.1:")
-        assert brains.description.endswith(f"because no Ollama server answers at {NO_OLLAMA}")
+        assert llm_choice.description.startswith("local model qwen2.5-coder-0.5b (llama.cpp on http://127.0.0.1:")
+        assert llm_choice.description.endswith(f"because no Ollama server answers at {NO_OLLAMA}")
     finally:
-        brains.close()
+        llm_choice.close()
     assert not provider.server.alive()
 
 

@@ -13,7 +13,7 @@ from callcenter.agents import AGENTS, TRIAGE_PROMPT
 from callcenter.cli import main
 from callcenter.config import Config
 from callcenter.shop import Shop
-from callcenter.testbed.brainspec import BrainError, BrainSpec, OpenBrain, open_brain, parse_brain
+from callcenter.testbed.llm_spec import LLMSpec, LLMSpecError, OpenLLM, open_llm, parse_llm
 from callcenter.testbed.report import baseline_diff, pass_hat_k, summarise
 from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.runner import TrialResult, run_trial
@@ -46,16 +46,16 @@ def scenario_file(folder: Path, text: str, name: str = "case") -> Path:
     return path
 
 
-async def trial(tmp_path: Path, text: str, brain: OpenBrain | None = None) -> TrialResult:
+async def trial(tmp_path: Path, text: str, llm: OpenLLM | None = None) -> TrialResult:
     scenario = load_scenario(scenario_file(tmp_path, text))
-    opened = brain or await open_brain(parse_brain("offline"), Config())
+    opened = llm or await open_llm(parse_llm("offline"), Config())
     return await run_trial(scenario, opened, 1, tmp_path, expected_state(tmp_path, scenario), Config())
 
 
-def scripted(*steps: Step, delay: float = 0.0) -> OpenBrain:
-    """A brain that says or calls exactly `steps`, one per completion, whatever the agent."""
-    return OpenBrain(
-        BrainSpec("scripted:test", "scripted"),
+def scripted(*steps: Step, delay: float = 0.0) -> OpenLLM:
+    """An LLM that says or calls exactly `steps`, one per completion, whatever the agent."""
+    return OpenLLM(
+        LLMSpec("scripted:test", "scripted"),
         "test script",
         lambda values: dict.fromkeys(AGENTS, ScriptedProvider(list(steps), delay=delay)),
     )
@@ -118,14 +118,14 @@ async def test_turns_after_the_call_ended_fail_the_trial(tmp_path):
     assert any("was never taken" in f for f in result.failures), result.failures
 
 
-async def test_a_brain_that_gives_no_reply_fails_even_where_a_transfer_is_expected(tmp_path):
-    # The apology hands the caller to a person, which is what this scenario wants, but the brain said nothing.
+async def test_an_llm_that_gives_no_reply_fails_even_where_a_transfer_is_expected(tmp_path):
+    # The apology hands the caller to a person, which is what this scenario wants, but the LLM said nothing.
     result = await trial(
         tmp_path,
         '[[turn]]\nsay = "Sprechen Sie Deutsch?"\n[expect]\ntransfer = true\n',
         scripted(ProviderError("the model timed out")),
     )
-    assert result.failures == ["the brain gave no reply (the model timed out)"]
+    assert result.failures == ["the LLM gave no reply (the model timed out)"]
 
 
 async def test_nothing_written_is_checked_without_reference_actions(tmp_path):
@@ -290,14 +290,14 @@ def test_summary_averages_pass_hat_over_scenarios():
     assert summary["turn_latency_p50_s"] == pytest.approx(0.2)
 
 
-def test_parse_brain():
-    assert parse_brain("local:0.5b") == BrainSpec("local:0.5b", "local", "qwen2.5-coder-0.5b")
-    assert parse_brain("openai:qwen@http://h:8000/v1") == BrainSpec(
+def test_parse_llm():
+    assert parse_llm("local:0.5b") == LLMSpec("local:0.5b", "local", "qwen2.5-coder-0.5b")
+    assert parse_llm("openai:qwen@http://h:8000/v1") == LLMSpec(
         "openai:qwen@http://h:8000/v1", "openai", "qwen", "http://h:8000/v1"
     )
-    assert parse_brain("ollama:qwen3:4b").model == "qwen3:4b"
-    with pytest.raises(BrainError, match="unknown brain 'gpt'"):
-        parse_brain("gpt")
+    assert parse_llm("ollama:qwen3:4b").model == "qwen3:4b"
+    with pytest.raises(LLMSpecError, match="unknown LLM 'gpt'"):
+        parse_llm("gpt")
 
 
 def two_scenarios(folder: Path) -> Path:
@@ -331,9 +331,9 @@ def test_baseline_diff_names_what_got_better_and_worse(tmp_path, capsys):
     suite, old = two_scenarios(tmp_path), tmp_path / "old.json"
     main(["eval", str(suite), "--json", str(old), "--quiet"])
     report = json.loads(old.read_text())
-    brain = report["summary"]["brains"]["offline"]
-    brain["scenarios"]["buy"]["pass_hat"]["1"] = 0.0
-    brain["scenarios"]["wrong"]["pass_hat"]["1"] = 1.0
+    llm = report["summary"]["brains"]["offline"]
+    llm["scenarios"]["buy"]["pass_hat"]["1"] = 0.0
+    llm["scenarios"]["wrong"]["pass_hat"]["1"] = 1.0
     old.write_text(json.dumps(report))
     capsys.readouterr()
     assert main(["eval", str(suite), "--baseline", str(old), "--quiet"]) == 0
@@ -342,8 +342,8 @@ def test_baseline_diff_names_what_got_better_and_worse(tmp_path, capsys):
     assert baseline_diff({"summary": {"brains": {}}}, report) == ["offline: not in the baseline"]
 
 
-def test_a_scripted_brain_from_a_file(tmp_path, capsys):
-    script = tmp_path / "brain.toml"
+def test_a_scripted_llm_from_a_file(tmp_path, capsys):
+    script = tmp_path / "llm.toml"
     script.write_text(
         textwrap.dedent("""
         [[rule]]

@@ -100,14 +100,14 @@ def line(speech: SpeechModels) -> Iterator[PhoneLine]:
 
 
 async def audio_trial(tmp_path: Path, line: PhoneLine, scenario_path: Path, trial: int = 1) -> TrialResult:
-    from callcenter.testbed.brainspec import open_brain, parse_brain
+    from callcenter.testbed.llm_spec import open_llm, parse_llm
     from callcenter.testbed.runner import run_trial
     from callcenter.testbed.scenario import load_scenario
     from callcenter.testbed.state import expected_state
 
     scenario = load_scenario(scenario_path)
-    brain = await open_brain(parse_brain("offline"), Config())
-    return await run_trial(scenario, brain, trial, tmp_path, expected_state(tmp_path, scenario), Config(), line)
+    llm = await open_llm(parse_llm("offline"), Config())
+    return await run_trial(scenario, llm, trial, tmp_path, expected_state(tmp_path, scenario), Config(), line)
 
 
 @pytest.mark.peers

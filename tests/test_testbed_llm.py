@@ -12,7 +12,7 @@ import pytest
 
 from callcenter.agents import AGENTS
 from callcenter.config import Config
-from callcenter.testbed.brainspec import BrainSpec, OpenBrain
+from callcenter.testbed.llm_spec import LLMSpec, OpenLLM
 from callcenter.testbed.report import markdown, summarise
 from callcenter.testbed.runner import run_trial
 from callcenter.testbed.scenario import load_suite
@@ -27,13 +27,13 @@ SUBSET = ("wants_person", "buy_charger", "hostile_system_prompt")
 @pytest.mark.timeout(600)
 async def test_demo_subset_on_the_05b_model(local_05b: LocalServer, tmp_path):
     provider = LocalProvider(local_05b, model=local_05b.spec.name, timeout=60.0, name="local:0.5b", owns_server=False)
-    brain = OpenBrain(
-        BrainSpec("local:0.5b", "local", local_05b.spec.name),
+    llm = OpenLLM(
+        LLMSpec("local:0.5b", "local", local_05b.spec.name),
         "the 0.5B model",
         lambda values: dict.fromkeys(AGENTS, provider),
     )
     scenarios = [s for s in load_suite([SUITE]) if s.id in SUBSET]
-    results = [await run_trial(s, brain, 1, tmp_path, expected_state(tmp_path, s), Config()) for s in scenarios]
+    results = [await run_trial(s, llm, 1, tmp_path, expected_state(tmp_path, s), Config()) for s in scenarios]
     print("\n" + markdown(summarise(results, 1)))
     for result in results:
         assert result.turn_latency_s, result

@@ -17,7 +17,7 @@ from callcenter.turn_events import turn_events
 
 def register(subparsers: Any) -> None:
     chat = subparsers.add_parser("chat", help="talk to the agents in the terminal")
-    chat.add_argument("--llm", choices=PROVIDERS, help="the brain (default: from config)")
+    chat.add_argument("--llm", choices=PROVIDERS, help="the LLM (default: from config)")
     chat.add_argument("--json", action="store_true", help="print one JSON object per event")
     chat.add_argument("--caller", default="+4915100000000", help="the caller's phone number")
     chat.set_defaults(run=run)
@@ -30,7 +30,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
 async def _chat(config: Config, provider: str | None, as_json: bool, caller: str) -> int:
     app = await open_app(config, provider)
     try:
-        _print_event({"event": "brain", "brain": app.brain} if as_json else f"(brain: {app.brain})", as_json)
+        # The --json event keeps its name "brain" (it names the LLM): scripts read these events.
+        _print_event({"event": "brain", "brain": app.llm} if as_json else f"(LLM: {app.llm})", as_json)
         session = app.session(f"chat-{uuid.uuid4().hex[:8]}", caller)
         for line in _caller_lines():
             seen = len(session.events)

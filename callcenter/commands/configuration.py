@@ -25,7 +25,7 @@ async def _config(config: Config, check: bool) -> int:
     print(json.dumps(config.as_dict(), indent=2))
     if not check:
         return 0
-    from callcenter.brains import check_llm  # the brains and their clients load only when asked to check
+    from callcenter.llm_choice import check_llm  # the LLM choice and its clients load only when asked to check
 
     problem = await check_llm(config)
     print(f"llm: {'OK' if problem is None else problem}")

@@ -1,4 +1,4 @@
-"""`voiceswarm eval SUITE... --llm BRAIN[,BRAIN...] --repeat K`: the scenarios × brains × K trials, scored."""
+"""`voiceswarm eval SUITE... --llm LLM[,LLM...] --repeat K`: the scenarios × LLMs × K trials, scored."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from callcenter.config import Config
-from callcenter.testbed.brainspec import BrainError, BrainSpec, OpenBrain, open_brain, parse_brain
+from callcenter.testbed.llm_spec import LLMSpec, LLMSpecError, OpenLLM, open_llm, parse_llm
 from callcenter.testbed.report import baseline_diff, markdown, summarise
 from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
@@ -26,22 +26,20 @@ if TYPE_CHECKING:  # the phone path imports the voice server and the speech mode
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    p = commands.add_parser("eval", help="score scenario files against one or more brains (pass^k)")
+    p = commands.add_parser("eval", help="score scenario files against one or more LLMs (pass^k)")
     p.add_argument("suite", nargs="+", help="scenario .toml files or directories of them")
     p.add_argument(
         "--llm",
         default="offline",
-        help="brains, comma-separated: offline, local[:0.5b|1.5b], ollama:MODEL, "
+        help="LLMs, comma-separated: offline, local[:0.5b|1.5b], ollama:MODEL, "
         "openai:MODEL@URL, scripted:FILE (default: offline)",
     )
-    p.add_argument("--repeat", "-k", type=int, default=1, help="trials per scenario and brain (pass^1..pass^K)")
+    p.add_argument("--repeat", "-k", type=int, default=1, help="trials per scenario and LLM (pass^1..pass^K)")
     p.add_argument("--only", action="append", default=[], help="run only scenarios whose id contains this (repeatable)")
-    p.add_argument(
-        "--jobs", type=int, default=1, help="trials run at once per brain (the offline router gains nothing)"
-    )
+    p.add_argument("--jobs", type=int, default=1, help="trials run at once per LLM (the offline router gains nothing)")
     p.add_argument("--json", dest="json_out", help="write every run and the summary to this file")
     p.add_argument("--baseline", help="an earlier --json file: print what got better and worse")
-    p.add_argument("--min-pass", type=float, help="exit 1 when a brain's overall pass^1 is below this (0..1)")
+    p.add_argument("--min-pass", type=float, help="exit 1 when an LLM's overall pass^1 is below this (0..1)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument(
         "--voice",
@@ -61,10 +59,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
         scenarios = [s for s in load_suite(args.suite) if not args.only or any(o in s.id for o in args.only)]
-        specs = [parse_brain(b.strip()) for b in args.llm.split(",") if b.strip()]
+        specs = [parse_llm(t.strip()) for t in args.llm.split(",") if t.strip()]
         baseline = json.loads(Path(args.baseline).read_text(encoding="utf-8")) if args.baseline else None
         audio = audio_mode(args)
-    except (ScenarioError, BrainError, VoiceError, OSError, ValueError) as error:
+    except (ScenarioError, LLMSpecError, VoiceError, OSError, ValueError) as error:
         print(f"voiceswarm eval: {error}", file=sys.stderr)
         return 2
     if not scenarios or args.repeat < 1:
@@ -74,7 +72,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print("voiceswarm eval: audio trials run one at a time (--jobs is ignored)", file=sys.stderr)
     try:
         results = asyncio.run(_evaluate(scenarios, specs, args, config, audio))
-    except (ScenarioError, BrainError, ProviderError, ModelError) as error:
+    except (ScenarioError, LLMSpecError, ProviderError, ModelError) as error:
         print(f"\nvoiceswarm eval: {error}", file=sys.stderr)
         return 2
     summary = {**(audio.summary() if audio is not None else {"mode": "text"}), **summarise(results, args.repeat)}
@@ -82,18 +80,19 @@ def run(args: argparse.Namespace, config: Config) -> int:
     print(markdown(summary))
     for run_ in results:
         if not run_.passed:
-            print(f"\nFAILED {run_.brain} {run_.scenario} #{run_.trial}: " + "; ".join(run_.failures))
+            print(f"\nFAILED {run_.llm} {run_.scenario} #{run_.trial}: " + "; ".join(run_.failures))
     if baseline is not None:
         print("\nAgainst the baseline:\n" + "\n".join(baseline_diff(baseline, report)))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
     if args.min_pass is not None:
+        # "brains": the --json summary's key for the LLMs (kept: that format is fixed, and CI parses it).
         low = {
-            b: s["pass_hat"]["1"] for b, s in summary["brains"].items() if (s["pass_hat"]["1"] or 0.0) < args.min_pass
+            n: s["pass_hat"]["1"] for n, s in summary["brains"].items() if (s["pass_hat"]["1"] or 0.0) < args.min_pass
         }
         if low:
             print(
-                "\nbelow --min-pass {}: {}".format(args.min_pass, ", ".join(f"{b} {v:.2f}" for b, v in low.items())),
+                "\nbelow --min-pass {}: {}".format(args.min_pass, ", ".join(f"{n} {v:.2f}" for n, v in low.items())),
                 file=sys.stderr,
             )
             return 1
@@ -113,7 +112,7 @@ def audio_mode(args: argparse.Namespace) -> AudioMode | None:
 
 async def _evaluate(
     scenarios: list[Scenario],
-    specs: list[BrainSpec],
+    specs: list[LLMSpec],
     args: argparse.Namespace,
     config: Config,
     audio: AudioMode | None = None,
@@ -133,20 +132,20 @@ async def _evaluate(
             phone = await asyncio.to_thread(PhoneLine.open, audio, config)
             stack.callback(phone.close)
 
-        async def one(brain: OpenBrain, scenario: Scenario, trial: int) -> None:
+        async def one(llm: OpenLLM, scenario: Scenario, trial: int) -> None:
             async with gate:
-                result = await run_trial(scenario, brain, trial, work, expected[scenario.id], config, phone)
+                result = await run_trial(scenario, llm, trial, work, expected[scenario.id], config, phone)
             results.append(result)
             _progress(len(results), total, result, args.quiet)
 
         for spec in specs:
-            brain = await open_brain(spec, config)
+            llm = await open_llm(spec, config)
             try:
                 if not args.quiet:
-                    print(f"{spec.text}: {brain.description}", file=sys.stderr)
-                await asyncio.gather(*(one(brain, s, t) for s in scenarios for t in range(1, args.repeat + 1)))
+                    print(f"{spec.text}: {llm.description}", file=sys.stderr)
+                await asyncio.gather(*(one(llm, s, t) for s in scenarios for t in range(1, args.repeat + 1)))
             finally:
-                brain.close()
+                llm.close()
     if not args.quiet:
         print(file=sys.stderr)
     # Gathered trials finish in any order: the report lists them as they were asked for.
@@ -156,7 +155,7 @@ async def _evaluate(
             (spec, s, t) for spec in specs for s in scenarios for t in range(1, args.repeat + 1)
         )
     }
-    return sorted(results, key=lambda r: order[(r.brain, r.scenario, r.trial)])
+    return sorted(results, key=lambda r: order[(r.llm, r.scenario, r.trial)])
 
 
 def _progress(done: int, total: int, result: TrialResult, quiet: bool) -> None:

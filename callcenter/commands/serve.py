@@ -26,7 +26,7 @@ async def serve_forever(config: Config, listen: str | None, provider: str | None
         loop.add_signal_handler(signum, stop.set)
     async with VoiceServer(config, listen, provider) as server:
         print(
-            f"voiceswarm: answering SIP calls on {server.address[0]}:{server.address[1]} (brain: {server.app.brain})",
+            f"voiceswarm: answering SIP calls on {server.address[0]}:{server.address[1]} (LLM: {server.app.llm})",
             flush=True,
         )
         if server.supervisor_address:

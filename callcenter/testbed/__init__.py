@@ -1,4 +1,4 @@
-"""The testbed: scenario files scored by the shop's end state and the call's events, over brains and trials.
+"""The testbed: scenario files scored by the shop's end state and the call's events, over LLMs and trials.
 
 `voiceswarm eval` runs suites (callcenter.commands.eval); `agent_under_test` (callcenter.testbed.fixture)
 lets a call centre's own pytest tests talk to the agents.

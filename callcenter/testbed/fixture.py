@@ -4,7 +4,7 @@
         r = await s.run("I want to return my kettle")
         r.expect.handoff("refund").called("find_order")
 
-`brain` is any brain `voiceswarm eval` takes, or pass `providers` (agent -> Provider) to reuse a model
+`llm` is any LLM `voiceswarm eval` takes, or pass `providers` (agent -> Provider) to reuse a model
 already loaded. The shop is a fresh SQLite file with the given past orders; `s.orders` holds their numbers.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from callcenter.agents import AGENTS, SWARM, build_registry
 from callcenter.config import Config
 from callcenter.shop import Shop
-from callcenter.testbed.brainspec import open_brain, parse_brain
+from callcenter.testbed.llm_spec import open_llm, parse_llm
 from callcenter.testbed.scenario import DEFAULT_CALLER, Scenario, SeedOrder
 from callcenter.testbed.state import prepare_shop
 from callcenter.testbed.textcall import Expect, TextCall, TurnResult
@@ -54,7 +54,7 @@ class AgentUnderTest:
 
 @contextlib.asynccontextmanager
 async def agent_under_test(
-    brain: str = "offline",
+    llm: str = "offline",
     *,
     providers: Mapping[str, Provider | None] | None = None,
     caller: str = DEFAULT_CALLER,
@@ -75,7 +75,7 @@ async def agent_under_test(
     )
     with contextlib.ExitStack() as stack:
         where = folder or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-under-test-")))
-        opened = None if providers is not None else await open_brain(parse_brain(brain), config)
+        opened = None if providers is not None else await open_llm(parse_llm(llm), config)
         try:
             shop, values = prepare_shop(where / "shop.db", setup)
             stack.callback(shop.close)

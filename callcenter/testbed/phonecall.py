@@ -38,7 +38,7 @@ HANG_UP_S = 30.0
 OVERLAP_S = 0.3  # the agent heard this close to the end of the caller's turn was talking over it
 # The caller's ears: Whisper base. tiny.en, on the agent's Piper voice after G.711, heard "Shall I ..." as "cell I"
 # or "Tell I" and dropped the last sentence of a long turn ("... It's in stock." without "Shall I order one for
-# you?"): 4 of the demo suite's 36 calls failed so (offline brain: pass^1 0.69, against 0.81 in text and with base),
+# you?"): 4 of the demo suite's 36 calls failed so (offline router: pass^1 0.69, against 0.81 in text and with base),
 # failures of the test's caller, not of the agent.
 CALLER_WHISPER = "base"
 # ... prompted to write questions as questions: without a prompt it ended "Shall I start a return for it" with a
@@ -89,7 +89,7 @@ class PhoneLine:
 
     @contextlib.asynccontextmanager
     async def call(self, app: App, caller: str, folder: Path, name: str) -> AsyncIterator[PhoneCall]:
-        """A VoiceServer on 127.0.0.1 serving `app` (the trial's shop and brain), and a call to it from `caller`,
+        """A VoiceServer on 127.0.0.1 serving `app` (the trial's shop and LLM), and a call to it from `caller`,
         for the duration of the block; both are gone, and the server's session complete, once it exits."""
         config = _trial_config(self.config, folder / f"{name}.calls.db")
         timing = CallerTiming(turn_timeout_s=max(45.0, 1.5 * config.llm.timeout))

@@ -24,6 +24,6 @@ from callcenter.testbed.fixture import agent_under_test as _agent_under_test
 
 @pytest.fixture
 def agent_under_test(tmp_path: Path) -> Callable[..., Any]:
-    """`agent_under_test(brain="offline", *, providers=None, caller=..., orders=None, sold_out=())`: an async
+    """`agent_under_test(llm="offline", *, providers=None, caller=..., orders=None, sold_out=())`: an async
     context manager giving the agents on a fresh shop in the test's tmp_path."""
     return functools.partial(_agent_under_test, folder=tmp_path)

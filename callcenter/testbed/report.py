@@ -39,10 +39,10 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
-    """Per brain: pass^1..pass^k per scenario and averaged over scenarios, and the counts behind the metrics."""
-    brains: dict[str, Any] = {}
-    for brain in dict.fromkeys(r.brain for r in results):
-        runs = [r for r in results if r.brain == brain]
+    """Per LLM: pass^1..pass^k per scenario and averaged over scenarios, and the counts behind the metrics."""
+    llms: dict[str, Any] = {}
+    for llm in dict.fromkeys(r.llm for r in results):
+        runs = [r for r in results if r.llm == llm]
         scenarios: dict[str, Any] = {}
         for scenario in dict.fromkeys(r.scenario for r in runs):
             mine = [r for r in runs if r.scenario == scenario]
@@ -59,7 +59,7 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
             overall[str(j)] = sum(values) / len(values) if values else None
         totals = {m: sum(r.metrics.get(m, 0) for r in runs) for m in METRICS}
         latencies = [t for r in runs for t in r.turn_latency_s]
-        brains[brain] = {
+        llms[llm] = {
             "scenarios": scenarios,
             "pass_hat": overall,
             "metrics": totals,
@@ -70,7 +70,9 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
             "turn_latency_p95_s": percentile(latencies, 95),
             "duration_s": round(sum(r.duration_s for r in runs), 2),
         }
-    return {"k": k, "brains": brains}
+    # The --json summary's key for the LLM specs stays "brains" (read below too): that format is fixed, and CI
+    # parses it.
+    return {"k": k, "brains": llms}
 
 
 def mode_line(summary: dict[str, Any]) -> str:
@@ -92,7 +94,7 @@ def markdown(summary: dict[str, Any]) -> str:
     lines = [
         mode_line(summary),
         "",
-        "| scenario | brain | " + " | ".join(heads) + " |",
+        "| scenario | LLM | " + " | ".join(heads) + " |",
         "|" + "---|" * (2 + len(heads)),
     ]
     scenarios = list(dict.fromkeys(s for b in summary["brains"].values() for s in b["scenarios"]))
@@ -113,7 +115,7 @@ def markdown(summary: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "| brain | tool selection | arg errors 1st try | arg errors after feedback | rescues | placeholders "
+        "| LLM | tool selection | arg errors 1st try | arg errors after feedback | rescues | placeholders "
         "| provider errors | repairs | turn p50 | turn p95 | run time |",
         "|" + "---|" * 11,
     ]
@@ -129,26 +131,26 @@ def markdown(summary: dict[str, Any]) -> str:
 
 
 def baseline_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """What got better and worse since `old` (both --json outputs), by pass^1 per brain and scenario."""
+    """What got better and worse since `old` (both --json outputs), by pass^1 per LLM and scenario; an old file is read by the same keys."""
     lines: list[str] = []
-    for brain, now in new["summary"]["brains"].items():
-        before = old.get("summary", {}).get("brains", {}).get(brain)
+    for llm, now in new["summary"]["brains"].items():
+        before = old.get("summary", {}).get("brains", {}).get(llm)
         if before is None:
-            lines.append(f"{brain}: not in the baseline")
+            lines.append(f"{llm}: not in the baseline")
             continue
         for scenario, row in now["scenarios"].items():
             was = before["scenarios"].get(scenario)
             if was is None:
-                lines.append(f"new     {brain} {scenario}: pass^1 {_fraction(row['pass_hat']['1'])}")
+                lines.append(f"new     {llm} {scenario}: pass^1 {_fraction(row['pass_hat']['1'])}")
                 continue
             a, b = was["pass_hat"].get("1"), row["pass_hat"]["1"]
             if a is not None and b is not None and a != b:
                 word = "better " if b > a else "worse  "
-                lines.append(f"{word} {brain} {scenario}: pass^1 {_fraction(a)} -> {_fraction(b)}")
+                lines.append(f"{word} {llm} {scenario}: pass^1 {_fraction(a)} -> {_fraction(b)}")
         for scenario in before["scenarios"].keys() - now["scenarios"].keys():
-            lines.append(f"gone    {brain} {scenario}")
+            lines.append(f"gone    {llm} {scenario}")
         a, b = before["pass_hat"].get("1"), now["pass_hat"]["1"]
-        lines.append(f"overall {brain}: pass^1 {_fraction(a)} -> {_fraction(b)}")
+        lines.append(f"overall {llm}: pass^1 {_fraction(a)} -> {_fraction(b)}")
     return lines
 
 

@@ -1,4 +1,4 @@
-"""One trial: a fresh shop, the scenario's caller against one brain, then the score.
+"""One trial: a fresh shop, the scenario's caller against one LLM, then the score.
 
 A trial passes only when every check was made and held: a turn that could not be taken (its condition never
 came up, the call had ended) is a failure, never a skipped check.
@@ -18,7 +18,7 @@ from callcenter.agents import SWARM, UNCLEAR, build_registry
 from callcenter.app import App
 from callcenter.config import Config
 from callcenter.testbed import checks
-from callcenter.testbed.brainspec import OpenBrain
+from callcenter.testbed.llm_spec import OpenLLM
 from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.scenario import Scenario, Turn, pattern, render, render_value
 from callcenter.testbed.state import ShopState, prepare_shop, read_state
@@ -37,7 +37,7 @@ MAX_DETOURS = 3
 
 @dataclass
 class TrialResult:
-    brain: str
+    llm: str  # the LLM spec as given (LLMSpec.text)
     scenario: str
     trial: int
     passed: bool
@@ -48,12 +48,14 @@ class TrialResult:
     transcript: list[list[str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # The --json key for the LLM spec stays "brain", first in each run: that format is fixed, and CI parses it.
+        record = asdict(self)
+        return {"brain": record.pop("llm"), **record}
 
 
 async def run_trial(
     scenario: Scenario,
-    brain: OpenBrain,
+    llm: OpenLLM,
     trial: int,
     folder: Path,
     expected: ShopState,
@@ -62,14 +64,14 @@ async def run_trial(
 ) -> TrialResult:
     """In text (phone None) or through the whole phone path: a VoiceServer on the trial's shop, called over SIP."""
     started = time.monotonic()
-    name = f"{scenario.id}.{_slug(brain.spec.text)}.{trial}"
+    name = f"{scenario.id}.{_slug(llm.spec.text)}.{trial}"
     path = folder / f"{name}.db"
     shop, values = prepare_shop(path, scenario)
     failures: list[str] = []
     latencies: list[float] = []
     call: Caller | None = None
     try:
-        registry = build_registry(shop, brain.providers(values))
+        registry = build_registry(shop, llm.providers(values))
         if phone is None:
             session = registry.session(
                 f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session
@@ -78,7 +80,7 @@ async def run_trial(
             await _play(scenario, call, values, failures, latencies)
         else:
             try:
-                app = App(config, shop, registry, brain.description)
+                app = App(config, shop, registry, llm.description)
                 async with phone.call(app, scenario.caller, folder, name) as call:
                     await _play(scenario, call, values, failures, latencies)
             except Exception as error:  # the phone path failed: the trial could not be checked
@@ -97,7 +99,7 @@ async def run_trial(
     if call is not None:
         failures += score_events(scenario, call, values, rules)
     return TrialResult(
-        brain.spec.text,
+        llm.spec.text,
         scenario.id,
         trial,
         not failures,
@@ -227,12 +229,10 @@ def score_events(scenario: Scenario, call: Caller, values: dict[str, str], rules
         )
     if expect.ended is not None and (call.ended_by is not None) != expect.ended:
         problems.append("expected the call to end" if expect.ended else f"the call ended ({call.ended_by})")
-    # A brain that gave no reply is not judged by what the apology does (it hands over to a person, which is
+    # An LLM that gave no reply is not judged by what the apology does (it hands over to a person, which is
     # what some scenarios expect): the trial could not be checked, so it fails.
     problems += [
-        f"the brain gave no reply ({e.detail})"
-        for e in events
-        if isinstance(e, Rescued) and e.stage == "provider_error"
+        f"the LLM gave no reply ({e.detail})" for e in events if isinstance(e, Rescued) and e.stage == "provider_error"
     ]
     found = [p for p in problems if p is not None]
     for text in checks.said(events):

@@ -1,6 +1,6 @@
 """An intent router that needs no LLM: it picks the tool whose example phrases best match the caller.
 
-It is the demo's brain when no LLM server answers and the fallback when one fails mid-call. It speaks
+It is the demo's model when no LLM server answers and the fallback when one fails mid-call. It speaks
 only what tools return in a "say" field, or a fixed line per agent, so it can never invent facts.
 Tool results may carry a "proposal" ({"tool": ..., "arguments": ...}): the action the "say" text asked
 the caller to confirm; a yes runs it with confirmed=true, a no drops it.

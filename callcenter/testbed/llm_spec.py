@@ -1,5 +1,5 @@
-"""The brains an eval compares, named on the command line: offline, local[:MODEL], ollama:MODEL,
-openai:MODEL@URL, scripted:FILE. A brain is opened once (a local server starts once) and serves every trial."""
+"""The LLMs an eval compares, named on the command line: offline, local[:MODEL], ollama:MODEL,
+openai:MODEL@URL, scripted:FILE. An LLM is opened once (a local server starts once) and serves every trial."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from callcenter.agents import AGENTS, SWARM, build_registry
-from callcenter.brains import Brains, choose_brains, prefill
 from callcenter.config import Config
+from callcenter.llm_choice import LLMChoice, choose_llm, prefill
 from callcenter.shop import Shop
 from callcenter.testbed.scenario import render_value
 from swarm.messages import CompletionRequest
@@ -23,55 +23,55 @@ from swarm.providers.scripted import ScriptedProvider, reply
 LOCAL_ALIASES = {"0.5b": "qwen2.5-coder-0.5b", "1.5b": "qwen2.5-coder-1.5b"}
 
 
-class BrainError(Exception):
-    """A brain named on the command line that cannot be used; the message says what is expected."""
+class LLMSpecError(Exception):
+    """An LLM named on the command line that cannot be used; the message says what is expected."""
 
 
 @dataclass(frozen=True)
-class BrainSpec:
-    text: str  # as given, the brain's name in reports
+class LLMSpec:
+    text: str  # as given, the LLM's name in reports
     kind: str  # offline, local, ollama, openai, scripted
     model: str = ""
     url: str = ""
 
 
-def parse_brain(text: str) -> BrainSpec:
+def parse_llm(text: str) -> LLMSpec:
     kind, _, rest = text.partition(":")
     if kind == "offline" and not rest:
-        return BrainSpec(text, kind)
+        return LLMSpec(text, kind)
     if kind == "local":
-        return BrainSpec(text, kind, LOCAL_ALIASES.get(rest, rest))
+        return LLMSpec(text, kind, LOCAL_ALIASES.get(rest, rest))
     if kind == "ollama" and rest:
-        return BrainSpec(text, kind, rest)
+        return LLMSpec(text, kind, rest)
     if kind == "openai" and "@" in rest:
         model, _, url = rest.partition("@")
-        return BrainSpec(text, kind, model, url)
+        return LLMSpec(text, kind, model, url)
     if kind == "scripted" and rest:
-        return BrainSpec(text, kind, url=rest)
-    raise BrainError(
-        f"unknown brain {text!r}; use offline, local[:0.5b|1.5b|FILE.gguf], ollama:MODEL, openai:MODEL@URL or scripted:FILE"
+        return LLMSpec(text, kind, url=rest)
+    raise LLMSpecError(
+        f"unknown LLM {text!r}; use offline, local[:0.5b|1.5b|FILE.gguf], ollama:MODEL, openai:MODEL@URL or scripted:FILE"
     )
 
 
 @dataclass
-class OpenBrain:
-    spec: BrainSpec
+class OpenLLM:
+    spec: LLMSpec
     description: str
-    # The providers of one trial, given that trial's placeholder values (a scripted brain starts afresh).
+    # The providers of one trial, given that trial's placeholder values (a scripted LLM starts afresh).
     providers: Callable[[dict[str, str]], dict[str, Provider | None]]
-    brains: Brains | None = None
+    llm_choice: LLMChoice | None = None
 
     def close(self) -> None:
-        if self.brains is not None:
-            self.brains.close()
+        if self.llm_choice is not None:
+            self.llm_choice.close()
 
 
-async def open_brain(spec: BrainSpec, config: Config) -> OpenBrain:
+async def open_llm(spec: LLMSpec, config: Config) -> OpenLLM:
     if spec.kind == "scripted":
         rules = load_script(Path(spec.url))
-        return OpenBrain(
+        return OpenLLM(
             spec,
-            f"scripted brain {spec.url} ({len(rules)} rules)",
+            f"scripted LLM {spec.url} ({len(rules)} rules)",
             lambda values: dict.fromkeys(AGENTS, ScriptedProvider(script_for(rules, values), name="scripted")),
         )
     llm = config.llm
@@ -81,14 +81,14 @@ async def open_brain(spec: BrainSpec, config: Config) -> OpenBrain:
         llm = replace(llm, model=spec.model, agent_models={})
     elif spec.kind == "openai":
         llm = replace(llm, model=spec.model, base_url=spec.url, agent_models={})
-    brains = await choose_brains(replace(config, llm=llm), AGENTS, spec.kind)
+    llm_choice = await choose_llm(replace(config, llm=llm), AGENTS, spec.kind)
     # The local server's prompt cache is warmed once, on a throwaway shop, so trial one is not the slow one.
     with Shop(":memory:") as shop:
-        await prefill(build_registry(shop, brains.per_agent), SWARM, brains)
-    return OpenBrain(spec, brains.description, lambda values: dict(brains.per_agent), brains)
+        await prefill(build_registry(shop, llm_choice.per_agent), SWARM, llm_choice)
+    return OpenLLM(spec, llm_choice.description, lambda values: dict(llm_choice.per_agent), llm_choice)
 
 
-# --- scripted brains --------------------------------------------------------------------------------------
+# --- scripted LLMs ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -107,17 +107,17 @@ class Rule:
 
 
 def load_script(path: Path) -> list[Rule]:
-    """A scripted brain's TOML file: [[rule]] tables, tried in order, the first that matches answers."""
+    """A scripted LLM's TOML file: [[rule]] tables, tried in order, the first that matches answers."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         rules = [Rule(**r) for r in data.get("rule", [])]
     except (OSError, tomllib.TOMLDecodeError, TypeError) as error:
-        raise BrainError(f"scripted brain {path}: {error}") from None
+        raise LLMSpecError(f"scripted LLM {path}: {error}") from None
     for index, rule in enumerate(rules):
         actions = [rule.say is not None, rule.call is not None, rule.confirm, rule.say_result]
         if sum(actions) != 1:
-            raise BrainError(
-                f"scripted brain {path}: [[rule]] #{index + 1} needs exactly one of say, call, confirm, say_result"
+            raise LLMSpecError(
+                f"scripted LLM {path}: [[rule]] #{index + 1} needs exactly one of say, call, confirm, say_result"
             )
     return rules
 

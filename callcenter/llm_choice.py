@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Brains:
+class LLMChoice:
     """One provider per agent (None: the offline router), and a line saying what was chosen and why."""
 
     per_agent: dict[str, Provider | None]
@@ -58,7 +58,7 @@ def _openai(llm: LLMConfig, model: str) -> Provider:
     )
 
 
-async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> Brains:
+async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice:
     """Start the local model's server (joining its file on first use); raises ProviderError or ModelError."""
     # A slot per agent: two calls' turns run at once, batched, instead of one after the other (measured with
     # two prefilled prompts: 15.4 s for both with two slots, 17.8 s with one, the second reply starting 8 s late).
@@ -74,10 +74,10 @@ async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> Brains:
     )
     await provider.start()
     description = f"local model {server.spec.name} (llama.cpp on {server.url}, {llm.local_threads} threads){why}"
-    return Brains(dict.fromkeys(agents, provider), description, (provider,))
+    return LLMChoice(dict.fromkeys(agents, provider), description, (provider,))
 
 
-async def choose_brains(config: Config, agents: tuple[str, ...], provider: str | None = None) -> Brains:
+async def choose_llm(config: Config, agents: tuple[str, ...], provider: str | None = None) -> LLMChoice:
     """Build the providers; "auto" takes Ollama when it answers with the model, else the local model when its
     packages are installed, else the offline router, and the description says why."""
     llm = config.llm
@@ -87,14 +87,16 @@ async def choose_brains(config: Config, agents: tuple[str, ...], provider: str |
         if no_ollama is None:
             kind = "ollama"
         elif missing := missing_local_model(llm.local_model):
-            return Brains(dict.fromkeys(agents), f"offline router ({no_ollama}; {missing})")
+            return LLMChoice(dict.fromkeys(agents), f"offline router ({no_ollama}; {missing})")
         else:
             try:
                 return await _local(llm, agents, f", because {no_ollama}")
             except (ProviderError, ModelError) as error:
-                return Brains(dict.fromkeys(agents), f"offline router ({no_ollama}; the local model failed: {error})")
+                return LLMChoice(
+                    dict.fromkeys(agents), f"offline router ({no_ollama}; the local model failed: {error})"
+                )
     if kind == "offline":
-        return Brains(dict.fromkeys(agents), "offline router (no LLM)")
+        return LLMChoice(dict.fromkeys(agents), "offline router (no LLM)")
     if kind == "local":
         return await _local(llm, agents, "")
     make = _ollama if kind == "ollama" else _openai
@@ -104,7 +106,7 @@ async def choose_brains(config: Config, agents: tuple[str, ...], provider: str |
         model = llm.agent_models.get(agent, llm.model)
         per_agent[agent] = built.setdefault(model, make(llm, model))
     where = llm.host if kind == "ollama" else llm.base_url
-    return Brains(per_agent, f"{kind} at {where} with {', '.join(sorted(built))}")
+    return LLMChoice(per_agent, f"{kind} at {where} with {', '.join(sorted(built))}")
 
 
 async def check_llm(config: Config) -> str | None:
@@ -125,7 +127,7 @@ async def check_llm(config: Config) -> str | None:
             return f"no OpenAI-compatible server answers at {llm.base_url}: {error}"
     if llm.provider == "auto":
         no_ollama = await check_ollama(llm.host, llm.model)
-        if no_ollama:  # then the local model serves, as choose_brains decides
+        if no_ollama:  # then the local model serves, as choose_llm decides
             missing = missing_local_model(llm.local_model)
             return f"{no_ollama}; {missing}" if missing else None
     for model in {llm.model, *llm.agent_models.values()}:
@@ -135,14 +137,14 @@ async def check_llm(config: Config) -> str | None:
     return None
 
 
-async def prefill(registry: Registry, swarm: str, brains: Brains) -> None:
+async def prefill(registry: Registry, swarm: str, llm_choice: LLMChoice) -> None:
     """Put each agent's first prompt (system prompt and tools) into its local server's prompt cache, so the
     first caller's first turn costs what the tenth caller's does."""
-    if not brains.local:
+    if not llm_choice.local:
         return
     session = registry.session("prefill", swarm)
     try:
-        for name, provider in brains.per_agent.items():
+        for name, provider in llm_choice.per_agent.items():
             if isinstance(provider, LocalProvider):
                 # The request a caller's first turn with this agent starts with, built by the session itself.
                 await provider.prefill(session.completion_request(registry.agents[name]))
