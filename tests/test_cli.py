@@ -72,14 +72,14 @@ def rows(db: Path, table: str) -> list[sqlite3.Row]:
 
 def test_chat_json_prints_one_event_per_line(tmp_path: Path) -> None:
     events = chat(tmp_path, "I'd like to buy a new phone charger.")
-    assert events[0]["event"] == "brain" and events[0]["brain"].startswith("offline router")
+    assert events[0]["event"] == "llm" and events[0]["llm"].startswith("offline router")
     assert {"event": "agent_change", "from": "triage", "to": "sales"} in events
     search = [e for e in events if e["event"] == "tool_call" and e["name"] == "search_products"]
     assert len(search) == 1 and "charger" in search[0]["arguments"]["query"]
     assert search[0]["agent"] == "sales"
     replies = [e for e in events if e["event"] == "reply"]
     assert replies and "charger" in replies[-1]["text"].lower()
-    assert {e["event"] for e in events} <= {"brain", "agent_change", "tool_call", "reply"}
+    assert {e["event"] for e in events} <= {"llm", "agent_change", "tool_call", "reply"}
 
 
 def test_chat_buy_path_places_an_order(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_chat_goodbye_ends_the_chat(tmp_path: Path) -> None:
 
 
 def test_chat_without_input_prints_only_the_llm(tmp_path: Path) -> None:
-    assert [e["event"] for e in chat(tmp_path)] == ["brain"]
+    assert [e["event"] for e in chat(tmp_path)] == ["llm"]
 
 
 def test_config_prints_effective_config_with_environment(tmp_path: Path) -> None:

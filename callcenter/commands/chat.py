@@ -30,8 +30,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
 async def _chat(config: Config, provider: str | None, as_json: bool, caller: str) -> int:
     app = await open_app(config, provider)
     try:
-        # The --json event keeps its name "brain" (it names the LLM): scripts read these events.
-        _print_event({"event": "brain", "brain": app.llm} if as_json else f"(LLM: {app.llm})", as_json)
+        _print_event({"event": "llm", "llm": app.llm} if as_json else f"(LLM: {app.llm})", as_json)
         session = app.session(f"chat-{uuid.uuid4().hex[:8]}", caller)
         for line in _caller_lines():
             seen = len(session.events)
