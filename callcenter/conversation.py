@@ -53,6 +53,11 @@ class Endpointing(Protocol):
     def feed(self, frame: np.ndarray) -> list[Any]: ...
 
 
+def _mid_sentence_wait_s(voice: VoiceConfig) -> float | None:
+    """From the end of the turn (end_silence_ms after the voice) up to turn_max_silence_ms after it."""
+    return (voice.turn_max_silence_ms - voice.end_silence_ms) / 1000 if voice.mid_sentence_wait else None
+
+
 @dataclass(frozen=True)
 class VoiceSettings:
     """What one call says and how long it waits. The fields [voice] configures take their defaults from
@@ -78,7 +83,7 @@ class VoiceSettings:
     early_reply: bool = VoiceConfig.early_reply
     # A turn whose words stop mid-sentence ("my order number is ...") waits this much longer for the rest
     # (None: answered at once): up to turn_max_silence_ms after the caller's voice.
-    mid_sentence_wait_s: float | None = (VoiceConfig.turn_max_silence_ms - VoiceConfig.end_silence_ms) / 1000
+    mid_sentence_wait_s: float | None = _mid_sentence_wait_s(VoiceConfig())
 
     @classmethod
     def from_config(cls, voice: VoiceConfig) -> VoiceSettings:
@@ -90,9 +95,7 @@ class VoiceSettings:
             reprompts_before_hangup=voice.reprompts_before_hangup,
             max_call_s=voice.max_call_s,
             early_reply=voice.early_reply,
-            mid_sentence_wait_s=(voice.turn_max_silence_ms - voice.end_silence_ms) / 1000
-            if voice.mid_sentence_wait
-            else None,
+            mid_sentence_wait_s=_mid_sentence_wait_s(voice),
         )
 
 
@@ -373,8 +376,6 @@ class Conversation:
         if wait is None or not confident or self._keypad is not None or not unfinished(text):
             return False
         remaining = max(0.0, ended + wait - time.monotonic())
-        if self._held is not None:
-            self._held.cancel()
         self._held = _Held(text, ended)
         if self._caller_quiet.is_set():  # else they went on while these words were transcribed
             self._held.timer = asyncio.get_running_loop().call_later(remaining, self._release_held)
