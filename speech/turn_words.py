@@ -125,6 +125,8 @@ def unfinished(text: str) -> bool:
     said = _TOKEN.findall(_SOUND.sub(" ", text.lower()))
     if not said or text.rstrip().endswith("?"):
         return False  # Whisper heard a question: the caller's voice rose to its end
+    if text.rstrip().endswith(("...", "\u2026")):
+        return True  # Whisper's own mark of speech that trails off ("I'd like to buy a new...")
     last, before = said[-1], said[-2] if len(said) > 1 else ""
     if last in STRANDABLE and (said[0] in AUXILIARIES or QUESTION_WORDS.intersection(said[:-1])):
         return False

@@ -19,6 +19,7 @@ from speech.turn_words import unfinished
         "I would like",
         "the order number's",
         "so um",
+        "I'd like to buy a new...",
     ],
 )
 def test_words_that_cannot_end_a_sentence_wait_for_the_rest(text: str) -> None:
