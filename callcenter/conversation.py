@@ -127,7 +127,6 @@ class _Held:
     """Words that stopped mid-sentence; answered as they are when the timer fires (none: the caller went on)."""
 
     text: str
-    ended: float  # when the turn they ended was decided (monotonic)
     timer: asyncio.TimerHandle | None = None
 
     def cancel(self) -> None:
@@ -213,6 +212,7 @@ class Conversation:
             self._drop_speculation()
             if self._held is not None:
                 self._held.cancel()
+                self.transcript.add("caller", self._held.text)  # said, if never answered: the record keeps it
             await asyncio.gather(*tasks, return_exceptions=True)
             self._keep_heard("call_ended")
             self._close_keypad("call_ended")
@@ -271,8 +271,8 @@ class Conversation:
         transcript = task.result()
         text = transcript.text.strip()
         busy = self._turn is not None and not self._turn.done()
-        if not text or not transcript.confident or busy or self._hearing or self._keypad is not None:
-            return
+        if not text or not transcript.confident or busy or self._hearing or self._keypad or self._held:
+            return  # (held words: the model would start on the sentence's second half alone)
         if self._closing or self._playback.paused or self._playback.talking:
             return
         self._speculation = self.session.speculate(text)
@@ -343,7 +343,8 @@ class Conversation:
         if self._closing:
             return False
         if self._playback.paused:
-            if not self._stops_agent(transcript.confident, text, turn.duration_s):
+            # Over held words the caller is going on with their sentence ("... 4 5 8 2 1"), not humming.
+            if self._held is None and not self._stops_agent(transcript.confident, text, turn.duration_s):
                 log.info("event=agent_resumed call=%s heard_chars=%d", self.call.call_id, len(text))
                 log.debug("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
                 self._playback.resume()
@@ -375,22 +376,30 @@ class Conversation:
         wait = self.settings.mid_sentence_wait_s
         if wait is None or not confident or self._keypad is not None or not unfinished(text):
             return False
+        if self._turn is not None and not self._turn.done():
+            self._interrupt("new_turn")  # the caller went on: the reply to their words before is out of date
         remaining = max(0.0, ended + wait - time.monotonic())
-        self._held = _Held(text, ended)
-        if self._caller_quiet.is_set():  # else they went on while these words were transcribed
+        self._held = _Held(text)
+        if not self._more_words_coming():
             self._held.timer = asyncio.get_running_loop().call_later(remaining, self._release_held)
         log.info("event=mid_sentence_wait call=%s wait_s=%.2f", self.call.call_id, remaining)
         return True
 
+    def _more_words_coming(self) -> bool:
+        """The caller is talking, or said more that is still being transcribed: the held words wait for it."""
+        return not self._caller_quiet.is_set() or bool(self._hearing - {asyncio.current_task()})
+
     def _release_held(self) -> None:
         """The caller said no more: their words are answered as they are."""
-        held, self._held = self._held, None
-        if held is None or self._closing:
-            return
+        held = self._held
+        if held is None or self._closing or self._more_words_coming():
+            return  # more words came after all: the next utterance takes the held ones along
+        self._held = None
         self._reprompts = 0
         self._close_keypad("spoken")
         self.transcript.add("caller", held.text)
-        self._start_turn(self._reply(held.text, held.ended, TurnTiming()))
+        # The turn's clock starts here, when it is answered: the wait was chosen, not latency.
+        self._start_turn(self._reply(held.text, time.monotonic(), TurnTiming()))
 
     def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""

@@ -22,7 +22,10 @@ WINDOW = 250 * RATE // 1000  # of the caller's audio, to find and fit the echo
 TAPS = 8  # around the delay: a hybrid's echo is a little smeared, not one copy
 ADAPT_EVERY = 4  # frames between fits: the echo path changes slowly, the fit costs ~3 ms on a loaded core
 ADAPT_CORRELATION = 0.6  # fit only when the caller's audio is this like what we sent (echo alone)
-FIT_RESIDUAL = 0.25  # a fit must take out at least 6 dB of the window it was fitted on (echo alone: ~30 dB)
+# A fit must take out at least 6 dB of the window it was fitted on (echo alone: ~30 dB). With 8 taps that
+# asks for a correlation of about 0.87, so it, not ADAPT_CORRELATION, is the bar a fit must clear; the
+# correlation test stays as the cheap first look.
+FIT_RESIDUAL = 0.25
 SILENT_REFERENCE = 1e4  # energy of what we sent (int16 units squared, summed) under which there is no echo
 
 
@@ -50,8 +53,14 @@ class EchoCanceller:
             return frame
         predicted = self._predict(n)
         residual = frame.astype(np.float64) - predicted
-        if float(np.dot(residual, residual)) > float(np.dot(frame.astype(np.float64), frame)):
-            return frame  # what was predicted is not in this frame: subtracting it would add the agent's voice
+        frame_energy = float(np.dot(frame.astype(np.float64), frame))
+        if (
+            float(np.dot(residual, residual)) > frame_energy
+            and float(np.dot(predicted, predicted)) > 0.5 * frame_energy
+        ):
+            # A large predicted echo that is not in the frame (a silent line): subtracting it would add the
+            # agent's voice. (A small one under the caller's voice may raise a frame by chance: still cancelled.)
+            return frame
         cleaned: np.ndarray = np.clip(np.rint(residual), -32768, 32767).astype(np.int16)
         return cleaned
 

@@ -4,6 +4,7 @@ tests/test_voice_e2e.py."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -285,6 +286,37 @@ async def test_a_caller_who_goes_on_while_the_first_half_is_transcribed_is_waite
         await line.caller.end("eight two one.")
         await line.agent_done()
     assert [entry["text"] for entry in line.caller_lines()] == ["My order number is four five eight two one."]
+
+
+async def test_a_second_half_said_before_the_first_is_transcribed_joins_it(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=0.1))
+    async with running(line.conversation):
+        await line.agent_done()
+        line.transcriber.delay_s = 0.3  # a busy machine: both halves have ended before the first is heard
+        await line.caller.say("My order number is four five")
+        await line.caller.say("eight two one.")
+        await settle(0.8)
+        await line.agent_done()
+    assert [entry["text"] for entry in line.caller_lines()] == ["My order number is four five eight two one."]
+    assert len(line.conversation.transcript.turns) == 1
+
+
+async def test_words_held_while_the_agent_thinks_replace_its_reply(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=0.6))
+
+    async def thinking(text: str, speculation: object = None) -> AsyncIterator[str]:
+        await asyncio.sleep(0.2)
+        yield f"Reply to: {text}"
+
+    line.session.stream = thinking  # type: ignore[method-assign]
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones.")
+        await line.caller.say("My order number is")  # while the agent is still thinking about the first
+        await settle(1.0)
+        await line.agent_done()
+    # The first reply was out of date before it was said; the held words were answered once the wait ran out.
+    assert line.said()[1:] == ["Reply to: My order number is"], line.said()
 
 
 async def test_a_finished_sentence_is_not_held(app) -> None:

@@ -456,9 +456,8 @@ async def test_the_history_after_triages_question_is_read_into_the_cache(local_0
     session.dispose()
     await provider.aclose()
     assert request.messages[-1].role == "assistant" and said, said  # the shape that was refused
-    assert [r.getMessage() for r in caplog.records if "prefill" in r.getMessage()][-1].startswith(
-        "event=local_llm_prefilled"
-    ), caplog.text
+    prefills = [r.getMessage().split()[0] for r in caplog.records if "local_llm_prefill" in r.getMessage()]
+    assert prefills == ["event=local_llm_prefilled"], caplog.text
 
 
 def test_a_warm_read_ends_where_the_callers_words_go() -> None:

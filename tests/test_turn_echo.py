@@ -68,6 +68,10 @@ def test_a_voice_like_the_agents_is_not_fitted_as_its_echo() -> None:
     mic = np.zeros(sent.size, dtype=np.int16)
     over = line_echo(sent[:first], 80, -3).astype(np.float64) + caller[:first]
     mic[:first] = np.clip(over, -32768, 32767).astype(np.int16)
-    out = cancelled(mic, sent)
-    # Kept, that fit played the agent's voice into the silent line (about 1,600 rms), and the VAD heard the caller.
-    assert not out[first + 800 :].any()
+    canceller = EchoCanceller()
+    out = np.concatenate([canceller.process(mic[i : i + 160], sent[i : i + 160]) for i in range(0, first, 160)])
+    assert canceller._filter is None  # it correlated, but subtracting it would have cancelled little
+    rest = range(first, sent.size - 159, 160)
+    out = np.concatenate([canceller.process(mic[i : i + 160], sent[i : i + 160]) for i in rest])
+    # Fitted, it played the agent's voice into the silent line (about 1,600 rms), and the VAD heard the caller.
+    assert not out[800:].any()

@@ -359,16 +359,18 @@ class LocalProvider:
                 stream = warming.stream(request)
                 try:
                     await anext(stream, None)
-                    break
                 except ProviderError as error:
                     log.warning(
                         "event=local_llm_prefill_failed agent=%s attempt=%d error=%s", request.agent, attempt, error
                     )
+                    continue
                 finally:
                     await stream.aclose()
+                seconds = time.monotonic() - started
+                log.log(level, "event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, seconds)
+                return
         finally:
             await warming.aclose()
-        log.log(level, "event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, time.monotonic() - started)
 
 
 def ahead_of_the_caller(request: CompletionRequest) -> CompletionRequest:
@@ -379,6 +381,6 @@ def ahead_of_the_caller(request: CompletionRequest) -> CompletionRequest:
     to initialize samplers"), so the warm read was lost and the next turn read everything cold. An empty user
     turn after that line renders the same tokens as the next turn's up to the caller's words.
     """
-    if not request.messages or request.messages[-1].role != "assistant" or request.messages[-1].tool_calls:
+    if not request.messages or request.messages[-1].role != "assistant":
         return request
     return replace(request, messages=(*request.messages, Message(role="user", content="")))
