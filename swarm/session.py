@@ -284,10 +284,8 @@ class Session:
     # --- the turn loop ---------------------------------------------------------------------------------------
 
     async def _run_turn(self) -> AsyncIterator[str]:
-        agreed = self._agreed_proposal(self.registry.agents[self._agent])
-        if self._warming is not None and agreed is None:
-            # Shielded: a barge-in cancels this turn, not the warm-up. A failed one only cost time. A plain
-            # yes asks no model, so it does not wait: the read goes on for the turn after.
+        if self._warming is not None:
+            # Shielded: a barge-in cancels this turn, not the warm-up. A failed one only cost time.
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._warming)
             self._warming = None
@@ -296,6 +294,7 @@ class Session:
         hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
         spoke = False
         entered = False  # the agent was handed the caller in this turn, by the call just run
+        agreed = self._agreed_proposal(self.registry.agents[self._agent])
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
@@ -399,8 +398,6 @@ class Session:
         """Let the agent's server read the history the model has not seen (the tool result and its say line)."""
         provider = self.registry.providers[agent.provider]
         if isinstance(provider, PromptCache):
-            if self._warming is not None:
-                self._warming.cancel()  # an older read (a plain yes did not wait for it): this one goes further
             self._warming = asyncio.ensure_future(provider.warm(self.completion_request(agent)))
 
     def _tools(self, agent: Agent) -> dict[str, Tool]:

@@ -185,23 +185,6 @@ async def test_a_plain_yes_to_a_read_back_runs_its_proposal_without_the_model(an
         assert said == "Ordered." and ORDERED == [1] and len(sales.requests) == 1
 
 
-async def test_a_plain_yes_does_not_wait_for_the_prompt_cache():
-    # The read-back's say line ended the turn and its history is being read into the server's cache; a plain
-    # yes asks no model, so it must not wait for that read (seen: 4 s more for "Yes, please." under load).
-    ORDERED.clear()
-    model = CachingModel([reply("", ("order_lamp", {}))])
-    registry, _, _ = build([])
-    registry.providers["sales-model"] = model
-    registry.add_tool(tool_from_function(order_lamp, says_result=True))
-    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
-    session = registry.session("c1", "shop")
-    session.change_agent("sales")
-    assert await session.complete("a lamp") == "1 lamp, twenty euros. Shall I order it?"
-    assert await asyncio.wait_for(session.complete("Yes, please."), 2.0) == "Ordered."  # the gate never opens
-    assert ORDERED == [1] and len(model.requests) == 1
-    session.dispose()
-
-
 async def test_bad_arguments_go_back_to_model_with_exact_errors():
     registry, _, sales = build([], [reply("", ("lookup", {"sku": 5})), reply("", ("lookup", {"sku": "X"})), "Done."])
     session = registry.session("c1", "shop")
