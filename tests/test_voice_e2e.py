@@ -30,6 +30,7 @@ from callcenter.caller import TestCaller
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.conversation import VoiceSettings
 from callcenter.records import CallRecord
+from callcenter.redact import DIGIT_WORDS
 from callcenter.server import VoiceServer
 from callcenter.voice import SpeechModels
 from harness.fake_ollama import FakeOllama, Reply
@@ -283,10 +284,6 @@ async def test_buy_call_through_offline_router(serve, speech, caplog) -> None:
     assert metrics.by("voiceswarm_calls_total", "disposition") == {"completed": 1}
 
 
-DIGITS = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
-DIGITS |= {"seven": "7", "eight": "8", "nine": "9"}
-
-
 async def test_a_number_read_out_in_two_breaths_is_one_turn(serve, speech) -> None:
     server = await serve()
     caller = TestCaller(speech, caller_id=CALLER)
@@ -299,7 +296,7 @@ async def test_a_number_read_out_in_two_breaths_is_one_turn(serve, speech) -> No
     record = await record_of(server)
     said = [line["text"] for line in record.transcript if line["who"] == "caller"]
     assert len(said) == 1 and len(record.turns) == 1, said
-    spoken = " ".join(DIGITS.get(word, word) for word in said[0].lower().replace("-", " ").split())
+    spoken = " ".join(DIGIT_WORDS.get(word, word) for word in said[0].lower().replace("-", " ").split())
     assert "45821" in "".join(ch for ch in spoken if ch.isdigit()), said
 
 
