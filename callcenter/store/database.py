@@ -150,7 +150,7 @@ class SqliteDatabase:
         self._conn.execute("PRAGMA foreign_keys = ON")
         if url.target != ":memory:":
             # Readers (order look-ups) then never wait for a writer (an order).
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(self._conn, url, busy_timeout_s)
             # In WAL mode NORMAL loses no committed data on an application crash.
             self._conn.execute("PRAGMA synchronous = NORMAL")
 
@@ -181,6 +181,23 @@ class SqliteDatabase:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _switch_to_wal(conn: sqlite3.Connection, url: DatabaseUrl, busy_timeout_s: float) -> None:
+    """Set WAL mode, waiting for other nodes that open the same new file at the same moment.
+
+    The switch needs the file to itself, and SQLite does not call its busy handler for it: a node that
+    starts beside another gets "database is locked" at once. So wait here, as long as any other lock.
+    """
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise DatabaseError(f"cannot set WAL mode on the SQLite database {url}: {error}") from error
+            time.sleep(0.01)
 
 
 class PostgresDatabase:
