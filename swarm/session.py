@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import re
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -284,11 +285,6 @@ class Session:
     # --- the turn loop ---------------------------------------------------------------------------------------
 
     async def _run_turn(self) -> AsyncIterator[str]:
-        if self._warming is not None:
-            # Shielded: a barge-in cancels this turn, not the warm-up. A failed one only cost time.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._warming)
-            self._warming = None
         calls_left = self.config.max_tool_calls
         results: dict[str, str] = {}  # this turn's calls (agent, name, arguments) and what they returned
         hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
@@ -342,6 +338,7 @@ class Session:
 
     async def _checked_completion(self, agent: Agent, entered: bool = False) -> AsyncIterator[str | _Outcome]:
         """Complete with validation feedback, then a clean view, then a placeholder; yields sentences said."""
+        await self._warmed()
         scratch: list[Message] = []
         for _ in range(self.config.max_retries + 1):
             async for item in self._attempt(agent, self._view(agent) + scratch, entered):
@@ -398,7 +395,16 @@ class Session:
         """Let the agent's server read the history the model has not seen (the tool result and its say line)."""
         provider = self.registry.providers[agent.provider]
         if isinstance(provider, PromptCache):
-            self._warming = asyncio.ensure_future(provider.warm(self.completion_request(agent)))
+            read = functools.partial(provider.warm, self.completion_request(agent))  # the history as it is now
+            self._warming = asyncio.ensure_future(_after(self._warming, read))
+
+    async def _warmed(self) -> None:
+        """Wait for the warm read before asking the model, so the two never race for the server's threads
+        (a plain yes asks no model: it does not wait). Shielded: a barge-in cancels the turn, not the read."""
+        if self._warming is not None:
+            with contextlib.suppress(Exception):  # a failed read only cost time
+                await asyncio.shield(self._warming)
+            self._warming = None
 
     def _tools(self, agent: Agent) -> dict[str, Tool]:
         return {name: self.registry.tools[name] for name in agent.tools}
@@ -624,6 +630,16 @@ async def _settle(task: asyncio.Future[Any]) -> str:
         return result_text(await task)
     except BaseException as error:  # noqa: BLE001 - recorded as the result, the turn is already cancelled
         return result_text({"error": f"the tool did not finish: {error!r}"})
+
+
+async def _after(earlier: asyncio.Future[None] | None, read: Callable[[], Awaitable[None]]) -> None:
+    """A warm read that starts once the one before it has ended: one at a time on the server. A read that is
+    cancelled goes on there to the end of its prompt (llama.cpp notices the client gone only then), so a
+    newer read beside it would halve the speed of both, and of the next turn."""
+    if earlier is not None:
+        with contextlib.suppress(Exception):
+            await earlier
+    await read()
 
 
 def _last_content(messages: list[Message]) -> str | None:

@@ -109,10 +109,17 @@ class CachingModel(ScriptedProvider):
         super().__init__(script, name="sales-model")
         self.warmed: list[tuple[str, int]] = []  # (the last message warmed, requests made before it ended)
         self.gate = asyncio.Event()
+        self.reading = 0  # warm reads on the server now
+        self.most_reading = 0
 
     async def warm(self, request) -> None:
-        await self.gate.wait()
-        self.warmed.append((request.messages[-1].content, len(self.requests)))
+        self.reading += 1
+        self.most_reading = max(self.most_reading, self.reading)
+        try:
+            await self.gate.wait()
+            self.warmed.append((request.messages[-1].content, len(self.requests)))
+        finally:
+            self.reading -= 1
 
 
 async def test_the_history_after_a_say_line_is_warmed_before_the_next_turn_asks():
@@ -183,6 +190,32 @@ async def test_a_plain_yes_to_a_read_back_runs_its_proposal_without_the_model(an
         assert said == "2 lamp, twenty euros. Shall I order it?" and ORDERED == [] and len(sales.requests) == 2
     else:
         assert said == "Ordered." and ORDERED == [1] and len(sales.requests) == 1
+
+
+async def test_a_plain_yes_does_not_wait_for_the_prompt_cache_and_reads_stay_one_at_a_time():
+    # The read-back's say line ended the turn and its history is being read into the server's cache; a plain
+    # yes asks no model, so it does not wait for that read (seen: 4-7 s more for "Yes, please."). Its own say
+    # line's read waits for the first instead: two reads side by side once made the next call's first turn
+    # take 28 s on the local model, as a cancelled read still runs on the server.
+    ORDERED.clear()
+    model = CachingModel([reply("", ("order_lamp", {})), "Anything else?"])
+    registry, _, _ = build([])
+    registry.providers["sales-model"] = model
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("a lamp") == "1 lamp, twenty euros. Shall I order it?"
+    assert await asyncio.wait_for(session.complete("Yes, please."), 2.0) == "Ordered."  # the gate never opened
+    assert ORDERED == [1] and len(model.requests) == 1
+    turn = asyncio.ensure_future(session.complete("what else do you have"))
+    await asyncio.sleep(0.05)
+    assert len(model.requests) == 1  # a turn that asks the model waits for both reads
+    model.gate.set()
+    assert await turn == "Anything else?"
+    assert [text for text, _ in model.warmed] == ["1 lamp, twenty euros. Shall I order it?", "Ordered."]
+    assert model.most_reading == 1
+    session.dispose()
 
 
 async def test_bad_arguments_go_back_to_model_with_exact_errors():
