@@ -4,6 +4,7 @@ failing. The command line's audio options and the caller's voices are checked fa
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import textwrap
 import wave
@@ -16,6 +17,7 @@ import pytest
 
 from callcenter.cli import main
 from callcenter.config import Config, VoiceConfig
+from callcenter.testbed.scenario import ScenarioError, load_scenario
 from callcenter.testbed.voices import CallerVoice, VoiceError, VoiceSpec, parse_voice, speech_end_s, with_noise
 
 if TYPE_CHECKING:  # the phone path's imports (the voice server, the speech models) only for the real calls
@@ -71,6 +73,24 @@ def test_a_recording_needs_its_words_and_a_line_without_one_cannot_be_said(
     assert said.audio.size == 4000 and said.speech_end_s == pytest.approx(0.5, abs=0.02)  # 0.5 s at 8 kHz
     with pytest.raises(VoiceError, match=r"no recording says 'No\.'"):
         voice.speak("No.")
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng")
+def test_a_scenario_in_another_language_is_spoken_in_that_language(tmp_path: Path) -> None:
+    line = "Guten Tag, ich möchte meine Kopfhörer zurückgeben."
+    piper = CallerVoice(VoiceSpec("piper"), synthesizer=None)  # English would need Piper; German does not
+    with pytest.raises(VoiceError, match="needs Piper's synthesizer"):
+        piper.speak(line)
+    german = piper.speak(line, "de")
+    espeak = CallerVoice(VoiceSpec("espeak"), synthesizer=None)
+    assert np.array_equal(espeak.speak(line, "de").audio, german.audio)  # espeak-ng's German voice, both
+    assert german.speech_end_s > 1.0 and espeak.speak(line).audio.size != german.audio.size  # not en-us's
+    with pytest.raises(VoiceError, match="no voice 'xx'"):
+        espeak.speak("Hallo.", "xx")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('language = "German"\n[[turn]]\nsay = "Hallo."\n', encoding="utf-8")
+    with pytest.raises(ScenarioError, match="ISO 639-1"):
+        load_scenario(scenario)
 
 
 def test_noise_is_mixed_at_the_signal_to_noise_ratio_asked_for() -> None:

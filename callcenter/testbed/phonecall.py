@@ -88,9 +88,12 @@ class PhoneLine:
         self.speech.close()
 
     @contextlib.asynccontextmanager
-    async def call(self, app: App, caller: str, folder: Path, name: str) -> AsyncIterator[PhoneCall]:
-        """A VoiceServer on 127.0.0.1 serving `app` (the trial's shop and LLM), and a call to it from `caller`,
-        for the duration of the block; both are gone, and the server's session complete, once it exits."""
+    async def call(
+        self, app: App, caller: str, folder: Path, name: str, language: str = "en"
+    ) -> AsyncIterator[PhoneCall]:
+        """A VoiceServer on 127.0.0.1 serving `app` (the trial's shop and LLM), and a call to it from `caller`
+        speaking `language`, for the duration of the block; both are gone, and the server's session complete,
+        once it exits."""
         config = _trial_config(self.config, folder / f"{name}.calls.db")
         timing = CallerTiming(turn_timeout_s=max(45.0, 1.5 * config.llm.timeout))
         async with VoiceServer(config, speech=self.speech, app=app) as server, contextlib.AsyncExitStack() as stack:
@@ -103,7 +106,7 @@ class PhoneLine:
                 sip = await stack.enter_async_context(dialer.connected(f"sip:shop@{host}:{port}"))
             except (CallFailed, OSError) as error:
                 raise PhoneError(f"the call to the voice server failed: {error}") from error
-            call = PhoneCall(dialer, sip, await _conversation(server, sip.call_id), self.voice)
+            call = PhoneCall(dialer, sip, await _conversation(server, sip.call_id), self.voice, language)
             await call.greeted()
             yield call
 
@@ -111,8 +114,11 @@ class PhoneLine:
 class PhoneCall:
     """The caller's side of one call, with TextCall's interface (say, dtmf, silence, last_reply, ended_by, events)."""
 
-    def __init__(self, caller: TestCaller, sip: SipCall, conversation: Conversation, voice: CallerVoice) -> None:
+    def __init__(
+        self, caller: TestCaller, sip: SipCall, conversation: Conversation, voice: CallerVoice, language: str = "en"
+    ) -> None:
         self.caller, self.sip, self.conversation, self.voice = caller, sip, conversation, voice
+        self.language = language
         self.session = conversation.session  # the server's: its events are what is scored
         self.transcript: list[tuple[str, str]] = []
         self.ended_by: str | None = None
@@ -139,7 +145,7 @@ class PhoneCall:
 
     async def say(self, text: str) -> TurnResult:
         self._check_open()
-        utterance = await asyncio.to_thread(self.voice.speak, text)
+        utterance = await asyncio.to_thread(self.voice.speak, text, self.language)
         self.caller.voices[text] = utterance.audio
         self.transcript.append(("caller", text))
         lines, events = len(self.caller.exchange.lines), len(self.events)

@@ -81,7 +81,7 @@ async def run_trial(
         else:
             try:
                 app = App(config, shop, registry, llm.description)
-                async with phone.call(app, scenario.caller, folder, name) as call:
+                async with phone.call(app, scenario.caller, folder, name, scenario.language) as call:
                     await _play(scenario, call, values, failures, latencies)
             except Exception as error:  # the phone path failed: the trial could not be checked
                 log.exception("phone call failed scenario=%s", scenario.id)

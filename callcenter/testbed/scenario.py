@@ -123,6 +123,7 @@ class Scenario:
     reference: tuple[Action, ...] = ()
     expect: Expectations = field(default_factory=Expectations)
     tags: tuple[str, ...] = ()
+    language: str = "en"  # what the caller speaks (ISO 639-1): in audio, the voice that says it
 
 
 def pattern(when: str) -> re.Pattern[str]:
@@ -200,7 +201,7 @@ class _Reader:
         d = self.data
         self._only(
             d,
-            {"id", "description", "caller", "tags", "turn", "if_asked", "setup", "reference", "expect"},
+            {"id", "description", "caller", "language", "tags", "turn", "if_asked", "setup", "reference", "expect"},
             "the top level",
         )
         setup = d.get("setup", {})
@@ -227,9 +228,15 @@ class _Reader:
             reference=reference,
             expect=self._expect(d.get("expect", {})),
             tags=tuple(d.get("tags", ())),
+            language=self._language(d.get("language", "en")),
         )
         self._check_templates(scenario)
         return scenario
+
+    def _language(self, value: Any) -> str:
+        if not isinstance(value, str) or not re.fullmatch(r"[a-z]{2}", value):
+            raise self.fail(f'language is an ISO 639-1 code such as "de", not {value!r}')
+        return value
 
     def _only(self, table: dict[str, Any], allowed: set[str], where: str) -> None:
         unknown = set(table) - allowed

@@ -78,32 +78,42 @@ class CallerVoice:
 
     def __init__(self, spec: VoiceSpec, synthesizer: Synthesizer | None, noise_snr_db: float | None = None) -> None:
         self.spec, self.synthesizer, self.noise_snr_db = spec, synthesizer, noise_snr_db
-        self._said: dict[str, Utterance] = {}
+        self._said: dict[tuple[str, str], Utterance] = {}  # (text, language) -> its audio
 
-    def speak(self, text: str) -> Utterance:
-        """Blocking (synthesis); raises VoiceError for a line no recording says."""
-        if text not in self._said:
-            clean = self._clean(text)
+    def speak(self, text: str, language: str = "en") -> Utterance:
+        """Blocking (synthesis); raises VoiceError for a line no recording says, or a language no voice speaks."""
+        if (text, language) not in self._said:
+            clean = self._clean(text, language)
             noisy = clean if self.noise_snr_db is None else with_noise(clean, self.noise_snr_db, seed=len(self._said))
-            self._said[text] = Utterance(noisy, speech_end_s(clean))
-        return self._said[text]
+            self._said[text, language] = Utterance(noisy, speech_end_s(clean))
+        return self._said[text, language]
 
-    def _clean(self, text: str) -> np.ndarray:
-        if self.spec.name == "piper":
+    def _clean(self, text: str, language: str) -> np.ndarray:
+        # Piper's packaged voice speaks only English: another language is espeak-ng's voice for it, not
+        # English sounds read off foreign spelling (which no caller makes).
+        if self.spec.name == "piper" and language == "en":
             if self.synthesizer is None:
                 raise VoiceError("the piper voice needs Piper's synthesizer")
             return self.synthesizer.synthesize(text)
-        if self.spec.name == "espeak":
-            done = subprocess.run(
-                ["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True, timeout=30
-            )
-            pcm, rate = read_wav(io.BytesIO(done.stdout))
-            return resample(pcm, rate, PHONE_RATE)
+        if self.spec.name in NAMED:
+            return espeak(text, "en-us" if language == "en" else language)
         path = self.spec.recordings.get(_key(text))
         if path is None:
             raise VoiceError(f"no recording says {text!r} (give one with --voice FILE.wav and its words in FILE.txt)")
         pcm, rate = read_wav(path)
         return resample(pcm, rate, PHONE_RATE)
+
+
+def espeak(text: str, voice: str) -> np.ndarray:
+    """`text` spoken by espeak-ng's `voice` ("en-us", "de", ...), at 8 kHz."""
+    try:
+        done = subprocess.run(["espeak-ng", "-v", voice, "--stdout", text], capture_output=True, timeout=30)
+    except FileNotFoundError:
+        raise VoiceError("this needs espeak-ng (apt-get install espeak-ng)") from None
+    if done.returncode != 0 or not done.stdout:
+        raise VoiceError(f"espeak-ng has no voice {voice!r}: {done.stderr.decode(errors='replace').strip()}")
+    pcm, rate = read_wav(io.BytesIO(done.stdout))
+    return resample(pcm, rate, PHONE_RATE)
 
 
 def with_noise(pcm: np.ndarray, snr_db: float, seed: int = 0) -> np.ndarray:
