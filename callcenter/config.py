@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -131,6 +132,10 @@ class VoiceConfig:
     # are one turn (speech/turn_words.py: unfinished). Costs nothing on finished sentences: the reply waits
     # for the words anyway. Turn it off for callers in other languages.
     mid_sentence_wait: bool = True
+    # The languages the agents serve (ISO 639-1). The call's first unclear words (English ears hear other
+    # languages as English nonsense) are given to Whisper base's language detector; a caller it hears, sure,
+    # in another language is handed to the operator at once. Empty: no check (and base is not loaded for it).
+    languages: tuple[str, ...] = ("en",)
     turn_threshold: float = 0.97
     turn_hold_threshold: float = 0.1
     # Transcription starts after this much silence, before the turn is sure to have ended (0: at the end);
@@ -295,8 +300,9 @@ def _section(cls: type, values: dict[str, Any], name: str) -> Any:
         allowed = (list, tuple) if expected is tuple else (int, float) if expected is float else expected
         if not isinstance(value, allowed) or (expected is int and isinstance(value, bool)):
             raise ConfigError(f"{name}.{key} must be a {expected.__name__}, not {value!r}")
-    if "placeholders" in values:
-        values = {**values, "placeholders": tuple(values["placeholders"])}
+    values = {
+        key: tuple(value) if isinstance(getattr(defaults, key), tuple) else value for key, value in values.items()
+    }
     return replace(defaults, **values)
 
 
@@ -327,6 +333,8 @@ def _validated(config: Config) -> Config:
             f"voice.turn_silence_ms and turn_max_silence_ms are {voice.turn_silence_ms} and "
             f"{voice.turn_max_silence_ms}; use 100 <= turn_silence_ms < turn_max_silence_ms <= 5000"
         )
+    if not all(isinstance(code, str) and re.fullmatch(r"[a-z]{2}", code) for code in voice.languages):
+        raise ConfigError(f'voice.languages are ISO 639-1 codes such as "en", not {list(voice.languages)!r}')
     if not 0.0 < voice.turn_threshold < 1.0:
         raise ConfigError(f"voice.turn_threshold is {voice.turn_threshold}; use a probability between 0 and 1")
     if not 0.0 <= voice.turn_hold_threshold <= voice.turn_threshold:

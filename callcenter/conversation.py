@@ -37,12 +37,21 @@ log = logging.getLogger(__name__)
 
 # At a drain's deadline, a caller who is talking gets this long to finish before the goodbye.
 DRAIN_GRACE_S = 5.0
+# The call's first utterances long enough to judge are checked for another language (speech.language);
+# a clear English one ends the checks.
+LANGUAGE_CHECKS = 2
 # A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
 QUESTION_END_SAMPLES = 8000
 
 
 class Transcribing(Protocol):
     async def transcribe(self, pcm16_8k: np.ndarray, *, prompt: str | None = None, call_id: str = "-") -> Any: ...
+
+
+class LanguageChecking(Protocol):
+    min_speech_s: float  # shorter utterances are not judged ("Hallo." is also "Hello.")
+
+    async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> Any: ...
 
 
 class Synthesizing(Protocol):
@@ -160,8 +169,11 @@ class Conversation:
         *,
         domain_prompt: str | None = None,
         on_turn: Callable[[TurnTiming], None] | None = None,
+        language_check: LanguageChecking | None = None,
     ) -> None:
         self.call, self.session, self.settings = call, session, settings
+        self.language_check = language_check
+        self._language_checks = LANGUAGE_CHECKS if language_check is not None else 0
         self.endpointer, self.transcriber, self.synthesizer = endpointer, transcriber, synthesizer
         self.domain_prompt = domain_prompt
         self.on_turn = on_turn
@@ -361,6 +373,8 @@ class Conversation:
         self._reprompts = 0
         self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
+        if await self._speaks_another_language(turn, transcript):
+            return False
         if not transcript.confident:
             log.info("event=low_confidence call=%s chars=%d", self.call.call_id, len(text))
             log.debug("event=low_confidence call=%s text=%r", self.call.call_id, text)
@@ -368,6 +382,22 @@ class Conversation:
             return False
         self._start_turn(self._reply(text, ended, timing, speculation))
         return True
+
+    async def _speaks_another_language(self, turn: SpeechEnded, transcript: Any) -> bool:
+        """At the call's start, words unclear to English ears that the detector hears in a language the agents
+        do not serve: the caller is handed to a person (a colleague may speak it) and nothing is answered."""
+        check = self.language_check
+        if self._language_checks <= 0 or check is None or turn.duration_s < check.min_speech_s:
+            return False
+        self._language_checks -= 1
+        if transcript.confident and not getattr(transcript, "retried", False):
+            self._language_checks = 0  # clear English
+            return False
+        language = await check.foreign(turn.audio, call_id=self.call.call_id)
+        if language is None or self._closing:
+            return False
+        log.info("event=caller_language call=%s language=%s", self.call.call_id, getattr(language, "text", language))
+        return self.hand_to_person("caller_language")
 
     def _hold(self, text: str, ended: float, confident: bool) -> bool:
         """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):
@@ -640,7 +670,7 @@ class Conversation:
             await self._goodbye(self.settings.no_operator, "no_operator", "failed")
             return
         escalation = self.session.escalated()
-        if escalation is None or escalation.reason in ("caller_pressed_0", "supervisor"):
+        if escalation is None or escalation.reason in ("caller_pressed_0", "supervisor", "caller_language"):
             # Nobody in the conversation said so yet (an agent's transfer tool and the apology do).
             await self._say_prepared(self.settings.handover)
             await self.call.wait_played()

@@ -20,6 +20,8 @@ from callcenter.records import CallRecord, CallRecords
 from callcenter.redact import redact
 from callcenter.supervisor.live import LiveCalls
 from speech.endpointer import Endpointer
+from speech.language import LanguageCheck
+from speech.models import ModelError
 from speech.synthesizer import Synthesizer, SynthesizerConfig
 from speech.transcriber import Transcriber
 from speech.turn import ThreadJudge, TurnModel, TurnModelError
@@ -39,6 +41,7 @@ class SpeechModels:
     synthesizer: Synthesizer
     vad: VadModel
     turn: TurnModel | None = None  # None: turns end by silence alone
+    language: LanguageCheck | None = None  # None: callers in other languages are not told apart
     # The end-of-turn model's runs, off the event loop that paces every call's audio.
     _judges: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="turn")
@@ -54,6 +57,7 @@ class SpeechModels:
             Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)),
             VadModel(),
             load_turn_model(voice),
+            load_language_check(voice),
         )
         log.info(
             "event=speech_loaded whisper=%s turn_model=%s seconds=%.1f",
@@ -68,6 +72,8 @@ class SpeechModels:
 
     def close(self) -> None:
         self._judges.shutdown(wait=False, cancel_futures=True)
+        if self.language is not None:
+            self.language.close()
         self.synthesizer.close()
         self.transcriber.close()
 
@@ -80,6 +86,17 @@ def load_turn_model(voice: VoiceConfig) -> TurnModel | None:
         return TurnModel(voice.turn_model or None)
     except TurnModelError as error:
         log.warning("event=turn_model_missing error=%s fallback=silence end_silence_ms=%d", error, voice.end_silence_ms)
+        return None
+
+
+def load_language_check(voice: VoiceConfig) -> LanguageCheck | None:
+    """Whisper base's language detector for voice.languages, or None (with a warning) when it cannot load."""
+    if not voice.languages:
+        return None
+    try:
+        return LanguageCheck(voice.languages)
+    except (ModelError, ValueError) as error:
+        log.warning("event=language_check_missing error=%s", error)
         return None
 
 
@@ -166,6 +183,7 @@ class VoiceService:
             self.announcing if announce else self.settings,
             domain_prompt=self.prompt,
             on_turn=self._observe,
+            language_check=self.speech.language,
         )
         self.metrics.active_calls.inc()
         self.live.add(call, conversation)

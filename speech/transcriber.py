@@ -97,11 +97,12 @@ class Transcriber:
         self.language, self.beam_size, self.retry_beam_size = language, beam_size, retry_beam_size
         self.domain_prompt = domain_prompt
         self.vad_filter, self.thresholds = vad_filter, thresholds
-        self._model = self._shared_model(self.directory, self.cpu_threads, self.workers)
+        self._model = self.shared_model(self.directory, self.cpu_threads, self.workers)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="whisper")
 
     @classmethod
-    def _shared_model(cls, directory: Path, cpu_threads: int, workers: int) -> Any:
+    def shared_model(cls, directory: Path, cpu_threads: int, workers: int) -> Any:
+        """The process's one faster_whisper.WhisperModel for these settings (speech.language shares it)."""
         key = (str(directory), cpu_threads, workers)
         with cls._models_lock:
             if key not in cls._models:
@@ -139,10 +140,7 @@ class Transcriber:
         started = time.perf_counter()
         pcm = np.asarray(pcm16_8k, dtype=np.int16).ravel()
         duration = pcm.size / rate
-        # A DC offset is not speech; removed before resampling, where its edges would ring.
-        centred = pcm.astype(np.float32) / 32768.0
-        centred -= centred.mean() if centred.size else 0.0
-        audio = resample(centred, rate, WHISPER_RATE, dtype=np.float32)
+        audio = whisper_audio(pcm, rate)
         if loudest_dbfs(audio) < self.thresholds.min_level_dbfs:
             transcript, reason = Transcript("", float("-inf"), 1.0, duration, False), "quiet"
         else:
@@ -221,6 +219,13 @@ class Transcriber:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+def whisper_audio(pcm: np.ndarray, rate: int) -> np.ndarray:
+    """PCM16 at `rate` as Whisper takes it: float32 at 16 kHz, without DC (whose edges would ring)."""
+    centred = np.asarray(pcm, dtype=np.int16).ravel().astype(np.float32) / 32768.0
+    centred -= centred.mean() if centred.size else 0.0
+    return resample(centred, rate, WHISPER_RATE, dtype=np.float32)
 
 
 def loudest_dbfs(audio: np.ndarray, frame: int = 480) -> float:

@@ -15,7 +15,17 @@ from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
 from callcenter.conversation import Conversation, VoiceSettings
 from swarm.events import CallEnded, Escalated, ToolCalled
-from tests.voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, settle, until
+from tests.voice_fakes import (
+    Caller,
+    FakeCall,
+    FakeEndpointer,
+    FakeLanguageCheck,
+    FakeSynthesizer,
+    FakeTranscriber,
+    running,
+    settle,
+    until,
+)
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -36,12 +46,26 @@ async def app(tmp_path: Path) -> AsyncIterator[App]:
 class Line:
     """One call: the conversation and the fakes around it."""
 
-    def __init__(self, app: App, caller: str = CALLER, settings: VoiceSettings = SETTINGS, speed: float = 40.0) -> None:
+    def __init__(
+        self,
+        app: App,
+        caller: str = CALLER,
+        settings: VoiceSettings = SETTINGS,
+        speed: float = 40.0,
+        languages: dict[str, str] | None = None,  # words the language check hears in another language
+    ) -> None:
         self.call = FakeCall(speed=speed, caller=caller)
         self.endpointer, self.transcriber, self.synthesizer = FakeEndpointer(), FakeTranscriber(), FakeSynthesizer()
         self.session = app.session(self.call.call_id, caller)
+        self.language = FakeLanguageCheck(self.transcriber, languages or {})
         self.conversation = Conversation(
-            self.call, self.session, self.endpointer, self.transcriber, self.synthesizer, settings
+            self.call,
+            self.session,
+            self.endpointer,
+            self.transcriber,
+            self.synthesizer,
+            settings,
+            language_check=self.language if languages is not None else None,
         )
         self.caller = Caller(self.call, self.endpointer, self.transcriber)
 
@@ -106,6 +130,41 @@ async def test_pressing_0_after_a_return_confirmation_reaches_a_person(app) -> N
         line.call.press("0")
         await until(lambda: call.done(), what="the call handed over")
     assert line.call.transfers == [OPERATOR]
+
+
+GERMAN_HEARD_AS_ENGLISH = "Yeah, hello, this hammer next to the market cost."  # tiny.en on a German caller
+
+
+async def test_a_caller_in_another_language_reaches_a_person_without_an_answer(app) -> None:
+    line = Line(app, languages={GERMAN_HEARD_AS_ENGLISH: "de"})
+    line.transcriber.unclear.add(GERMAN_HEARD_AS_ENGLISH)
+    async with running(line.conversation) as call:
+        await line.agent_done()
+        await line.caller.say(GERMAN_HEARD_AS_ENGLISH, seconds=3.0)
+        await until(lambda: call.done(), what="the call handed over")
+    assert line.call.transfers == [OPERATOR] and call.result() == "transferred"
+    assert line.said() == [SETTINGS.greeting, SETTINGS.handover]  # the nonsense was never answered
+    assert line.session.escalated() == Escalated("caller_language")
+    assert [entry["text"] for entry in line.caller_lines()] == [GERMAN_HEARD_AS_ENGLISH]
+
+
+async def test_the_language_check_judges_only_unclear_long_words_at_the_calls_start(app) -> None:
+    unclear_english = "I want to return my headphones, they broke."
+    line = Line(app, languages={})
+    line.transcriber.unclear.add(unclear_english)
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("Hello?", seconds=0.6)  # too short to tell "Hallo" from "Hello"
+        await line.agent_done()
+        await line.caller.say(unclear_english, seconds=3.0)  # unclear, and English: answered
+        await line.agent_done()
+        await line.caller.say("Yes, the wireless headphones from last week.", seconds=3.0)  # clear: no more checks
+        await line.agent_done()
+        line.transcriber.unclear.add("Yes.")
+        await line.caller.say("Yes.", seconds=2.0)
+        await line.agent_done()
+    assert line.language.judged == [unclear_english]
+    assert line.session.escalated() is None and len(line.said()) >= 4
 
 
 async def test_digits_a_tool_asked_for_are_its_input_and_in_the_transcript(app) -> None:

@@ -151,6 +151,7 @@ class FakeTranscriber:
     texts: dict[int, str] = field(default_factory=dict)
     delay_s: float = 0.0
     heard: list[str] = field(default_factory=list)
+    unclear: set[str] = field(default_factory=set)  # heard only after a second, beam-search pass (retried)
 
     def utterance(self, text: str, seconds: float = 1.0) -> np.ndarray:
         tag = 1000 + len(self.texts)
@@ -161,7 +162,25 @@ class FakeTranscriber:
         await asyncio.sleep(self.delay_s)
         text = self.texts[int(pcm16_8k[0])] if pcm16_8k.size else ""
         self.heard.append(text)
-        return Transcript(text, -0.2 if text else float("-inf"), 0.0 if text else 1.0, pcm16_8k.size / RATE, bool(text))
+        logprob = -0.7 if text in self.unclear else -0.2 if text else float("-inf")
+        return Transcript(
+            text, logprob, 0.0 if text else 1.0, pcm16_8k.size / RATE, bool(text), retried=text in self.unclear
+        )
+
+
+@dataclass
+class FakeLanguageCheck:
+    """Hears the language of an utterance by its text, as FakeTranscriber made it: `foreign` maps texts to codes."""
+
+    transcriber: FakeTranscriber
+    foreign_texts: dict[str, str] = field(default_factory=dict)
+    min_speech_s: float = 1.5
+    judged: list[str] = field(default_factory=list)
+
+    async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> str | None:
+        text = self.transcriber.texts[int(pcm16_8k[0])]
+        self.judged.append(text)
+        return self.foreign_texts.get(text)
 
 
 @dataclass
