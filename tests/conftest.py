@@ -82,6 +82,7 @@ MODULE_TIERS = {
     # Whisper, Piper, Silero VAD, Smart Turn or the local LLM
     "test_conversation": ("models",),
     "test_endpointer": ("models",),
+    "test_language": ("models",),
     "test_local_llm": ("models",),
     "test_models": ("models",),
     "test_synthesizer": ("models",),
