@@ -245,8 +245,8 @@ class VoiceService:
             raise
 
     async def warm_up(self) -> None:
-        """Render the fixed phrases into the synthesizer's cache and run Whisper once, so the first caller
-        hears the greeting at once and does not pay for cold models."""
+        """Render the fixed phrases into the synthesizer's cache and run Whisper (and its language detector)
+        once, so the first caller hears the greeting at once and does not pay for cold models."""
         started = time.monotonic()
         settings = self.settings
         audio = []
@@ -258,7 +258,10 @@ class VoiceService:
         overflow = (settings.overload_notice,) if self.app.config.voice.overload == "transfer" else ()
         for text in (*greetings, *overflow, settings.repeat, settings.reprompt, settings.handover):
             audio += [chunk async for chunk in self.speech.synthesizer.synthesize_stream(text, "warm-up")]
-        await self.speech.transcriber.transcribe(np.concatenate(audio[:2]), prompt=self.prompt, call_id="warm-up")
+        heard = np.concatenate(audio[:2])
+        await self.speech.transcriber.transcribe(heard, prompt=self.prompt, call_id="warm-up")
+        if self.speech.language is not None:
+            await asyncio.to_thread(self.speech.language.detect, heard)  # whatever its length
         log.info("event=speech_warmed seconds=%.2f", time.monotonic() - started)
 
     def _observe(self, timing: TurnTiming) -> None:
