@@ -53,6 +53,9 @@ BACKCHANNELS = frozenset(
 NON_SPEECH = frozenset({"you", "thank you", "thanks", "bye", "so", "the", "a", "i"})
 _SOUND = re.compile(r"[\[(*][^\])*]*[\])*]")  # [coughs], (laughing), *sigh*
 _WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
+# A hum, in whatever spelling Whisper picks for it ("Mmmm", "Hmmm", "Mm-hmm", "Uhh", "Uh huh"): m's and h's
+# with at least one m, or an uh-huh's letters; not a list of spellings.
+_HUM = re.compile(r"[mh]*m[mh-]*|u+h+(?:-?h+u+h+)?|huh")
 
 
 def words(text: str) -> list[str]:
@@ -67,8 +70,8 @@ def is_interruption(text: str) -> bool:
     phrase = " ".join(said)
     if phrase in BACKCHANNELS or phrase in NON_SPEECH:
         return False
-    # "yeah okay", "mm-hm right": backchannels strung together are still a backchannel.
-    return not all(word in BACKCHANNELS for word in said)
+    # "yeah okay", "mm-hm right", "uh huh": backchannels strung together are still a backchannel.
+    return not all(word in BACKCHANNELS or _HUM.fullmatch(word) for word in said)
 
 
 def is_echo_of(text: str, agent_said: str, share: float = 0.7) -> bool:
