@@ -15,29 +15,18 @@ seen neither the limits nor the results, and is the figure that counts.
 
 from __future__ import annotations
 
-import io
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.speech_corpus import corpus, phone_path, sentences
-from speech.audio import read_wav
+from harness.speech_corpus import corpus, espeak, phone_path, sentences
 from speech.language import Language, LanguageCheck
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
-ESPEAK_VOICES = {"fr": "fr-fr"}  # espeak-ng's names where they are not the ISO code
-
-
-def espeak(text: str, language: str) -> tuple:
-    out = subprocess.run(
-        ["espeak-ng", "-v", ESPEAK_VOICES.get(language, language), "--stdout", text], capture_output=True, check=True
-    ).stdout
-    return read_wav(io.BytesIO(out))
 
 
 def judged(check: LanguageCheck, path: Path) -> list[tuple[str, str, Language]]:

@@ -62,8 +62,8 @@ def phone_path(pcm: np.ndarray, rate: int) -> np.ndarray:
     return ulaw_decode(ulaw_encode(padded))
 
 
-def espeak(text: str) -> tuple[np.ndarray, int]:
-    done = subprocess.run(["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True, timeout=30)
+def espeak(text: str, voice: str = "en-us") -> tuple[np.ndarray, int]:
+    done = subprocess.run(["espeak-ng", "-v", voice, "--stdout", text], capture_output=True, check=True, timeout=30)
     return read_wav(io.BytesIO(done.stdout))
 
 

@@ -4,15 +4,12 @@ How often it catches each language is measured by benchmarks/language_check.py, 
 
 from __future__ import annotations
 
-import io
-import subprocess
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from harness import speech_corpus as corpus
-from speech.audio import read_wav
 from speech.language import LanguageCheck
 
 pytestmark = pytest.mark.timeout(300)
@@ -26,8 +23,7 @@ def check() -> Iterator[LanguageCheck]:
 
 
 def german(text: str) -> np.ndarray:
-    out = subprocess.run(["espeak-ng", "-v", "de", "--stdout", text], capture_output=True, check=True).stdout
-    return corpus.phone_path(*read_wav(io.BytesIO(out)))
+    return corpus.phone_path(*corpus.espeak(text, "de"))
 
 
 async def test_a_german_caller_is_foreign_and_an_english_one_is_not(check: LanguageCheck) -> None:

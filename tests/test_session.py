@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -13,6 +14,7 @@ from swarm.messages import Message
 from swarm.providers.base import Completion, ProviderUnavailable
 from swarm.providers.scripted import ScriptedProvider, reply
 from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec, navigate_back_tool, navigate_tool
+from swarm.session import Session
 from swarm.tools import ToolContext, tool_from_function
 
 
@@ -122,16 +124,22 @@ class CachingModel(ScriptedProvider):
             self.reading -= 1
 
 
+def caching_sales(model: CachingModel, tool: Callable[..., dict]) -> Session:
+    """A session with the sales agent on `model`, whose one tool's result is said as the reply."""
+    registry, _, _ = build([])
+    registry.providers["sales-model"] = model
+    registry.add_tool(tool_from_function(tool, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", (tool.__name__,))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    return session
+
+
 async def test_the_history_after_a_say_line_is_warmed_before_the_next_turn_asks():
     # The model never read the tool result (the say line ended the turn): its server reads it while the
     # caller listens, and the next turn waits for that rather than racing it to an uncached slot.
     model = CachingModel([reply("", ("quote_lamp", {"sku": "DL-530"})), "Done."])
-    registry, _, _ = build([])
-    registry.providers["sales-model"] = model
-    registry.add_tool(tool_from_function(quote_lamp, says_result=True))
-    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("quote_lamp",))
-    session = registry.session("c1", "shop")
-    session.change_agent("sales")
+    session = caching_sales(model, quote_lamp)
     assert await session.complete("a desk lamp") == "The lamp is twenty euros. Shall I order one?"
     turn = asyncio.ensure_future(session.complete("yes"))
     await asyncio.sleep(0.05)
@@ -199,12 +207,7 @@ async def test_a_plain_yes_does_not_wait_for_the_prompt_cache_and_reads_stay_one
     # take 28 s on the local model, as a cancelled read still runs on the server.
     ORDERED.clear()
     model = CachingModel([reply("", ("order_lamp", {})), "Anything else?"])
-    registry, _, _ = build([])
-    registry.providers["sales-model"] = model
-    registry.add_tool(tool_from_function(order_lamp, says_result=True))
-    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
-    session = registry.session("c1", "shop")
-    session.change_agent("sales")
+    session = caching_sales(model, order_lamp)
     assert await session.complete("a lamp") == "1 lamp, twenty euros. Shall I order it?"
     assert await asyncio.wait_for(session.complete("Yes, please."), 2.0) == "Ordered."  # the gate never opened
     assert ORDERED == [1] and len(model.requests) == 1
