@@ -40,6 +40,7 @@ DRAIN_GRACE_S = 5.0
 # The call's first utterances long enough to judge are checked for another language (speech.language);
 # a clear English one ends the checks.
 LANGUAGE_CHECKS = 2
+LANGUAGE_CHECK_S = 3.0  # ~0.6 s each on 2 cores; longer means calls queue for it: answer instead
 # A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
 QUESTION_END_SAMPLES = 8000
 
@@ -344,6 +345,8 @@ class Conversation:
                     early
                     or self.transcriber.transcribe(turn.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
                 )
+                # Under the lock: the caller's later words wait for this verdict, never overtake it.
+                language = await self._another_language(turn, transcript)
         except Exception:
             self._playback.resume()  # nothing heard: the agent must not stay paused
             raise
@@ -353,6 +356,13 @@ class Conversation:
         timing.transcript_s = time.monotonic() - ended
         text = transcript.text.strip()
         if self._closing:
+            return False
+        if language is not None:
+            self.transcript.add("caller", text)
+            log.info(
+                "event=caller_language call=%s language=%s", self.call.call_id, getattr(language, "text", language)
+            )
+            self.hand_to_person("caller_language")  # nothing is answered: a colleague may speak it
             return False
         if self._playback.paused:
             # Over held words the caller is going on with their sentence ("... 4 5 8 2 1"), not humming.
@@ -373,8 +383,6 @@ class Conversation:
         self._reprompts = 0
         self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
-        if await self._speaks_another_language(turn, transcript):
-            return False
         if not transcript.confident:
             log.info("event=low_confidence call=%s chars=%d", self.call.call_id, len(text))
             log.debug("event=low_confidence call=%s text=%r", self.call.call_id, text)
@@ -383,21 +391,24 @@ class Conversation:
         self._start_turn(self._reply(text, ended, timing, speculation))
         return True
 
-    async def _speaks_another_language(self, turn: SpeechEnded, transcript: Any) -> bool:
+    async def _another_language(self, turn: SpeechEnded, transcript: Any) -> Any:
         """At the call's start, words unclear to English ears that the detector hears in a language the agents
-        do not serve: the caller is handed to a person (a colleague may speak it) and nothing is answered."""
+        do not serve: that language (the caller goes to a person), else None. A clear English utterance, or
+        the second one judged, ends the checks; a detector that fails or lags only loses the check."""
         check = self.language_check
         if self._language_checks <= 0 or check is None or turn.duration_s < check.min_speech_s:
-            return False
+            return None
+        if not transcript.text.strip():
+            return None  # noise: the detector names a language for a cough too
         self._language_checks -= 1
         if transcript.confident and not getattr(transcript, "retried", False):
             self._language_checks = 0  # clear English
-            return False
-        language = await check.foreign(turn.audio, call_id=self.call.call_id)
-        if language is None or self._closing:
-            return False
-        log.info("event=caller_language call=%s language=%s", self.call.call_id, getattr(language, "text", language))
-        return self.hand_to_person("caller_language")
+            return None
+        try:
+            return await asyncio.wait_for(check.foreign(turn.audio, call_id=self.call.call_id), LANGUAGE_CHECK_S)
+        except Exception as error:  # noqa: BLE001 - the caller is answered as without the check
+            log.warning("event=language_check_failed call=%s error=%r", self.call.call_id, error)
+            return None
 
     def _hold(self, text: str, ended: float, confident: bool) -> bool:
         """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):

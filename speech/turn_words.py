@@ -53,9 +53,9 @@ BACKCHANNELS = frozenset(
 NON_SPEECH = frozenset({"you", "thank you", "thanks", "bye", "so", "the", "a", "i"})
 _SOUND = re.compile(r"[\[(*][^\])*]*[\])*]")  # [coughs], (laughing), *sigh*
 _WORD = re.compile(r"[a-z]+(?:[-'][a-z]+)*")
-# A hum, in whatever spelling Whisper picks for it ("Mmmm", "Hmmm", "Mm-hmm", "Uhh", "Uh huh"): m's and h's
-# with at least one m, or an uh-huh's letters; not a list of spellings.
-_HUM = re.compile(r"[mh]*m[mh-]*|u+h+(?:-?h+u+h+)?|huh")
+# A hum of assent, in whatever spelling Whisper picks ("Mmmm", "Hmmm", "Mm-hmm", "Uhh", "Umm", "Uh-huh"), by
+# its shape rather than a list. Not the hum for "no" ("Mm-mm", "Hm-mm": no h after the break), not "huh?".
+_HUM = re.compile(r"h*m{2,}|h+m+|m+-?h+m+(?:-?h+m+)*|u+h*m*|u+h+-?h+u+h+")
 
 
 def words(text: str) -> list[str]:
@@ -70,7 +70,8 @@ def is_interruption(text: str) -> bool:
     phrase = " ".join(said)
     if phrase in BACKCHANNELS or phrase in NON_SPEECH:
         return False
-    # "yeah okay", "mm-hm right", "uh huh": backchannels strung together are still a backchannel.
+    # "yeah okay", "mm-hm right": backchannels strung together are still a backchannel.
+    said = phrase.replace("uh huh", "uh-huh").split()
     return not all(word in BACKCHANNELS or _HUM.fullmatch(word) for word in said)
 
 

@@ -399,8 +399,9 @@ class Session:
             self._warming = asyncio.ensure_future(_after(self._warming, read))
 
     async def _warmed(self) -> None:
-        """Wait for the warm read before asking the model, so the two never race for the server's threads
-        (a plain yes asks no model: it does not wait). Shielded: a barge-in cancels the turn, not the read."""
+        """Wait for this session's warm read before asking the model, so the two do not race for the server's
+        threads (a plain yes asks no model: it does not wait). Shielded: a barge-in cancels the turn, not the
+        read. Other calls' reads and turns still share the server."""
         if self._warming is not None:
             with contextlib.suppress(Exception):  # a failed read only cost time
                 await asyncio.shield(self._warming)

@@ -148,6 +148,18 @@ async def test_a_caller_in_another_language_reaches_a_person_without_an_answer(a
     assert [entry["text"] for entry in line.caller_lines()] == [GERMAN_HEARD_AS_ENGLISH]
 
 
+async def test_a_failing_language_check_only_loses_the_check(app) -> None:
+    line = Line(app, languages={})
+    line.language.broken = True
+    line.transcriber.unclear.add("I want to return my headphones, they broke.")
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones, they broke.", seconds=3.0)
+        await line.agent_done()
+    assert line.language.judged and line.session.escalated() is None
+    assert "headphones" in " ".join(line.said()[1:]).lower()  # answered as without the check
+
+
 async def test_the_language_check_judges_only_unclear_long_words_at_the_calls_start(app) -> None:
     unclear_english = "I want to return my headphones, they broke."
     line = Line(app, languages={})

@@ -157,13 +157,28 @@ async def test_a_german_caller_reaches_a_person_through_the_phone(
     tmp_path: Path, line: PhoneLine, caplog: pytest.LogCaptureFixture
 ) -> None:
     # espeak-ng's German voice: the server's tiny.en hears English nonsense; the language check hears German.
+    # Two lines it hears as German by a wide margin (0.95 and more, English 0.02; the demo suite's own lines
+    # are closer calls: benchmarks/language_check.py), so the test is about the path, not the detector.
+    scenario = tmp_path / "german.toml"
+    scenario.write_text(
+        textwrap.dedent(
+            """
+            language = "de"
+            [[turn]]
+            say = "Meine Bestellung ist noch nicht angekommen, können Sie nachsehen?"
+            [[if_asked]]
+            when = '\\?'
+            say = "Ja, hallo, ich habe letzte Woche Kopfhörer gekauft und die funktionieren nicht mehr."
+            [expect]
+            transfer = true
+            """
+        ),
+        encoding="utf-8",
+    )
     caplog.set_level(logging.INFO, logger="callcenter.conversation")
-    caplog.set_level(logging.INFO, logger="speech")
-    result = await audio_trial(tmp_path, line, SUITE / "german_return.toml")
+    result = await audio_trial(tmp_path, line, scenario)
     assert result.passed, (result.failures, result.transcript)
-    # The check handed over, not the agents: at the first words or the second (in one run the first scored
-    # German 0.56 and English 0.15: not sure enough).
-    assert "event=caller_language" in caplog.text
+    assert "event=caller_language" in caplog.text  # the check handed over, not the agents
 
 
 @pytest.mark.peers

@@ -176,10 +176,13 @@ class FakeLanguageCheck:
     foreign_texts: dict[str, str] = field(default_factory=dict)
     min_speech_s: float = 1.5
     judged: list[str] = field(default_factory=list)
+    broken: bool = False  # the detector raises, as a model whose pool was shut down
 
     async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> str | None:
         text = self.transcriber.texts[int(pcm16_8k[0])]
         self.judged.append(text)
+        if self.broken:
+            raise RuntimeError("cannot schedule new futures after shutdown")
         return self.foreign_texts.get(text)
 
 

@@ -150,7 +150,11 @@ class SqliteDatabase:
         self._conn.execute("PRAGMA foreign_keys = ON")
         if url.target != ":memory:":
             # Readers (order look-ups) then never wait for a writer (an order).
-            _switch_to_wal(self._conn, url, busy_timeout_s)
+            try:
+                _switch_to_wal(self._conn, url, busy_timeout_s)
+            except DatabaseError:
+                self._conn.close()
+                raise
             # In WAL mode NORMAL loses no committed data on an application crash.
             self._conn.execute("PRAGMA synchronous = NORMAL")
 
