@@ -82,6 +82,11 @@ def shop_tools(shop: Shop) -> list[Tool]:
         if not orders:
             # A wrong number (misheard, or invented: a small model writes "12345"): the caller's own orders.
             orders = shop.find_orders(customer_phone=_caller(context), product_text=product)
+        guessed = not orders and bool(product)
+        if guessed:
+            # Product words none of their orders matches, often misheard ("handphone" for "headphones", seen
+            # with a hard caller): their latest order, read back by its own product, for them to say yes or no.
+            orders = shop.find_orders(customer_phone=_caller(context))
         if not orders:
             # The caller may type the number instead of saying it: the voice layer runs this tool with it.
             context.request_digits("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, product=product)
@@ -89,7 +94,8 @@ def shop_tools(shop: Shop) -> list[Tool]:
         order = orders[0]
         line = _matching_line(order, product)
         when = order.created_at.strftime("%d %B").lstrip("0")
-        say = f"I found your order {_digits(order.order_number)} from {when} with the {line.name}. Shall I start a return for it?"
+        opening = "I couldn't find that product, but I found" if guessed else "I found"
+        say = f"{opening} your order {_digits(order.order_number)} from {when} with the {line.name}. Shall I start a return for it?"
         proposal = _proposal("create_return", order_number=order.order_number, sku=line.sku, quantity=1)
         return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
 

@@ -530,3 +530,22 @@ async def test_a_search_offers_the_quantity_the_caller_asked_for(shop: Shop) -> 
     assert two["proposal"]["arguments"] == {"sku": "YM-620", "quantity": 2}
     many = await search.call({"query": "yoga mat", "quantity": 1000}, context)
     assert "only" in many["say"] and "proposal" not in many  # more than the stock: nothing to agree to
+
+
+async def test_misheard_product_words_read_back_the_callers_latest_order(shop: Shop) -> None:
+    # A hard caller's "headphones" came through Whisper as "handphone": their one order was not found, and
+    # the call stalled on "Could you tell me the order number?". Their latest order is offered by name.
+    caller = "+442079460321"
+    number = shop.seed_demo_order(caller, [("HP-100", 1)], days_ago=6).order_number
+    find = next(t for t in shop_tools(shop) if t.name == "find_order")
+    context = ToolContext("c1", "refund", NoSession(), metadata={"caller": caller})
+    misheard = await find.call({"product": "handphone"}, context)
+    assert misheard["say"].startswith(f"I couldn't find that product, but I found your order {' '.join(number)}")
+    assert "Wireless over-ear headphones" in misheard["say"] and misheard["say"].endswith(
+        "Shall I start a return for it?"
+    )
+    assert misheard["proposal"]["arguments"]["order_number"] == number  # nothing is written before a yes
+    heard = await find.call({"product": "headphones"}, context)
+    assert heard["say"].startswith(f"I found your order {' '.join(number)}")
+    stranger = ToolContext("c2", "refund", NoSession(), metadata={"caller": "+441632960999"})
+    assert (await find.call({"product": "handphone"}, stranger))["orders"] == []  # no orders: ask for the number
