@@ -4,7 +4,7 @@ A tool that writes returns, before it writes, a "proposal" ({"tool": ..., "argum
 read-back ("That is one yoga mat for 25 euros. Shall I place the order?"). When the caller's whole answer is
 a plain yes ("Yes, please.", "Great, go ahead."), nothing is left for a model to decide, and a small one
 decided it badly: Qwen2.5-Coder 1.5B answered "Yes, please." with the wrong quantity, with speech, or with
-another agent's words. Anything more than a plain yes ("Yes, two of them.") still goes to the model.
+another agent's words. Anything more than a plain yes ("Yes, two of them." to one) still goes to the model.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
 _PLAIN = frozenset(
     "yes yeah yep yup sure correct okay ok absolutely right confirm please do it go ahead that's that "
     "great perfect lovely fine good sounds thanks thank you i'll i'd i will i would like take them order is "
-    "for me one the and buy return start place".split()
+    "for me one the and buy return start place of".split()
 )
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 
 
 def normalise(text: str) -> str:
@@ -41,9 +42,16 @@ def yes_or_no(text: str) -> bool | None:
     return None
 
 
-def plain_yes(text: str) -> bool:
-    """A yes and nothing else: no number, no other product, no condition."""
-    return yes_or_no(text) is True and all(word in _PLAIN for word in normalise(text).split())
+def plain_yes(text: str, quantity: int | None = None) -> bool:
+    """A yes and nothing else: no other product, no condition, and no number but the read-back's own
+    `quantity` ("Yes, three please." to three light bulbs; "Yes, two of them." to one is a change)."""
+    return yes_or_no(text) is True and all(
+        word in _PLAIN or (quantity is not None and _number(word) == quantity) for word in normalise(text).split()
+    )
+
+
+def _number(word: str) -> int | None:
+    return int(word) if word.isdigit() else _NUMBER_WORDS.get(word)
 
 
 def pending_proposal(messages: Sequence[Message]) -> dict[str, Any] | None:

@@ -182,7 +182,12 @@ ORDERED: list[int] = []
 
 @pytest.mark.parametrize(
     ("answer", "model_asked"),
-    [("Yes, please.", False), ("Great, go ahead and order it for me.", False), ("Yes, two of them.", True)],
+    [
+        ("Yes, please.", False),
+        ("Great, go ahead and order it for me.", False),
+        ("Yes, two of them.", True),  # the read-back was of one: a change, for the model
+        ("Yes, one of them.", False),
+    ],
 )
 async def test_a_plain_yes_to_a_read_back_runs_its_proposal_without_the_model(answer: str, model_asked: bool):
     ORDERED.clear()
@@ -198,6 +203,21 @@ async def test_a_plain_yes_to_a_read_back_runs_its_proposal_without_the_model(an
         assert said == "2 lamp, twenty euros. Shall I order it?" and ORDERED == [] and len(sales.requests) == 2
     else:
         assert said == "Ordered." and ORDERED == [1] and len(sales.requests) == 1
+
+
+@pytest.mark.parametrize("answer", ["Yes, three please.", "Yes, 3 of them."])
+async def test_a_yes_that_repeats_the_read_backs_own_quantity_is_plain(answer: str) -> None:
+    # Seen through the phone: "Shall I order three for you?" - "Yes, three please." went to the 1.5B model,
+    # which answered "I didn't understand your order".
+    ORDERED.clear()
+    registry, _, sales = build([], [reply("", ("order_lamp", {"quantity": 3}))])
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("three lamps") == "3 lamp, twenty euros. Shall I order it?"
+    assert await session.complete(answer) == "Ordered."
+    assert ORDERED == [3] and len(sales.requests) == 1
 
 
 async def test_a_plain_yes_does_not_wait_for_the_prompt_cache_and_reads_stay_one_at_a_time():
