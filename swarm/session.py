@@ -417,9 +417,10 @@ class Session:
         """The read-back's own call, confirmed, when the caller's words are a plain yes to it (swarm.confirmations)."""
         history = self.get_agent_history(agent.name)
         proposal = pending_proposal(history)
-        quantity = proposal.get("arguments", {}).get("quantity") if proposal is not None else None
-        said = history[-1].content if history else ""
-        if proposal is None or not plain_yes(said, quantity if isinstance(quantity, int) else None):
+        if proposal is None or not history:
+            return None
+        quantity = proposal.get("arguments", {}).get("quantity")  # "Yes, three please." to three is plain
+        if not plain_yes(history[-1].content, quantity if isinstance(quantity, int) else None):
             return None
         tools = self._tools(agent)
         call = ToolCall("agreed_0", str(proposal["tool"]), {**proposal.get("arguments", {}), "confirmed": True})
