@@ -57,7 +57,7 @@ class SpeechModels:
             Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)),
             VadModel(),
             load_turn_model(voice),
-            load_language_check(voice),
+            load_language_check(voice, transcriber),
         )
         log.info(
             "event=speech_loaded whisper=%s turn_model=%s seconds=%.1f",
@@ -89,12 +89,13 @@ def load_turn_model(voice: VoiceConfig) -> TurnModel | None:
         return None
 
 
-def load_language_check(voice: VoiceConfig) -> LanguageCheck | None:
-    """Whisper base's language detector for voice.languages, or None (with a warning) when it cannot load."""
+def load_language_check(voice: VoiceConfig, ears: Transcriber) -> LanguageCheck | None:
+    """Whisper base's language detector for voice.languages (the calls' own model when it is multilingual),
+    or None (with a warning) when it cannot load."""
     if not voice.languages:
         return None
     try:
-        return LanguageCheck(voice.languages)
+        return LanguageCheck(voice.languages, ears=ears)
     except (ModelError, ValueError) as error:
         log.warning("event=language_check_missing error=%s", error)
         return None

@@ -46,7 +46,8 @@ class LanguageCheck:
     """Judges whether a caller speaks a language outside `served`; one per process, shared by every call.
 
     `model` is "base" (the packaged multilingual model) or a multilingual CTranslate2 model directory
-    (tiny.en has no language detector). Utterances shorter than `min_speech_s` are not judged: a
+    (tiny.en has no language detector); `ears`, the calls' own transcriber, is used instead when it is
+    multilingual, so base is not loaded twice. Utterances shorter than `min_speech_s` are not judged: a
     "Hallo." is also an English "Hello.".
     """
 
@@ -55,6 +56,7 @@ class LanguageCheck:
         served: tuple[str, ...] = ("en",),
         *,
         model: str = "base",
+        ears: Transcriber | None = None,
         min_speech_s: float = 1.5,
         max_served_probability: float = 0.1,
         min_probability: float = 0.5,
@@ -65,10 +67,13 @@ class LanguageCheck:
         self.served = frozenset(served)
         self.min_speech_s = min_speech_s
         self.max_served_probability, self.min_probability = max_served_probability, min_probability
-        directory: Path = whisper_model_dir(model)
-        self._model: Any = Transcriber.shared_model(directory, cpu_threads, 1)
-        if not getattr(self._model, "model", None) or not self._model.model.is_multilingual:
-            raise ValueError(f"the Whisper model in {directory} is English-only: it cannot tell languages apart")
+        if ears is not None and ears.whisper.model.is_multilingual:
+            self._model: Any = ears.whisper
+        else:
+            directory: Path = whisper_model_dir(model)
+            self._model = Transcriber.shared_model(directory, cpu_threads, 1)
+            if not self._model.model.is_multilingual:
+                raise ValueError(f"the Whisper model in {directory} is English-only: it cannot tell languages apart")
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="language")
 
     async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> Language | None:

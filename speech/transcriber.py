@@ -100,6 +100,11 @@ class Transcriber:
         self._model = self.shared_model(self.directory, self.cpu_threads, self.workers)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="whisper")
 
+    @property
+    def whisper(self) -> Any:
+        """The faster_whisper.WhisperModel this transcriber decodes with (speech.language may share it)."""
+        return self._model
+
     @classmethod
     def shared_model(cls, directory: Path, cpu_threads: int, workers: int) -> Any:
         """The process's one faster_whisper.WhisperModel for these settings (speech.language shares it)."""
