@@ -28,6 +28,7 @@ from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
 from speech.turn_words import stops_agent, unfinished
+from speech.vad import PHONE_RATE
 from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.session import Session
 from swarm.speculation import Speculation
@@ -43,6 +44,9 @@ LANGUAGE_CHECKS = 2
 LANGUAGE_CHECK_S = 3.0  # ~0.6 s each on 2 cores; longer means calls queue for it: answer instead
 # A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
 QUESTION_END_SAMPLES = 8000
+# Held words are heard again with the rest of the sentence, up to this much audio (Whisper hears 30 s).
+MAX_JOINED_SAMPLES = 20 * PHONE_RATE
+MAX_GAP_SAMPLES = PHONE_RATE // 2  # of the silence between two breaths: enough for Whisper to hear a pause
 
 
 class Transcribing(Protocol):
@@ -137,11 +141,31 @@ class _Held:
     """Words that stopped mid-sentence; answered as they are when the timer fires (none: the caller went on)."""
 
     text: str
+    audio: np.ndarray | None = None  # what was heard, from the sentence's first breath on
+    start_s: float = 0.0  # stream time of audio[0]
     timer: asyncio.TimerHandle | None = None
 
     def cancel(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
+
+
+@dataclass(frozen=True)
+class _Heard:
+    """An utterance's audio as transcribed: after held words (`after`), joined to theirs."""
+
+    audio: np.ndarray
+    start_s: float  # stream time of audio[0]
+    after: _Held | None = None
+
+
+def join_breaths(first: np.ndarray, first_start_s: float, second: np.ndarray, second_start_s: float) -> np.ndarray:
+    """Two utterances of one call as one, with the silence between them (at most MAX_GAP_SAMPLES of it).
+    Where the first's post-roll and the second's pre-roll overlap, that audio is kept once."""
+    gap = round((second_start_s - first_start_s) * PHONE_RATE) - first.size
+    if gap < 0:
+        return np.concatenate([first, second[min(-gap, second.size) :]])
+    return np.concatenate([first, np.zeros(min(gap, MAX_GAP_SAMPLES), np.int16), second])
 
 
 @dataclass
@@ -191,7 +215,7 @@ class Conversation:
         # Utterances being transcribed; one at a time, so the caller's words reach the model in order.
         self._hearing: set[asyncio.Task[None]] = set()
         self._transcribing = asyncio.Lock()
-        self._early: tuple[SpeechPaused, asyncio.Task[Any]] | None = None  # a transcription started at a pause
+        self._early: tuple[SpeechPaused, asyncio.Task[Any], _Heard] | None = None  # a transcription started at a pause
         self._speculation: Speculation | None = None  # the model started on that transcription
         self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
@@ -267,14 +291,15 @@ class Conversation:
     def _transcribe_early(self, pause: SpeechPaused) -> None:
         self._drop_early()  # the caller spoke again since the last pause
         if not self._closing:
+            heard = self._heard(pause.audio, pause.start_s)
             task = asyncio.create_task(
-                self.transcriber.transcribe(pause.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
+                self.transcriber.transcribe(heard.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
             )
             # A dropped run's failure is not the call's: retrieved here so that it is not reported as lost.
             task.add_done_callback(lambda done: done.cancelled() or done.exception())
             if self.settings.early_reply:
                 task.add_done_callback(self._speculate)
-            self._early = (pause, task)
+            self._early = (pause, task, heard)
 
     def _speculate(self, task: asyncio.Task[Any]) -> None:
         """The pause's transcript is in: start the model on it, if the caller is still silent and nothing else
@@ -301,13 +326,18 @@ class Conversation:
             self._speculation.cancel()
             self._speculation = None
 
-    def _take_early(self, turn: SpeechEnded) -> tuple[asyncio.Task[Any], Speculation | None] | None:
+    def _take_early(self, turn: SpeechEnded) -> tuple[asyncio.Task[Any], Speculation | None, _Heard] | None:
         """The transcription started at this turn's last pause (and the model's start on it), if it heard
-        exactly the turn's audio: the caller said nothing more since."""
+        exactly the turn's audio (the caller said nothing more since) after the words held now."""
         early, self._early = self._early, None
         speculation, self._speculation = self._speculation, None
-        if early is not None and early[0].start_s == turn.start_s and early[0].audio.size == turn.audio.size:
-            return early[1], speculation
+        if (
+            early is not None
+            and early[0].start_s == turn.start_s
+            and early[0].audio.size == turn.audio.size
+            and early[2].after is self._held
+        ):
+            return early[1], speculation, early[2]
         if early is not None:
             early[1].cancel()
         if speculation is not None:
@@ -318,32 +348,43 @@ class Conversation:
         if self._closing:
             self._drop_early()
             return
-        early, speculation = self._take_early(turn) or (None, None)
-        task = asyncio.create_task(self._transcribe(turn, early, time.monotonic(), speculation))
+        early, speculation, heard = self._take_early(turn) or (None, None, None)
+        task = asyncio.create_task(self._transcribe(turn, early, heard, time.monotonic(), speculation))
         self._hearing.add(task)
         task.add_done_callback(self._hearing.discard)
 
     async def _transcribe(
-        self, turn: SpeechEnded, early: asyncio.Task[Any] | None, ended: float, speculation: Speculation | None = None
+        self,
+        turn: SpeechEnded,
+        early: asyncio.Task[Any] | None,
+        heard: _Heard | None,
+        ended: float,
+        speculation: Speculation | None = None,
     ) -> None:
         """Answer what the caller said; noise (an empty transcript) leaves the agent's turn alone."""
         replying = False
         try:
-            replying = await self._answer(turn, early, ended, speculation)
+            replying = await self._answer(turn, early, heard, ended, speculation)
         finally:
             if speculation is not None and not replying:
                 speculation.cancel()  # no reply to these words: the model's start on them is dropped
 
     async def _answer(
-        self, turn: SpeechEnded, early: asyncio.Task[Any] | None, ended: float, speculation: Speculation | None
+        self,
+        turn: SpeechEnded,
+        early: asyncio.Task[Any] | None,
+        heard: _Heard | None,
+        ended: float,
+        speculation: Speculation | None,
     ) -> bool:
         """True when a reply turn was started (it has the speculation)."""
         timing = TurnTiming(early=early is not None)
         try:
             async with self._transcribing:
+                heard = heard or self._heard(turn.audio, turn.start_s)  # (an early one's heard its pause's)
                 transcript = await (
                     early
-                    or self.transcriber.transcribe(turn.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
+                    or self.transcriber.transcribe(heard.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
                 )
                 # Under the lock: the caller's later words wait for this verdict, never overtake it.
                 language = await self._another_language(turn, transcript)
@@ -375,10 +416,11 @@ class Conversation:
         held, self._held = self._held, None
         if held is not None:
             held.cancel()
-            text = f"{held.text} {text}".strip()  # the caller's sentence, from its first half on
+            # The caller's sentence from its first half on: heard again whole, or joined as text.
+            text = (text or held.text) if held is heard.after else f"{held.text} {text}".strip()
         if not text:
             return False  # noise or a cough while the agent was silent: nothing to answer
-        if self._hold(text, ended, transcript.confident):
+        if self._hold(_Held(text, heard.audio, heard.start_s), ended, transcript.confident):
             return False
         self._reprompts = 0
         self._close_keypad("spoken")  # the caller said it instead of typing it
@@ -410,17 +452,25 @@ class Conversation:
             log.warning("event=language_check_failed call=%s error=%r", self.call.call_id, error)
             return None
 
-    def _hold(self, text: str, ended: float, confident: bool) -> bool:
+    def _heard(self, audio: np.ndarray, start_s: float) -> _Heard:
+        """The audio to transcribe: after held words, the sentence from its first breath on, so that Whisper
+        hears the rest in context (alone, "eight two one" after "four five" once came out "A 2 1")."""
+        held = self._held
+        if held is None or held.audio is None or held.audio.size + audio.size > MAX_JOINED_SAMPLES:
+            return _Heard(audio, start_s)
+        return _Heard(join_breaths(held.audio, held.start_s, audio, start_s), held.start_s, held)
+
+    def _hold(self, held: _Held, ended: float, confident: bool) -> bool:
         """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):
         the caller paused to think, or to read a number. The reply waited for these words anyway, so only a
-        wrong guess costs time (the wait), and no words are lost: the rest is joined to them."""
+        wrong guess costs time (the wait), and no words are lost: the rest is heard with them."""
         wait = self.settings.mid_sentence_wait_s
-        if wait is None or not confident or self._keypad is not None or not unfinished(text):
+        if wait is None or not confident or self._keypad is not None or not unfinished(held.text):
             return False
         if self._turn is not None and not self._turn.done():
             self._interrupt("new_turn")  # the caller went on: the reply to their words before is out of date
         remaining = max(0.0, ended + wait - time.monotonic())
-        self._held = _Held(text)
+        self._held = held
         if not self._more_words_coming():
             self._held.timer = asyncio.get_running_loop().call_later(remaining, self._release_held)
         log.info("event=mid_sentence_wait call=%s wait_s=%.2f", self.call.call_id, remaining)

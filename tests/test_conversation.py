@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
-from callcenter.conversation import Conversation, VoiceSettings
+from callcenter.conversation import MAX_GAP_SAMPLES, MAX_JOINED_SAMPLES, Conversation, VoiceSettings, join_breaths
 from swarm.events import CallEnded, Escalated, ToolCalled
 from tests.voice_fakes import (
     Caller,
@@ -330,6 +331,31 @@ async def test_a_turn_that_stops_mid_sentence_waits_for_the_rest_and_is_one_turn
     assert [entry["text"] for entry in line.caller_lines()] == ["I want to return the headphones I bought last week."]
     assert len(line.conversation.transcript.turns) == 1
     assert "headphones" in " ".join(line.said()[1:]).lower()
+    # The second half was transcribed with the first, in context, not alone.
+    assert line.transcriber.heard[-1] == "I want to return the headphones I bought last week."
+
+
+async def test_held_words_too_long_to_hear_again_are_joined_as_text(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=2.0))
+    long_s = MAX_JOINED_SAMPLES / 8000 - 0.5
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return the", seconds=long_s)
+        await line.caller.say("headphones I bought last week.")
+        await line.agent_done()
+    assert line.transcriber.heard[-1] == "headphones I bought last week."  # alone: both are over Whisper's window
+    assert [entry["text"] for entry in line.caller_lines()] == ["I want to return the headphones I bought last week."]
+
+
+def test_two_breaths_keep_their_pause_and_no_audio_twice() -> None:
+    first, second = np.arange(1, 801, dtype=np.int16), np.arange(1001, 1801, dtype=np.int16)
+    # The second's pre-roll (from 0.05 s) overlaps the first's post-roll (to 0.1 s): those samples once.
+    overlapping = join_breaths(first, 1.0, second, 1.05)
+    assert overlapping.tolist() == first.tolist() + second[400:].tolist()
+    apart = join_breaths(first, 1.0, second, 1.2)  # 0.1 s of silence between
+    assert apart.tolist() == first.tolist() + [0] * 800 + second.tolist()
+    far = join_breaths(first, 1.0, second, 9.0)  # a long pause is shortened: Whisper only needs to hear one
+    assert far.size == first.size + MAX_GAP_SAMPLES + second.size and not far[800:-800].any()
 
 
 async def test_half_a_sentence_is_answered_when_the_caller_says_no_more(app) -> None:

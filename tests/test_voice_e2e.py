@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import socket
 import sqlite3
 import threading
@@ -297,7 +298,9 @@ async def test_a_number_read_out_in_two_breaths_is_one_turn(serve, speech) -> No
     said = [line["text"] for line in record.transcript if line["who"] == "caller"]
     assert len(said) == 1 and len(record.turns) == 1, said
     spoken = " ".join(DIGIT_WORDS.get(word, word) for word in said[0].lower().replace("-", " ").split())
-    assert "45821" in "".join(ch for ch in spoken if ch.isdigit()), said
+    # Both breaths in the one line, in order. Whisper may mishear the single "eight" that opens the second
+    # breath (CI heard "A"), so the check is on the digits on either side of it.
+    assert re.search(r"45.?21", "".join(ch for ch in spoken if ch.isdigit())), said
 
 
 async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, caplog) -> None:

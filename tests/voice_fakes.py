@@ -160,7 +160,9 @@ class FakeTranscriber:
 
     async def transcribe(self, pcm16_8k: np.ndarray, *, prompt: str | None = None, call_id: str = "-") -> Transcript:
         await asyncio.sleep(self.delay_s)
-        text = self.texts[int(pcm16_8k[0])] if pcm16_8k.size else ""
+        # Every utterance in the audio, in order: held words are heard again with the rest of the sentence.
+        tags = dict.fromkeys(int(sample) for sample in pcm16_8k if int(sample) in self.texts)
+        text = " ".join(self.texts[tag] for tag in tags)
         self.heard.append(text)
         logprob = -0.7 if text in self.unclear else -0.2 if text else float("-inf")
         return Transcript(
