@@ -8,6 +8,8 @@ Transcription starts at the caller's first pause (SpeechPaused), before the endp
 has ended: when the silence lasts, the transcript is ready sooner by the rest of the end-of-turn silence.
 With `early_reply`, the model starts on that transcript too (swarm.speculation: its stream is read ahead,
 no tool runs, nothing is recorded); the turn takes it if the caller said no more, else it is dropped.
+A caller who goes on before hearing a word of the reply is not talked over: the reply waits; a cough lets
+it go on, words take it back (when it changed nothing) and the whole sentence is answered as one turn.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ LANGUAGE_CHECKS = 2
 LANGUAGE_CHECK_S = 3.0  # ~0.6 s each on 2 cores; longer means calls queue for it: answer instead
 # A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
 QUESTION_END_SAMPLES = 8000
+TAKE_BACK_S = 1.0  # for a cancelled reply to unwind before it is taken back
 # Held words are heard again with the rest of the sentence, up to this much audio (Whisper hears 30 s).
 MAX_JOINED_SAMPLES = 20 * PHONE_RATE
 MAX_GAP_SAMPLES = PHONE_RATE // 2  # of the silence between two breaths: enough for Whisper to hear a pause
@@ -151,12 +154,36 @@ class _Held:
 
 
 @dataclass(frozen=True)
+class _Answered:
+    """The caller's words the running turn answers, until they hear its first word: if they go on before
+    that, the turn is taken back and their sentence is heard whole, as held words are."""
+
+    words: _Held
+    line: dict[str, Any]  # their transcript line
+    timing: TurnTiming
+    since: int  # the session's events before the turn
+
+
+@dataclass(frozen=True)
 class _Heard:
     """An utterance's audio as transcribed: after held words (`after`), joined to theirs."""
 
     audio: np.ndarray
     start_s: float  # stream time of audio[0]
     after: _Held | None = None
+
+
+def _sentence(held: _Held | None, heard: _Heard, text: str) -> _Held:
+    """The caller's sentence from its first half on: heard again whole (heard.after), or the held words
+    joined to these as text, and their audio too for a next breath while it fits Whisper's window."""
+    if held is None:
+        return _Held(text, heard.audio, heard.start_s)
+    if held is heard.after:
+        return _Held(text or held.text, heard.audio, heard.start_s)
+    audio = None
+    if held.audio is not None and held.audio.size + heard.audio.size <= MAX_JOINED_SAMPLES:
+        audio = join_breaths(held.audio, held.start_s, heard.audio, heard.start_s)
+    return _Held(f"{held.text} {text}".strip(), audio, held.start_s)
 
 
 def join_breaths(first: np.ndarray, first_start_s: float, second: np.ndarray, second_start_s: float) -> np.ndarray:
@@ -218,6 +245,7 @@ class Conversation:
         self._early: tuple[SpeechPaused, asyncio.Task[Any], _Heard] | None = None  # a transcription started at a pause
         self._speculation: Speculation | None = None  # the model started on that transcription
         self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
+        self._answered: _Answered | None = None  # what the running turn answers, while nothing of it is heard
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
         self._reprompts = 0  # since the caller last said something
@@ -273,7 +301,8 @@ class Conversation:
                     if self._held is not None:
                         self._held.cancel()  # the caller goes on: the rest comes with their next words
                     self._caller_quiet.clear()
-                    if not self._closing and self._playback.pause():
+                    # A reply not yet heard waits too: an agent does not start talking over the caller.
+                    if not self._closing and (self._playback.pause() or (self._answered and self._playback.hold())):
                         # Silent within the VAD's onset; whether it was an interruption, the words will tell.
                         log.info(
                             "event=agent_paused call=%s heard=%d/%d",
@@ -412,16 +441,16 @@ class Conversation:
                 log.debug("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
                 self._playback.resume()
                 return False
-            self._interrupt("barge_in")
+            await self._interrupt_reply()
         held, self._held = self._held, None
         if held is not None:
             held.cancel()
-            # The caller's sentence from its first half on: heard again whole, or joined as text.
-            text = (text or held.text) if held is heard.after else f"{held.text} {text}".strip()
-        if not text:
+        words = _sentence(held, heard, text)
+        if not words.text:
             return False  # noise or a cough while the agent was silent: nothing to answer
-        if self._hold(_Held(text, heard.audio, heard.start_s), ended, transcript.confident):
+        if self._hold(words, ended, transcript.confident):
             return False
+        text = words.text
         self._reprompts = 0
         self._close_keypad("spoken")  # the caller said it instead of typing it
         self.transcript.add("caller", text)
@@ -430,8 +459,30 @@ class Conversation:
             log.debug("event=low_confidence call=%s text=%r", self.call.call_id, text)
             self._start_turn(self._say_prepared(self.settings.repeat))
             return False
-        self._start_turn(self._reply(text, ended, timing, speculation))
+        self._start_reply(words, ended, timing, speculation)
         return True
+
+    def _start_reply(
+        self, words: _Held, ended: float, timing: TurnTiming, speculation: Speculation | None = None
+    ) -> None:
+        self._start_turn(self._reply(words.text, ended, timing, speculation))
+        self._answered = _Answered(words, self.transcript.lines[-1], timing, len(self.session.events))
+
+    async def _interrupt_reply(self) -> None:
+        """The caller's words stop the agent. If they heard nothing of its reply, they went on with what
+        it answers: the turn is taken back and those words wait to be heard with these (_held)."""
+        answered, turn = self._answered, self._turn
+        went_on = answered is not None and self._playback.heard == 0
+        self._interrupt("barge_in")
+        if not went_on or answered is None or turn is None:
+            return
+        await asyncio.wait({turn}, timeout=TAKE_BACK_S)  # its last words are recorded before they are taken back
+        if self._held is None and self.session.retract(answered.since):
+            self.transcript.lines.remove(answered.line)
+            with contextlib.suppress(ValueError):
+                self.transcript.turns.remove(answered.timing)
+            self._held = answered.words
+            log.info("event=reply_taken_back call=%s", self.call.call_id)
 
     async def _another_language(self, turn: SpeechEnded, transcript: Any) -> Any:
         """At the call's start, words unclear to English ears that the detector hears in a language the agents
@@ -490,7 +541,7 @@ class Conversation:
         self._close_keypad("spoken")
         self.transcript.add("caller", held.text)
         # The turn's clock starts here, when it is answered: the wait was chosen, not latency.
-        self._start_turn(self._reply(held.text, time.monotonic(), TurnTiming()))
+        self._start_reply(held, time.monotonic(), TurnTiming())
 
     def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""
@@ -641,6 +692,7 @@ class Conversation:
         """A newer turn replaces the running one; what the caller has not heard of it yet is never said."""
         self._interrupt("new_turn")
         self._playback.reset()
+        self._answered = None
         self._turn = asyncio.create_task(self._guarded(work))
 
     async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:

@@ -57,6 +57,15 @@ class Playback:
         self.call.flush()
         return True
 
+    def hold(self) -> bool:
+        """Pause a turn of which nothing has been heard yet, whether or not its audio has begun; False when
+        some was heard (pause() is for that) or it is already paused."""
+        if self.paused_at is not None or self.heard > 0:
+            return False
+        self.paused_at = 0
+        self.call.flush()
+        return True
+
     def resume(self) -> None:
         """Send the rest from where the caller stopped hearing it."""
         if self.paused_at is None:

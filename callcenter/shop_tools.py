@@ -129,11 +129,11 @@ def shop_tools(shop: Shop) -> list[Tool]:
 
     return [
         # Every result has a say line written for the ear: it is the agent's reply (swarm.tools.Tool.says_result).
-        tool_from_function(search_products, examples=SALES_PHRASES, says_result=True),
+        tool_from_function(search_products, examples=SALES_PHRASES, says_result=True, changes_nothing=True),
         tool_from_function(
             place_order, examples=("order it", "i'll take it", "buy it", "place the order"), says_result=True
         ),
-        tool_from_function(find_order, examples=RETURN_PHRASES, says_result=True),
+        tool_from_function(find_order, examples=RETURN_PHRASES, says_result=True, changes_nothing=True),
         tool_from_function(create_return, examples=("return it", "start the return"), says_result=True),
     ]
 

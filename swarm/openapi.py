@@ -14,6 +14,8 @@ import httpx
 
 from swarm.tools import Tool, ToolContext
 
+SAFE_METHODS = frozenset({"GET", "HEAD"})  # RFC 9110 9.2.1: they change nothing on the server
+
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 _LOCATIONS = ("path", "query", "header")
 
@@ -65,7 +67,13 @@ def tools_from_openapi(
             schema, where = built
             text = "\n\n".join(s for s in (operation.get("summary"), operation.get("description")) if s)
             call = _Endpoint(method.upper(), path, where, base_url.rstrip("/"), dict(headers or {}), timeout, client)
-            tools[name] = Tool(name=name, description=text or f"{method.upper()} {path}", parameters=schema, call=call)
+            tools[name] = Tool(
+                name=name,
+                description=text or f"{method.upper()} {path}",
+                parameters=schema,
+                call=call,
+                changes_nothing=method.upper() in SAFE_METHODS,
+            )
     if wanted is not None and wanted - known:
         raise ValueError(f"no operation named {sorted(wanted - known)} in the OpenAPI document")
     return list(tools.values())

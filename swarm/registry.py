@@ -89,7 +89,8 @@ def navigate_tool(target: str, description: str, examples: tuple[str, ...] = ())
         context.session.change_agent(target)
         return f"The caller is now with the {target} agent."
 
-    return Tool(f"navigate_to_{target}", description, {"type": "object", "properties": {}}, call, examples=examples)
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    return Tool(f"navigate_to_{target}", description, parameters, call, examples=examples, changes_nothing=True)
 
 
 def navigate_back_tool(examples: tuple[str, ...] = ()) -> Tool:
@@ -100,4 +101,5 @@ def navigate_back_tool(examples: tuple[str, ...] = ()) -> Tool:
         return f"The caller is now with the {agent} agent."
 
     description = "Hand the caller back when they want something this agent does not handle."
-    return Tool("navigate_back", description, {"type": "object", "properties": {}}, call, examples=examples)
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    return Tool("navigate_back", description, parameters, call, examples=examples, changes_nothing=True)

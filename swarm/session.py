@@ -166,10 +166,31 @@ class Session:
         kept = [e for i, e in enumerate(self.events) if i <= last_user or not isinstance(e, AssistantText)]
         if heard:
             kept.append(AssistantText(self._agent, heard))
+        self._replay(kept)
+
+    def retract(self, since: int) -> bool:
+        """Take back the turn whose events start at `since` (the caller went on before hearing a word of
+        it, and their whole sentence comes as one turn). Only a turn that changed nothing: its tools only
+        read or handed over, and it neither escalated nor ended the call; else False, and it stands."""
+        turn = self.events[since:]
+        if not turn:
+            return True  # it never reached the session
+        if not isinstance(turn[0], UserText) or not all(self._changes_nothing(event) for event in turn[1:]):
+            return False
+        self._replay(self.events[:since])
+        return True
+
+    def _changes_nothing(self, event: Event) -> bool:
+        if isinstance(event, ToolCalled):
+            tool = self.registry.tools.get(event.name)
+            return tool is not None and tool.changes_nothing
+        return not isinstance(event, Escalated | CallEnded | UserText)
+
+    def _replay(self, events: list[Event]) -> None:
         self.events, self.history = [], History(self.config.history_size)
         self._agent, self._stack = self.swarm.default_agent, []
         self._escalation = self._ending = None
-        for event in kept:
+        for event in events:
             self._record(event)
 
     # --- control: what the channel must do (tools and the voice layer say it, the channels act on it) ------------

@@ -70,6 +70,8 @@ class Tool:
     # completion. A small model shown "... Shall I order one for you?" answered it as the caller would
     # ("Yes, please."), and the line was written for the ear already; it also saves a whole completion.
     says_result: bool = False
+    # It only reads (a lookup, a hand-over): a turn that ran no other tool can be taken back (Session.retract).
+    changes_nothing: bool = False
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
@@ -98,6 +100,7 @@ def tool_from_function(
     examples: tuple[str, ...] = (),
     validate: ToolValidator | None = None,
     says_result: bool = False,
+    changes_nothing: bool = False,
 ) -> Tool:
     """Build a Tool from a typed function; a parameter annotated ToolContext receives the context.
 
@@ -138,6 +141,7 @@ def tool_from_function(
         validate=validate,
         examples=examples,
         says_result=says_result,
+        changes_nothing=changes_nothing,
     )
 
 

@@ -416,6 +416,75 @@ async def test_words_held_while_the_agent_thinks_replace_its_reply(app) -> None:
     assert line.said()[1:] == ["Reply to: My order number is"], line.said()
 
 
+async def test_a_caller_who_goes_on_before_hearing_a_word_of_the_reply_is_answered_once_for_it_all(app) -> None:
+    line = Line(app)
+    async with running(line.conversation):
+        await line.agent_done()
+        line.synthesizer.delay_s = 0.3  # the reply is on its way, not heard yet
+        await line.caller.say("I want to return my headphones.")
+        await line.caller.start()
+        sent = len(line.call.sent)
+        await settle(0.4)
+        assert len(line.call.sent) == sent  # the agent does not start talking over the caller
+        line.synthesizer.delay_s = 0.0
+        await line.caller.end("They stopped working after two days.", 2.5)
+        await line.agent_done()
+    whole = "I want to return my headphones. They stopped working after two days."
+    assert [entry["text"] for entry in line.caller_lines()] == [whole]
+    assert [m.content for m in line.session.get_user_history()] == [whole]  # the first reply was taken back
+    assert len(line.conversation.transcript.turns) == 1 and len(line.said()) > 1
+
+
+async def test_a_cough_before_the_reply_is_heard_only_delays_it(app) -> None:
+    line = Line(app)
+    async with running(line.conversation):
+        await line.agent_done()
+        line.synthesizer.delay_s = 0.3
+        await line.caller.say("I want to return my headphones.")
+        await line.caller.start()
+        line.synthesizer.delay_s = 0.0
+        await settle(0.4)
+        await line.caller.end("[coughs]", 0.3)
+        await line.agent_done()
+    assert [entry["text"] for entry in line.caller_lines()] == ["I want to return my headphones."]
+    assert [m.content for m in line.session.get_user_history()] == ["I want to return my headphones."]
+    reply = line.said()[1:]
+    assert reply and line.call.heard_tags()[-1] == line.synthesizer.tag(reply[-1])  # said to its end
+
+
+async def test_a_reply_that_did_something_stands_when_the_caller_goes_on(app) -> None:
+    line = Line(app)
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I'd like to buy wireless headphones.", 2.5)  # a lookup: it changes nothing
+        await line.agent_done()
+        line.synthesizer.delay_s = 0.3
+        await line.caller.say("Yes, please.")  # the order is placed
+        await line.caller.start()
+        line.synthesizer.delay_s = 0.0
+        await line.caller.end("And a charger.", 1.5)
+        await line.agent_done()
+    users = [m.content for m in line.session.get_user_history()]
+    assert users == ["I'd like to buy wireless headphones.", "Yes, please.", "And a charger."]
+    assert len(app.shop.find_orders(customer_phone=CALLER)) == 2  # the seeded one and this: it stands
+
+
+async def test_a_turn_that_only_looked_things_up_is_taken_back_whole(app) -> None:
+    session = app.session("call-9", CALLER)
+
+    async def turn(text: str) -> None:
+        async for _ in session.stream(text):
+            pass
+
+    await turn("I'd like to buy wireless headphones.")
+    since = len(session.events)
+    await turn("I want to return my headphones.")  # hands over to refund and looks the order up
+    assert session.retract(since)
+    assert len(session.events) == since and session.get_agent_name() == "sales"  # no trace of the turn
+    await turn("Yes, please.")  # places the order
+    assert not session.retract(since) and len(app.shop.find_orders(customer_phone=CALLER)) == 2
+
+
 async def test_a_finished_sentence_is_not_held(app) -> None:
     line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=5.0))
     async with running(line.conversation):

@@ -173,6 +173,8 @@ def test_names_and_descriptions() -> None:
     assert tools["getCustomer"].description == "Look up a customer by phone number.\n\nReturns name and tier."
     assert tools["list_orders"].description == "List orders."
     assert tools["delete_tickets_id"].description == "DELETE /tickets/{id}"
+    # GETs read only, so a turn that made only them can be taken back (Session.retract); the rest cannot.
+    assert {name for name, tool in tools.items() if tool.changes_nothing} == {"getCustomer", "list_orders"}
 
 
 def test_long_and_odd_names_are_sanitised() -> None:

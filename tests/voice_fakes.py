@@ -194,6 +194,7 @@ class FakeSynthesizer:
 
     seconds_per_word: float = 0.3
     sentences: list[str] = field(default_factory=list)
+    delay_s: float = 0.0  # before a sentence's first audio: a busy machine, or a slow model before it
 
     def tag(self, sentence: str) -> int:
         return self.sentences.index(sentence) + 1
@@ -202,6 +203,7 @@ class FakeSynthesizer:
         if text not in self.sentences:
             self.sentences.append(text)
         samples = int(len(text.split()) * self.seconds_per_word * RATE)
+        await asyncio.sleep(self.delay_s)
         for start in range(0, samples, 4 * FRAME):
             await asyncio.sleep(0)
             yield np.full(min(4 * FRAME, samples - start), self.tag(text), dtype=np.int16)
