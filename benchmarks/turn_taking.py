@@ -22,7 +22,9 @@ Whisper still ran once the turn had ended. "early reply" is the same with the mo
 transcript too (voice.early_reply): its first sentence is ready at the later of the end of turn and pause +
 transcript + 200 ms. "+ words": the same, with voice.mid_sentence_wait: a turn whose transcript stops where a
 sentence cannot (speech.turn_words.unfinished) waits up to 2 s after the voice, so the caller's second half
-is heard in time; "held by words" counts the finished sentences that wait so (the rule's cost).
+is heard in time; "held by words" counts the finished sentences that wait so (the rule's cost); "reply heard
+in the pause": of those answered in the pause anyway, the reply's first audio reached the caller before
+their voice came back (the VAD's SpeechStarted); a reply not heard by then waits and is taken back.
 
     .venv/bin/python benchmarks/turn_taking.py [--quick]
 """
@@ -267,6 +269,16 @@ def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule) -> Endpointe
     )
 
 
+def heard_first(ends: Ends, stt_s: float, tts_first: float) -> bool:
+    """The reply to the first turn reaches the caller before their voice comes back. After that it is held
+    (nothing of it heard) and taken back: the service answers their whole sentence (conversation._answered)."""
+    end = ends.at_s[0]
+    pause = max((at for at in ends.paused_at_s if at <= end), default=end)
+    heard_at = max(end, pause + stt_s) + MODEL_REPLY_S + tts_first + 0.02
+    again = [at for at in ends.started_at_s if at > end]
+    return not again or heard_at < again[0]
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
@@ -397,6 +409,7 @@ def main() -> None:
                     heard_early.append((replied or ready + MODEL_REPLY_S) - voice_end + tts_first + 0.02)
                     end_of_turn.append(ends.at_s[-1] - voice_end)
             answered_in_pause = words_answered = 0  # words: voice.mid_sentence_wait on the turn's transcript
+            talked_over = 0  # of words_answered, the reply heard before the caller went on
             held = 0  # finished sentences the words would hold (their reply 1.5 s later)
             for name in names:
                 for text in sentences:
@@ -412,7 +425,9 @@ def main() -> None:
                         second_at = lead + (first.size / RATE) + gap
                         answered = any(at < second_at + 0.1 for at in ends.at_s)
                         answered_in_pause += answered
-                        words_answered += answered and not unfinished(transcribe(ends.turns[0].audio)[1])
+                        stt_s, first_words, _ = transcribe(ends.turns[0].audio)
+                        words_answered += answered and not unfinished(first_words)
+                        talked_over += answered and not unfinished(first_words) and heard_first(ends, stt_s, tts_first)
             breath_answers = breath_words = breath_cases = 0
             for (_name, head, tail), cut in breaths.items():
                 if cut is None or (head, tail) not in paused:
@@ -436,6 +451,7 @@ def main() -> None:
             row[f"cut at a comma ({corpus})"] = f"{split}/{len(heard)}"
             row[f"answers in pause, + words ({corpus})"] = f"{words_answered}/{pause_cases}"
             row[f"one breath, + words ({corpus})"] = f"{breath_words}/{breath_cases}"
+            row[f"+ words, reply heard in the pause ({corpus})"] = f"{talked_over}/{pause_cases}"
             row[f"finished sentences held by words ({corpus})"] = f"{held}/{len(names) * len(sentences)}"
             if judge is not None and rule.done == args.threshold:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]

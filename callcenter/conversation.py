@@ -478,9 +478,8 @@ class Conversation:
             return
         await asyncio.wait({turn}, timeout=TAKE_BACK_S)  # its last words are recorded before they are taken back
         if self._held is None and self.session.retract(answered.since):
-            self.transcript.lines.remove(answered.line)
-            with contextlib.suppress(ValueError):
-                self.transcript.turns.remove(answered.timing)
+            self.transcript.lines = [line for line in self.transcript.lines if line is not answered.line]
+            self.transcript.turns = [timing for timing in self.transcript.turns if timing is not answered.timing]
             self._held = answered.words
             log.info("event=reply_taken_back call=%s", self.call.call_id)
 
@@ -559,6 +558,7 @@ class Conversation:
         """Stop the agent's turn and its playback now; the session and the record keep only what was heard."""
         self._keep_heard(reason)
         self._playback.stop()
+        self._answered = None
         if self._turn is not None:
             self._turn.cancel()
 
@@ -692,7 +692,6 @@ class Conversation:
         """A newer turn replaces the running one; what the caller has not heard of it yet is never said."""
         self._interrupt("new_turn")
         self._playback.reset()
-        self._answered = None
         self._turn = asyncio.create_task(self._guarded(work))
 
     async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
