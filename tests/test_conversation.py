@@ -412,8 +412,9 @@ async def test_words_held_while_the_agent_thinks_replace_its_reply(app) -> None:
         await line.caller.say("My order number is")  # while the agent is still thinking about the first
         await settle(1.0)
         await line.agent_done()
-    # The first reply was out of date before it was said; the held words were answered once the wait ran out.
-    assert line.said()[1:] == ["Reply to: My order number is"], line.said()
+    # The first reply was taken back before a word of it was heard; the whole, held, was answered once the
+    # wait ran out.
+    assert line.said()[1:] == ["Reply to: I want to return my headphones. My order number is"], line.said()
 
 
 async def test_a_caller_who_goes_on_before_hearing_a_word_of_the_reply_is_answered_once_for_it_all(app) -> None:
