@@ -303,6 +303,36 @@ async def test_a_number_read_out_in_two_breaths_is_one_turn(serve, speech) -> No
     assert re.search(r"45.?21", "".join(ch for ch in spoken if ch.isdigit())), said
 
 
+def patient_model(body: dict[str, Any]) -> Reply:
+    """Answers the caller's last words after 2.5 s: time for a caller to go on before it is heard."""
+    users = [m["content"].lower() for m in body["messages"] if m["role"] == "user"]
+    if "stop" in users[-1] and "headphones" in users[-1]:
+        return Reply("I am sorry they broke so soon. I can help with that.", delay=2.5)
+    return Reply("Which headphones are they?", delay=2.5)
+
+
+async def test_a_caller_who_goes_on_before_the_reply_is_heard_is_answered_for_the_whole(serve, speech) -> None:
+    async with FakeOllama(patient_model) as model:
+        server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=20.0))
+        caller = TestCaller(speech, caller_id=CALLER)
+        caller.prepare("I want to return my headphones.", "They stopped working after two days.")
+        async with caller.connected(uri(server)):
+            await caller.agent_turn()
+            await caller.say("I want to return my headphones.")
+            await asyncio.sleep(1.0)  # the turn has ended and the model is thinking
+            await caller.say("They stopped working after two days.")
+            await caller.agent_turn()
+        record = await record_of(server)
+    said = [line["text"].lower() for line in record.transcript if line["who"] == "caller"]
+    assert len(said) == 1 and "headphones" in said[0] and "stop" in said[0], said
+    assert len(record.turns) == 1, record.turns
+    # The reply heard is the one to the whole sentence; the one to its first half was never said.
+    agent = [line["text"].lower() for line in record.transcript if line["who"] == "agent"][1:]
+    assert agent == ["i am sorry they broke so soon.", "i can help with that."], agent
+    heard = caller.exchange.heard().lower()
+    assert "broke" in heard and "which" not in heard, caller.exchange.lines
+
+
 async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, caplog) -> None:
     server = await serve(greeting="Good morning, this is the warm-up test line.")
     caplog.set_level(logging.DEBUG, logger="speech.synthesizer")
