@@ -145,7 +145,7 @@ class _Held:
 
     text: str
     audio: np.ndarray | None = None  # what was heard, from the sentence's first breath on
-    start_s: float = 0.0  # stream time of audio[0]
+    end_s: float = 0.0  # stream time of the audio's end
     timer: asyncio.TimerHandle | None = None
 
     def cancel(self) -> None:
@@ -169,7 +169,7 @@ class _Heard:
     """An utterance's audio as transcribed: after held words (`after`), joined to theirs."""
 
     audio: np.ndarray
-    start_s: float  # stream time of audio[0]
+    end_s: float  # stream time of the audio's end
     after: _Held | None = None
 
 
@@ -177,19 +177,19 @@ def _sentence(held: _Held | None, heard: _Heard, text: str) -> _Held:
     """The caller's sentence from its first half on: heard again whole (heard.after), or the held words
     joined to these as text, and their audio too for a next breath while it fits Whisper's window."""
     if held is None:
-        return _Held(text, heard.audio, heard.start_s)
+        return _Held(text, heard.audio, heard.end_s)
     if held is heard.after:
-        return _Held(text or held.text, heard.audio, heard.start_s)
+        return _Held(text or held.text, heard.audio, heard.end_s)
     audio = None
     if held.audio is not None and held.audio.size + heard.audio.size <= MAX_JOINED_SAMPLES:
-        audio = join_breaths(held.audio, held.start_s, heard.audio, heard.start_s)
-    return _Held(f"{held.text} {text}".strip(), audio, held.start_s)
+        audio = join_breaths(held.audio, held.end_s, heard.audio, heard.end_s - heard.audio.size / PHONE_RATE)
+    return _Held(f"{held.text} {text}".strip(), audio, heard.end_s)
 
 
-def join_breaths(first: np.ndarray, first_start_s: float, second: np.ndarray, second_start_s: float) -> np.ndarray:
+def join_breaths(first: np.ndarray, first_end_s: float, second: np.ndarray, second_start_s: float) -> np.ndarray:
     """Two utterances of one call as one, with the silence between them (at most MAX_GAP_SAMPLES of it).
     Where the first's post-roll and the second's pre-roll overlap, that audio is kept once."""
-    gap = round((second_start_s - first_start_s) * PHONE_RATE) - first.size
+    gap = round((second_start_s - first_end_s) * PHONE_RATE)
     if gap < 0:
         return np.concatenate([first, second[min(-gap, second.size) :]])
     return np.concatenate([first, np.zeros(min(gap, MAX_GAP_SAMPLES), np.int16), second])
@@ -409,21 +409,37 @@ class Conversation:
         """True when a reply turn was started (it has the speculation)."""
         timing = TurnTiming(early=early is not None)
         try:
+            # Under the lock: the caller's later words wait for these to be answered (or to take the reply
+            # back), never overtake them.
             async with self._transcribing:
-                heard = heard or self._heard(turn.audio, turn.start_s)  # (an early one's heard its pause's)
+                if early is not None and heard is not None and heard.after is not self._held:
+                    early.cancel()  # the words held changed since the pause: it heard the wrong ones first
+                    early, heard = None, None
+                heard = heard or self._heard(turn.audio, turn.start_s)
                 transcript = await (
                     early
                     or self.transcriber.transcribe(heard.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
                 )
-                # Under the lock: the caller's later words wait for this verdict, never overtake it.
                 language = await self._another_language(turn, transcript)
+                timing.transcript_s = time.monotonic() - ended
+                return await self._answer_words(turn, transcript, language, heard, timing, ended, speculation)
         except Exception:
             self._playback.resume()  # nothing heard: the agent must not stay paused
             raise
         finally:
             if early is not None:
                 early.cancel()  # when this turn was cancelled, so is its transcription
-        timing.transcript_s = time.monotonic() - ended
+
+    async def _answer_words(
+        self,
+        turn: SpeechEnded,
+        transcript: Any,
+        language: Any,
+        heard: _Heard,
+        timing: TurnTiming,
+        ended: float,
+        speculation: Speculation | None,
+    ) -> bool:
         text = transcript.text.strip()
         if self._closing:
             return False
@@ -442,6 +458,8 @@ class Conversation:
                 self._playback.resume()
                 return False
             await self._interrupt_reply()
+            if self._closing:
+                return False  # a goodbye or a hand-over began meanwhile
         held, self._held = self._held, None
         if held is not None:
             held.cancel()
@@ -477,7 +495,8 @@ class Conversation:
         if not went_on or answered is None or turn is None:
             return
         await asyncio.wait({turn}, timeout=TAKE_BACK_S)  # its last words are recorded before they are taken back
-        if self._held is None and self.session.retract(answered.since):
+        # A turn still running (a tool that finishes what it began) stands: what it does may be written.
+        if turn.done() and self._held is None and self.session.retract(answered.words.text, answered.since):
             self.transcript.lines = [line for line in self.transcript.lines if line is not answered.line]
             self.transcript.turns = [timing for timing in self.transcript.turns if timing is not answered.timing]
             self._held = answered.words
@@ -506,9 +525,10 @@ class Conversation:
         """The audio to transcribe: after held words, the sentence from its first breath on, so that Whisper
         hears the rest in context (alone, "eight two one" after "four five" once came out "A 2 1")."""
         held = self._held
+        end_s = start_s + audio.size / PHONE_RATE
         if held is None or held.audio is None or held.audio.size + audio.size > MAX_JOINED_SAMPLES:
-            return _Heard(audio, start_s)
-        return _Heard(join_breaths(held.audio, held.start_s, audio, start_s), held.start_s, held)
+            return _Heard(audio, end_s)
+        return _Heard(join_breaths(held.audio, held.end_s, audio, start_s), end_s, held)
 
     def _hold(self, held: _Held, ended: float, confident: bool) -> bool:
         """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):
@@ -559,8 +579,8 @@ class Conversation:
         self._keep_heard(reason)
         self._playback.stop()
         self._answered = None
-        if self._turn is not None:
-            self._turn.cancel()
+        if self._turn is not None and not self._turn.cancelling():
+            self._turn.cancel()  # once: a second cancel would reach a tool the first lets finish
 
     def _keep_heard(self, reason: str) -> None:
         """Forget the sentences of the running turn that the caller has not heard (yet)."""

@@ -168,16 +168,17 @@ class Session:
             kept.append(AssistantText(self._agent, heard))
         self._replay(kept)
 
-    def retract(self, since: int) -> bool:
-        """Take back the turn whose events start at `since` (the caller went on before hearing a word of
-        it, and their whole sentence comes as one turn). Only a turn that changed nothing: its tools only
-        read or handed over, and it neither escalated nor ended the call; else False, and it stands."""
-        turn = self.events[since:]
-        if not turn:
+    def retract(self, text: str, since: int = 0) -> bool:
+        """Take back the turn that answered the caller's `text`, its first event at `since` or after (the
+        caller went on before hearing a word of it, and their whole sentence comes as one turn). Only a turn
+        that changed nothing: its tools only read or handed over, and it neither escalated nor ended the
+        call; else False, and it stands. Events before its own (a turn it replaced, unwinding) stay."""
+        at = next((i for i in range(since, len(self.events)) if self.events[i] == UserText(text)), None)
+        if at is None:
             return True  # it never reached the session
-        if not isinstance(turn[0], UserText) or not all(self._changes_nothing(event) for event in turn[1:]):
+        if not all(self._changes_nothing(event) for event in self.events[at + 1 :]):
             return False
-        self._replay(self.events[:since])
+        self._replay(self.events[:at])
         return True
 
     def _changes_nothing(self, event: Event) -> bool:
