@@ -5,7 +5,8 @@ tests/test_voice_e2e.py."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -468,6 +469,74 @@ async def test_a_reply_that_did_something_stands_when_the_caller_goes_on(app) ->
     users = [m.content for m in line.session.get_user_history()]
     assert users == ["I'd like to buy wireless headphones.", "Yes, please.", "And a charger."]
     assert len(app.shop.find_orders(customer_phone=CALLER)) == 2  # the seeded one and this: it stands
+
+
+@contextlib.contextmanager
+def slow_tool(line: Line, name: str, seconds: float, *, after: bool = False) -> Iterator[None]:
+    """The session's tool `name` takes `seconds` longer: before it runs, or (`after`) once it has run."""
+    registry = line.session.registry
+    tool = registry.tools[name]
+
+    async def slow(arguments: dict, context: object) -> object:
+        if not after:
+            await asyncio.sleep(seconds)
+        result = await tool.call(arguments, context)
+        if after:
+            await asyncio.sleep(seconds)  # written; its answer is slow to come back
+        return result
+
+    registry.tools[name] = replace(tool, call=slow)
+    try:
+        yield
+    finally:
+        registry.tools[name] = tool
+
+
+async def test_a_write_still_finishing_when_the_caller_goes_on_stands_whole(app) -> None:
+    line = Line(app)
+    with slow_tool(line, "place_order", 1.5, after=True):
+        async with running(line.conversation):
+            await line.agent_done()
+            await line.caller.say("I'd like to buy wireless headphones.", 2.5)
+            await line.agent_done()
+            await line.caller.say("Yes, please.")
+            await settle(0.1)
+            await line.caller.say("And a charger.", 1.5)
+            await settle(2.0)
+            await line.agent_done()
+    placed = [e for e in line.session.events if isinstance(e, ToolCalled) and e.name == "place_order"]
+    assert len(placed) == 1 and "order_number" in placed[0].result  # not cut off by a second cancel
+    users = [m.content for m in line.session.get_user_history()]
+    assert users == ["I'd like to buy wireless headphones.", "Yes, please.", "And a charger."]
+    assert len(app.shop.find_orders(customer_phone=CALLER)) == 2
+
+
+async def test_a_goodbye_begun_while_a_reply_is_taken_back_is_said(app) -> None:
+    line = Line(app)
+    with slow_tool(line, "find_order", 1.5):
+        async with running(line.conversation) as call:
+            await line.agent_done()
+            await line.caller.say("I want to return my headphones.")
+            await settle(0.3)
+            await line.caller.say("They stopped working after two days.", 2.5)
+            await settle(0.1)
+            assert line.conversation.end_for_drain("We are closing. Goodbye.")
+            await until(call.done, timeout_s=5.0, what="the call hung up")
+    assert line.said()[1:] == ["We are closing. Goodbye."]
+
+
+async def test_words_heard_while_earlier_ones_are_being_held_are_heard_once(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=2.0))
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("My order number is")
+        await settle(0.1)
+        line.transcriber.delay_s = 0.3  # the third breath's pause comes before the second is heard
+        await line.caller.say("four five")
+        await line.caller.say("eight two one.")
+        await settle(1.0)
+        await line.agent_done()
+    assert [entry["text"] for entry in line.caller_lines()] == ["My order number is four five eight two one."]
 
 
 async def test_a_turn_that_only_looked_things_up_is_taken_back_whole(app) -> None:
