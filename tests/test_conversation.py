@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
 from callcenter.conversation import MAX_GAP_SAMPLES, MAX_JOINED_SAMPLES, Conversation, VoiceSettings, join_breaths
 from swarm.events import CallEnded, Escalated, ToolCalled
+from swarm.tools import Tool, ToolContext
 from tests.voice_fakes import (
     Caller,
     FakeCall,
@@ -474,10 +476,10 @@ async def test_a_reply_that_did_something_stands_when_the_caller_goes_on(app) ->
 @contextlib.contextmanager
 def slow_tool(line: Line, name: str, seconds: float, *, after: bool = False) -> Iterator[None]:
     """The session's tool `name` takes `seconds` longer: before it runs, or (`after`) once it has run."""
-    registry = line.session.registry
-    tool = registry.tools[name]
+    tools = cast(dict[str, Tool], line.session.registry.tools)  # a dict: swapped for this test only
+    tool = tools[name]
 
-    async def slow(arguments: dict, context: object) -> object:
+    async def slow(arguments: dict[str, Any], context: ToolContext) -> Any:
         if not after:
             await asyncio.sleep(seconds)
         result = await tool.call(arguments, context)
@@ -485,11 +487,11 @@ def slow_tool(line: Line, name: str, seconds: float, *, after: bool = False) -> 
             await asyncio.sleep(seconds)  # written; its answer is slow to come back
         return result
 
-    registry.tools[name] = replace(tool, call=slow)
+    tools[name] = replace(tool, call=slow)
     try:
         yield
     finally:
-        registry.tools[name] = tool
+        tools[name] = tool
 
 
 async def test_a_write_still_finishing_when_the_caller_goes_on_stands_whole(app) -> None:
