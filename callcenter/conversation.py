@@ -180,10 +180,15 @@ def _sentence(held: _Held | None, heard: _Heard, text: str) -> _Held:
         return _Held(text, heard.audio, heard.end_s)
     if held is heard.after:
         return _Held(text or held.text, heard.audio, heard.end_s)
-    audio = None
-    if held.audio is not None and held.audio.size + heard.audio.size <= MAX_JOINED_SAMPLES:
-        audio = join_breaths(held.audio, held.end_s, heard.audio, heard.end_s - heard.audio.size / PHONE_RATE)
+    audio = _after_held(held, heard.audio, heard.end_s - heard.audio.size / PHONE_RATE)
     return _Held(f"{held.text} {text}".strip(), audio, heard.end_s)
+
+
+def _after_held(held: _Held, audio: np.ndarray, start_s: float) -> np.ndarray | None:
+    """The held words' audio and then this, while both fit Whisper's window; else None (joined as text)."""
+    if held.audio is None or held.audio.size + audio.size > MAX_JOINED_SAMPLES:
+        return None
+    return join_breaths(held.audio, held.end_s, audio, start_s)
 
 
 def join_breaths(first: np.ndarray, first_end_s: float, second: np.ndarray, second_start_s: float) -> np.ndarray:
@@ -526,9 +531,8 @@ class Conversation:
         hears the rest in context (alone, "eight two one" after "four five" once came out "A 2 1")."""
         held = self._held
         end_s = start_s + audio.size / PHONE_RATE
-        if held is None or held.audio is None or held.audio.size + audio.size > MAX_JOINED_SAMPLES:
-            return _Heard(audio, end_s)
-        return _Heard(join_breaths(held.audio, held.end_s, audio, start_s), end_s, held)
+        joined = None if held is None else _after_held(held, audio, start_s)
+        return _Heard(audio, end_s) if joined is None else _Heard(joined, end_s, held)
 
     def _hold(self, held: _Held, ended: float, confident: bool) -> bool:
         """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):
