@@ -186,9 +186,10 @@ async def test_a_real_call_on_the_page_from_its_start_to_past_calls(server, spee
     )
     record = server.records.get(dialled.call_id)
     await browser.run(lambda _: row[0].click())
-    await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .transcript li.tool"), "the call's detail")
     # The recording plays in the page's player: the browser reads the WAV's length from the file we serve.
     assert record.recording and record.recording_seconds
+    await browser.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#detail audio"), "the call's detail")
+    assert await browser.texts("#detail .transcript li.tool")
     await browser.run(
         lambda d: d.execute_script(
             "const a = document.querySelector('#detail audio'); a.preload = 'metadata'; a.load();"

@@ -274,6 +274,7 @@ async function showCall(callId, row) {
   row.classList.add("open");
   const detail = document.getElementById("detail");
   detail.dataset.callId = callId;
+  detail.replaceChildren(el("p", "empty", "Loading…")); // never the last call's detail under this call's row
   try {
     const call = await api("/api/call?id=" + encodeURIComponent(callId));
     detail.replaceChildren(...callDetail(call));
