@@ -8,7 +8,8 @@ so do the backchannels, the real interruptions and the coughs' and noise bursts'
 its voice afresh each run, so these counts move by a case or two between runs).
 
 What runs is the call's own path, frame by frame: EchoCanceller -> Endpointer (Silero VAD, plus Smart Turn
-v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.turn_words.stops_agent).
+v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.turn_words.stops_agent; a
+short sound it calls words is heard again, prompted with backchannels, and stops the agent only if both say so).
 The end-of-turn model is judged inline and its measured run time is added to when its verdict lands (in the
 service it runs on a thread while the frames go on). Heard latency composes measured parts: end of voice ->
 end of turn -> transcript (started at the 200 ms pause, as the service does) -> a 200 ms model -> Piper's
@@ -53,7 +54,7 @@ from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStart
 from speech.models import piper_voice_paths
 from speech.transcriber import Transcriber
 from speech.turn import InlineJudge, TurnModel
-from speech.turn_words import stops_agent, unfinished
+from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, stops_agent, unfinished
 from speech.vad import VadModel
 from telephony.g711 import ulaw_decode, ulaw_encode
 
@@ -290,6 +291,18 @@ def pct(values: list[float], q: float) -> float:
 Stops = dict[str, list[int]]
 
 
+def stops_paused_agent(transcribe: Any, turn: SpeechEnded) -> bool:
+    """The service's rule over the paused agent (conversation._barge_in): words stop it, and a short sound
+    only if heard so again with the backchannel prompt."""
+    _, text, confident = transcribe(turn.audio)
+    if not stops_agent(text, confident, AGENT, turn.duration_s):
+        return False
+    if not heard_again(turn.duration_s):
+        return True
+    _, text, confident = transcribe(turn.audio, BACKCHANNEL_PROMPT)
+    return stops_agent(text, confident, AGENT, turn.duration_s)
+
+
 def over_agent(
     voices: Voices, vad: VadModel, transcribe: Any, names: list[str], quick: bool
 ) -> tuple[Stops, dict[str, list[float]], Stops]:
@@ -317,10 +330,9 @@ def over_agent(
             )
             stopped = 0
             for turn in ends.turns:
-                _, text, confident = transcribe(turn.audio)
-                if stops_agent(text, confident, AGENT, turn.duration_s):
+                if stops_paused_agent(transcribe, turn):
                     stopped += 1
-                    print(f"stopped by {label}: Whisper heard {text!r}")
+                    print(f"stopped by {label}: Whisper heard {transcribe(turn.audio)[1]!r}")
             count = stops.setdefault(f"{kind} ({corpus})", [0, 0, 0])
             count[0] += bool(ends.started_at_s)
             count[1] += bool(stopped)
@@ -332,12 +344,12 @@ def over_agent(
                 ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), mic, sent=agent)
                 if ends.started_at_s:  # paused on SpeechStarted: silent from the next frame
                     silent.append(ends.started_at_s[0] - at / RATE)
-                heard = [(turn, *transcribe(turn.audio)[1:]) for turn in ends.turns]
-                stopped_it = any(stops_agent(text, sure, AGENT, turn.duration_s) for turn, text, sure in heard)
+                stopped_it = any(stops_paused_agent(transcribe, turn) for turn in ends.turns)
                 real[0] += stopped_it
                 real[1] += 1
                 if not stopped_it:
-                    print(f"not stopped by {text!r} ({name}): Whisper heard {[h[1] for h in heard]}")
+                    heard = [transcribe(turn.audio)[1] for turn in ends.turns]
+                    print(f"not stopped by {text!r} ({name}): Whisper heard {heard}")
     return stops, to_silence, real_stopped
 
 
@@ -351,7 +363,7 @@ def main() -> None:
     transcriber = Transcriber("tiny.en")
     names = ["piper"] if args.quick else ["piper", "espeak"]
     tts_first = statistics.median(voices.first_audio_s(REPLY) for _ in range(3))
-    stt_cache: dict[bytes, tuple[float, str, bool]] = {}
+    stt_cache: dict[tuple[bytes, str | None], tuple[float, str, bool]] = {}
     from faster_whisper import WhisperModel
 
     aligner = WhisperModel(str(transcriber.directory), cpu_threads=2)  # word timings, for the one-breath cuts
@@ -359,11 +371,11 @@ def main() -> None:
         (n, h, t): one_breath(voices, aligner, n, h, t) for n in names for h, t in PAUSED_TUNED + PAUSED_UNTOUCHED
     }
 
-    def transcribe(audio: np.ndarray) -> tuple[float, str, bool]:
-        key = audio.tobytes()
+    def transcribe(audio: np.ndarray, prompt: str | None = None) -> tuple[float, str, bool]:
+        key = (audio.tobytes(), prompt)
         if key not in stt_cache:
             started = time.perf_counter()
-            result = transcriber.transcribe_sync(audio)
+            result = transcriber.transcribe_sync(audio, prompt=prompt)
             stt_cache[key] = (time.perf_counter() - started, result.text.strip(), result.confident)
         return stt_cache[key]
 

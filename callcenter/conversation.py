@@ -29,7 +29,7 @@ from callcenter.keypad import Keypad, run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
-from speech.turn_words import stops_agent, unfinished
+from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, stops_agent, unfinished
 from speech.vad import PHONE_RATE
 from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.session import Session
@@ -457,7 +457,7 @@ class Conversation:
             return False
         if self._playback.paused:
             # Over held words the caller is going on with their sentence ("... 4 5 8 2 1"), not humming.
-            if self._held is None and not self._stops_agent(transcript.confident, text, turn.duration_s):
+            if self._held is None and not await self._barge_in(transcript, text, turn):
                 log.info("event=agent_resumed call=%s heard_chars=%d", self.call.call_id, len(text))
                 log.debug("event=agent_resumed call=%s heard=%r", self.call.call_id, text)
                 self._playback.resume()
@@ -565,6 +565,18 @@ class Conversation:
         self.transcript.add("caller", held.text)
         # The turn's clock starts here, when it is answered: the wait was chosen, not latency.
         self._start_reply(held, time.monotonic(), TurnTiming())
+
+    async def _barge_in(self, transcript: Any, text: str, turn: SpeechEnded) -> bool:
+        """Whether the words over the paused agent stop it: a short sound is heard once more, prompted with
+        backchannels, and stops it only if both hearings say so (tiny.en writes hums as words)."""
+        if not self._stops_agent(transcript.confident, text, turn.duration_s):
+            return False
+        if not heard_again(turn.duration_s) or self._answers_question():
+            return True
+        again = await self.transcriber.transcribe(turn.audio, prompt=BACKCHANNEL_PROMPT, call_id=self.call.call_id)
+        stops = self._stops_agent(again.confident, again.text.strip(), turn.duration_s)
+        log.info("event=barge_in_heard_again call=%s stops=%s", self.call.call_id, stops)
+        return stops
 
     def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""

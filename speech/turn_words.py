@@ -87,6 +87,20 @@ MAX_WORDS_PER_S = 6.0
 PADS_S = 0.5  # the endpointer's pre- and post-roll around the voice in an utterance
 
 
+# Whisper tiny.en writes a hum over the agent as words often enough ("and make sense." for "Mhm.", "MMA cam."
+# for "Mm-hm."); prompted with backchannels it hears most hums as hums, but alone it then invents words on
+# other backchannels ("Right, I think." for "Right."). So a short sound that the first hearing calls an
+# interruption is heard once more with this prompt, and stops the agent only if both hearings say so
+# (benchmarks/turn_taking.py). Longer words, the real interruptions, are not delayed by a second hearing.
+BACKCHANNEL_PROMPT = "Mm-hmm. Yeah. Okay. Right."
+SECOND_HEARING_MAX_S = 2.5  # an utterance, pads included: "Mm-hm, mm-hm." is ~2.1 s
+
+
+def heard_again(duration_s: float) -> bool:
+    """Whether words over the paused agent that stop it are heard a second time, prompted with backchannels."""
+    return duration_s <= SECOND_HEARING_MAX_S
+
+
 def stops_agent(text: str, confident: bool, agent_said: str, duration_s: float | None = None) -> bool:
     """What the caller said over the (paused) agent stops it: clear words, not a backchannel, not its echo,
     and not more words than the sound (an utterance of `duration_s`, pads included) could hold."""

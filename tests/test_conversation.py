@@ -17,6 +17,7 @@ import pytest
 from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
 from callcenter.conversation import MAX_GAP_SAMPLES, MAX_JOINED_SAMPLES, Conversation, VoiceSettings, join_breaths
+from speech.turn_words import BACKCHANNEL_PROMPT
 from swarm.events import CallEnded, Escalated, ToolCalled
 from swarm.tools import Tool, ToolContext
 from tests.voice_fakes import (
@@ -259,6 +260,38 @@ async def test_a_cough_or_a_backchannel_pauses_the_agent_and_it_resumes_where_it
     assert tags == [1] * greeting_frames(line)  # every bit of the greeting once, in order, nothing else
     assert line.said() == [SETTINGS.greeting] and line.caller_lines() == []
     assert line.session.get_user_history() == []  # nothing went to the model
+
+
+async def test_a_hum_whisper_writes_as_words_is_heard_again_and_the_agent_resumes(app) -> None:
+    line = Line(app, speed=10.0)
+    line.transcriber.hums["And then make some."] = "Mm-hmm."  # how tiny.en heard a Piper "Mm-hm." over the agent
+    async with running(line.conversation):
+        await until(lambda: len(line.call.sent) > 20, what="the greeting under way")
+        await line.caller.start()
+        await line.caller.end("And then make some.", 1.1)
+        await line.agent_done()
+    assert line.transcriber.prompts[-1] == BACKCHANNEL_PROMPT
+    assert line.call.heard_tags() == [1] * greeting_frames(line)  # resumed where it stopped
+    assert line.caller_lines() == [] and line.session.get_user_history() == []
+
+
+@pytest.mark.parametrize(
+    ("words", "seconds", "heard_twice"),
+    [("Wait, stop.", 0.9, True), ("Wait, I want to return my headphones.", 3.0, False)],
+)
+async def test_words_that_both_hearings_call_words_stop_the_agent_and_long_ones_are_heard_once(
+    app, words, seconds, heard_twice
+) -> None:
+    line = Line(app, speed=10.0)
+    async with running(line.conversation):
+        await until(lambda: len(line.call.sent) > 20, what="the greeting under way")
+        await line.caller.start()
+        heard = len(line.call.heard_tags())
+        await line.caller.end(words, seconds)
+        await line.agent_done()
+    assert 1 not in line.call.heard_tags()[heard:]  # the greeting never resumed
+    assert [m.content for m in line.session.get_user_history()] == [words]
+    assert (BACKCHANNEL_PROMPT in line.transcriber.prompts) is heard_twice
 
 
 async def test_real_words_stop_the_agent_and_it_keeps_only_what_was_heard(app) -> None:

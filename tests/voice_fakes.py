@@ -15,6 +15,7 @@ import numpy as np
 
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
 from speech.transcriber import Transcript
+from speech.turn_words import BACKCHANNEL_PROMPT
 from telephony.call import EndReason, MediaTap
 
 RATE = 8000
@@ -152,6 +153,8 @@ class FakeTranscriber:
     delay_s: float = 0.0
     heard: list[str] = field(default_factory=list)
     unclear: set[str] = field(default_factory=set)  # heard only after a second, beam-search pass (retried)
+    hums: dict[str, str] = field(default_factory=dict)  # text -> what is heard when prompted with backchannels
+    prompts: list[str | None] = field(default_factory=list)
 
     def utterance(self, text: str, seconds: float = 1.0) -> np.ndarray:
         tag = 1000 + len(self.texts)
@@ -163,7 +166,10 @@ class FakeTranscriber:
         # Every utterance in the audio, in order: held words are heard again with the rest of the sentence.
         tags = dict.fromkeys(int(sample) for sample in pcm16_8k if int(sample) in self.texts)
         text = " ".join(self.texts[tag] for tag in tags)
+        if prompt == BACKCHANNEL_PROMPT:
+            text = self.hums.get(text, text)
         self.heard.append(text)
+        self.prompts.append(prompt)
         logprob = -0.7 if text in self.unclear else -0.2 if text else float("-inf")
         return Transcript(
             text, logprob, 0.0 if text else 1.0, pcm16_8k.size / RATE, bool(text), retried=text in self.unclear
