@@ -249,6 +249,7 @@ class Conversation:
         self._transcribing = asyncio.Lock()
         self._early: tuple[SpeechPaused, asyncio.Task[Any], _Heard] | None = None  # a transcription started at a pause
         self._speculation: Speculation | None = None  # the model started on that transcription
+        self._again: tuple[SpeechEnded, asyncio.Task[Any]] | None = None  # a short sound over the agent, reheard
         self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
         self._answered: _Answered | None = None  # what the running turn answers, while nothing of it is heard
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
@@ -280,6 +281,7 @@ class Conversation:
             for task in tasks:
                 task.cancel()
             self._drop_speculation()
+            self._drop_again()
             if self._held is not None:
                 self._held.cancel()
                 self.transcript.add("caller", self._held.text)  # said, if never answered: the record keeps it
@@ -383,6 +385,7 @@ class Conversation:
             self._drop_early()
             return
         early, speculation, heard = self._take_early(turn) or (None, None, None)
+        self._hear_again(turn)
         task = asyncio.create_task(self._transcribe(turn, early, heard, time.monotonic(), speculation))
         self._hearing.add(task)
         task.add_done_callback(self._hearing.discard)
@@ -566,17 +569,38 @@ class Conversation:
         # The turn's clock starts here, when it is answered: the wait was chosen, not latency.
         self._start_reply(held, time.monotonic(), TurnTiming())
 
+    def _hear_again(self, turn: SpeechEnded) -> None:
+        """A short sound over the paused agent is heard a second time, prompted with backchannels, beside the
+        first hearing (Whisper's pool has a worker for each): the caller does not wait for the two in turn."""
+        self._drop_again()
+        if self._playback.paused and self._held is None and heard_again(turn.duration_s):
+            task = asyncio.create_task(
+                self.transcriber.transcribe(turn.audio, prompt=BACKCHANNEL_PROMPT, call_id=self.call.call_id)
+            )
+            task.add_done_callback(lambda done: done.cancelled() or done.exception())  # unused: not lost
+            self._again = (turn, task)
+
+    def _drop_again(self) -> None:
+        if self._again is not None:
+            self._again[1].cancel()
+            self._again = None
+
     async def _barge_in(self, transcript: Any, text: str, turn: SpeechEnded) -> bool:
-        """Whether the words over the paused agent stop it: a short sound is heard once more, prompted with
-        backchannels, and stops it only if both hearings say so (tiny.en writes hums as words)."""
-        if not self._stops_agent(transcript.confident, text, turn.duration_s):
-            return False
-        if not heard_again(turn.duration_s) or self._answers_question():
-            return True
-        again = await self.transcriber.transcribe(turn.audio, prompt=BACKCHANNEL_PROMPT, call_id=self.call.call_id)
-        stops = self._stops_agent(again.confident, again.text.strip(), turn.duration_s)
-        log.info("event=barge_in_heard_again call=%s stops=%s", self.call.call_id, stops)
-        return stops
+        """Whether the words over the paused agent stop it: a short sound stops it only if its second hearing,
+        prompted with backchannels, says so too (tiny.en writes hums as words)."""
+        again, self._again = self._again, None
+        try:
+            if not self._stops_agent(transcript.confident, text, turn.duration_s):
+                return False
+            if again is None or again[0] is not turn or self._answers_question():
+                return True
+            heard = await again[1]
+            stops = self._stops_agent(heard.confident, heard.text.strip(), turn.duration_s)
+            log.info("event=barge_in_heard_again call=%s stops=%s", self.call.call_id, stops)
+            return stops
+        finally:
+            if again is not None:
+                again[1].cancel()
 
     def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""

@@ -270,7 +270,7 @@ async def test_a_hum_whisper_writes_as_words_is_heard_again_and_the_agent_resume
         await line.caller.start()
         await line.caller.end("And then make some.", 1.1)
         await line.agent_done()
-    assert line.transcriber.prompts[-1] == BACKCHANNEL_PROMPT
+    assert BACKCHANNEL_PROMPT in line.transcriber.prompts
     assert line.call.heard_tags() == [1] * greeting_frames(line)  # resumed where it stopped
     assert line.caller_lines() == [] and line.session.get_user_history() == []
 
