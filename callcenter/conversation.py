@@ -571,7 +571,7 @@ class Conversation:
 
     def _hear_again(self, turn: SpeechEnded) -> None:
         """A short sound over the paused agent is heard a second time, prompted with backchannels, beside the
-        first hearing (Whisper's pool has a worker for each): the caller does not wait for the two in turn."""
+        first hearing when Whisper's pool has a free worker (one per core by default), not after it."""
         self._drop_again()
         if self._playback.paused and self._held is None and heard_again(turn.duration_s):
             task = asyncio.create_task(
