@@ -249,7 +249,9 @@ class Conversation:
         self._transcribing = asyncio.Lock()
         self._early: tuple[SpeechPaused, asyncio.Task[Any], _Heard] | None = None  # a transcription started at a pause
         self._speculation: Speculation | None = None  # the model started on that transcription
-        self._again: tuple[SpeechEnded, asyncio.Task[Any]] | None = None  # a short sound over the agent, reheard
+        # Short sounds over the agent heard a second time, by the id of their SpeechEnded (one per utterance:
+        # a second sound can end while the first is still being heard).
+        self._again: dict[int, asyncio.Task[Any]] = {}
         self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
         self._answered: _Answered | None = None  # what the running turn answers, while nothing of it is heard
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
@@ -281,7 +283,8 @@ class Conversation:
             for task in tasks:
                 task.cancel()
             self._drop_speculation()
-            self._drop_again()
+            for again in self._again.values():
+                again.cancel()
             if self._held is not None:
                 self._held.cancel()
                 self.transcript.add("caller", self._held.text)  # said, if never answered: the record keeps it
@@ -437,6 +440,9 @@ class Conversation:
         finally:
             if early is not None:
                 early.cancel()  # when this turn was cancelled, so is its transcription
+            again = self._again.pop(id(turn), None)
+            if again is not None:
+                again.cancel()  # heard, or not needed: the answer is decided
 
     async def _answer_words(
         self,
@@ -572,35 +578,25 @@ class Conversation:
     def _hear_again(self, turn: SpeechEnded) -> None:
         """A short sound over the paused agent is heard a second time, prompted with backchannels, beside the
         first hearing when Whisper's pool has a free worker (one per core by default), not after it."""
-        self._drop_again()
         if self._playback.paused and self._held is None and heard_again(turn.duration_s):
             task = asyncio.create_task(
                 self.transcriber.transcribe(turn.audio, prompt=BACKCHANNEL_PROMPT, call_id=self.call.call_id)
             )
             task.add_done_callback(lambda done: done.cancelled() or done.exception())  # unused: not lost
-            self._again = (turn, task)
-
-    def _drop_again(self) -> None:
-        if self._again is not None:
-            self._again[1].cancel()
-            self._again = None
+            self._again[id(turn)] = task
 
     async def _barge_in(self, transcript: Any, text: str, turn: SpeechEnded) -> bool:
         """Whether the words over the paused agent stop it: a short sound stops it only if its second hearing,
         prompted with backchannels, says so too (tiny.en writes hums as words)."""
-        again, self._again = self._again, None
-        try:
-            if not self._stops_agent(transcript.confident, text, turn.duration_s):
-                return False
-            if again is None or again[0] is not turn or self._answers_question():
-                return True
-            heard = await again[1]
-            stops = self._stops_agent(heard.confident, heard.text.strip(), turn.duration_s)
-            log.info("event=barge_in_heard_again call=%s stops=%s", self.call.call_id, stops)
-            return stops
-        finally:
-            if again is not None:
-                again[1].cancel()
+        again = self._again.get(id(turn))
+        if not self._stops_agent(transcript.confident, text, turn.duration_s):
+            return False
+        if again is None or self._answers_question():
+            return True
+        heard = await again
+        stops = self._stops_agent(heard.confident, heard.text.strip(), turn.duration_s)
+        log.info("event=barge_in_heard_again call=%s stops=%s", self.call.call_id, stops)
+        return stops
 
     def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
         """Whether what the caller said over the paused agent was meant to stop it."""
