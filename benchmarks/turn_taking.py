@@ -358,9 +358,12 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.97, help="the tuned rule's 'done' probability")
     parser.add_argument("--hold", type=float, default=0.1, help="the tuned rule's 'mid-sentence' probability")
     parser.add_argument("--quick", action="store_true", help="the tuned set only, Piper only")
+    parser.add_argument(
+        "--whisper-window", type=float, default=None, help="seconds (default tiny.en's); 30: Whisper's own"
+    )
     args = parser.parse_args()
     voices, vad, model = Voices(), VadModel(), TurnModel()
-    transcriber = Transcriber("tiny.en")
+    transcriber = Transcriber("tiny.en", window_s=args.whisper_window)
     names = ["piper"] if args.quick else ["piper", "espeak"]
     tts_first = statistics.median(voices.first_audio_s(REPLY) for _ in range(3))
     stt_cache: dict[tuple[bytes, str | None], tuple[float, str, bool]] = {}

@@ -113,6 +113,10 @@ class VoiceConfig:
     # in 0.7 s (p50) and keeps 6 talking calls under 2 s on 2 cores, base 1.3 s and 2 calls; clear callers
     # get the same word error rate from both, hard ones ~25% fewer errors from base (benchmarks/).
     whisper_model: str = "tiny.en"
+    # Seconds of audio Whisper's encoder hears (at least the utterance and 2 s); Whisper pads to 30 s, and
+    # 30 keeps that. 0: 20 for tiny.en, which hears a 3 s turn in ~0.19 s instead of ~0.42 s with the same word
+    # errors on phone audio, and 30 for the rest (base cut quiet callers short at 20; speech/whisper_window.py).
+    whisper_window_s: float = 0.0
     # A Piper .onnx voice; empty: the packaged en_US joe voice.
     piper_voice: str = ""
     # Silence that ends the caller's turn (with the end-of-turn model: when it is unsure).
@@ -321,6 +325,8 @@ def _validated(config: Config) -> Config:
     if config.sip.registrar and not (config.sip.username and config.sip.password):
         raise ConfigError("sip.registrar is set: extension mode also needs sip.username and sip.password")
     voice = config.voice
+    if voice.whisper_window_s and not 5 <= voice.whisper_window_s <= 30:
+        raise ConfigError(f"voice.whisper_window_s is {voice.whisper_window_s}; use 5 to 30 (seconds), or 0")
     if not 200 <= voice.end_silence_ms <= 5000:
         raise ConfigError(f"voice.end_silence_ms is {voice.end_silence_ms}; use 200 to 5000 (milliseconds)")
     if voice.early_transcript_ms and not EARLY_TAIL_MS <= voice.early_transcript_ms < voice.end_silence_ms:

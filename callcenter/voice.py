@@ -51,7 +51,12 @@ class SpeechModels:
     def load(cls, voice: VoiceConfig) -> SpeechModels:
         started = time.monotonic()
         named = voice.whisper_model in ("tiny.en", "base")
-        transcriber = Transcriber(voice.whisper_model) if named else Transcriber(model_path=voice.whisper_model)
+        window = voice.whisper_window_s or None  # 0: the model's own default
+        transcriber = (
+            Transcriber(voice.whisper_model, window_s=window)
+            if named
+            else Transcriber(model_path=voice.whisper_model, window_s=window)
+        )
         models = cls(
             transcriber,
             Synthesizer(SynthesizerConfig(voice=voice.piper_voice or None)),
