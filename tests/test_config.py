@@ -100,6 +100,7 @@ def test_empty_environment_variable_is_ignored(tmp_path: Path) -> None:
         ('[pbx]\nhost = "10.0.0.1"\n', {}, "pbx"),
         ('database = "shop.db"\n', {}, "database"),
         ("[voice]\nend_silence_ms = 50\n", {}, "voice.end_silence_ms"),
+        ("[voice]\nwhisper_window_s = 3\n", {}, "voice.whisper_window_s"),
         ("[voice]\nearly_transcript_ms = 100\n", {}, "voice.early_transcript_ms"),
         ("[voice]\nturn_hold_threshold = 0.99\n", {}, "voice.turn_hold_threshold"),
         ('[voice]\nturn_model = ""\nend_silence_ms = 2500\n', {}, "turn_silence_ms < end_silence_ms <= turn_max"),
