@@ -24,7 +24,7 @@ callers run in a child process (on the same 2 cores: their RTP and VAD take a li
 
 Usage: .venv/bin/python benchmarks/voice_to_voice.py [--calls 1,4,8] [--models tiny.en,base] [--no-search]
                                                     [--early-ms 200 (0: transcribe at the end of the turn)]
-                                                    [--end-silence-ms 500]
+                                                    [--end-silence-ms 500] [--whisper-window 0 (30: Whisper's own)]
                                                     [--llm scripted|local] [--early-reply on|off|both]
 """
 
@@ -263,6 +263,7 @@ async def main() -> int:
     parser.add_argument("--no-search", action="store_true", help="skip the search for the most calls under 2 s")
     parser.add_argument("--early-ms", type=int, default=VoiceConfig.early_transcript_ms)
     parser.add_argument("--end-silence-ms", type=int, default=VoiceConfig.end_silence_ms)
+    parser.add_argument("--whisper-window", type=float, default=VoiceConfig.whisper_window_s, help="0: the model's")
     parser.add_argument(
         "--early-reply",
         choices=("on", "off", "both"),
@@ -295,7 +296,8 @@ async def main() -> int:
     summary = []
     settings = {"early_transcript_ms": args.early_ms, "end_silence_ms": args.end_silence_ms}
     for whisper in args.models.split(","):
-        speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model=whisper))
+        ears = VoiceConfig(whisper_model=whisper, whisper_window_s=args.whisper_window)
+        speech = await asyncio.to_thread(SpeechModels.load, ears)
         try:
             print(HEADER, flush=True)
             measured = {}
