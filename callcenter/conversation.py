@@ -350,6 +350,9 @@ class Conversation:
         busy = self._turn is not None and not self._turn.done()
         if not text or not transcript.confident or busy or self._hearing or self._keypad or self._held:
             return  # (held words: the model would start on the sentence's second half alone)
+        if self.settings.mid_sentence_wait_s is not None and unfinished(text):
+            return  # the turn will wait for the rest of the sentence, so this start would be dropped
+
         if self._closing or self._playback.paused or self._playback.talking:
             return
         self._speculation = self.session.speculate(text)

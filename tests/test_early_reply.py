@@ -106,15 +106,15 @@ async def test_the_model_started_at_the_pause_is_dropped_when_the_caller_goes_on
         await line.agent_done()
         history = line.session.get_raw_history()
         await line.caller.start()
-        await line.caller.pause("Please note my")
+        await line.caller.pause("Please note my name.")
         await until(lambda: line.model.finished, what="the model's start on the pause")
         await line.caller.end("Please note my name is Ann.", 2.0)
         await line.agent_done()
-    # The tool call read ahead for "Please note my" never ran, and its words never reached the history.
+    # The tool call read ahead for "Please note my name." never ran, and its words never reached the history.
     assert line.notes == ["Please note my name is Ann."]
     assert line.user_texts() == ["Please note my name is Ann."]
     assert line.session.get_raw_history()[: len(history)] == history
-    assert "Please note my" not in [m.content for m in line.session.get_raw_history()]
+    assert "Please note my name." not in [m.content for m in line.session.get_raw_history()]
     assert len(line.model.requests) == 3  # the dropped start, then the turn's own two
     assert [t.early_reply for t in line.conversation.transcript.turns] == [False]
 
@@ -125,7 +125,7 @@ async def test_a_caller_who_goes_on_stops_the_model_started_at_the_pause() -> No
     async with running(line.conversation):
         await line.agent_done()
         await line.caller.start()
-        await line.caller.pause("Please note my")
+        await line.caller.pause("Please note my name.")
         await until(lambda: line.model.requests, what="the model's start on the pause")
         started = line.conversation._speculation
         line.model.delay_s = 0.0
@@ -133,6 +133,20 @@ async def test_a_caller_who_goes_on_stops_the_model_started_at_the_pause() -> No
         await line.agent_done()
     assert started is not None and started._task.cancelled()
     assert line.model.requests[0] not in line.model.finished and line.notes == ["Please note my name is Ann."]
+
+
+async def test_words_that_stop_mid_sentence_do_not_start_the_model() -> None:
+    line = Line()
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.start()
+        await line.caller.pause("Please note my")  # the turn will wait for the rest (turn_words.unfinished)
+        await until(lambda: line.conversation._early is not None and line.conversation._early[1].done())
+        await settle()
+        assert line.model.requests == [] and line.conversation._speculation is None
+        await line.caller.end("Please note my name is Ann.", 2.0)
+        await line.agent_done()
+    assert line.notes == ["Please note my name is Ann."] and len(line.model.requests) == 2
 
 
 async def test_off_the_model_waits_for_the_end_of_the_turn() -> None:
