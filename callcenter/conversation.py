@@ -352,7 +352,6 @@ class Conversation:
             return  # (held words: the model would start on the sentence's second half alone)
         if self.settings.mid_sentence_wait_s is not None and unfinished(text):
             return  # the turn will wait for the rest of the sentence, so this start would be dropped
-
         if self._closing or self._playback.paused or self._playback.talking:
             return
         self._speculation = self.session.speculate(text)
