@@ -110,7 +110,7 @@ class VoiceConfig:
     reprompts_before_hangup: int = 2
     max_call_s: float = 900.0
     # "tiny.en", "base" (from the model packages) or a CTranslate2 model directory. tiny.en answers one call
-    # in 0.7 s (p50) and keeps 6 talking calls under 2 s on 2 cores, base 1.3 s and 2 calls; clear callers
+    # in 0.2 s (p50) and keeps 11 talking calls under 2 s on 2 cores, base 1.3 s and 2 calls; clear callers
     # get the same word error rate from both, hard ones ~25% fewer errors from base (benchmarks/).
     whisper_model: str = "tiny.en"
     # Seconds of audio Whisper's encoder hears (at least the utterance and 2 s); Whisper pads to 30 s, and
