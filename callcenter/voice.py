@@ -51,11 +51,10 @@ class SpeechModels:
     def load(cls, voice: VoiceConfig) -> SpeechModels:
         started = time.monotonic()
         named = voice.whisper_model in ("tiny.en", "base")
-        window = voice.whisper_window_s or None  # 0: the model's own default
-        transcriber = (
-            Transcriber(voice.whisper_model, window_s=window)
-            if named
-            else Transcriber(model_path=voice.whisper_model, window_s=window)
+        transcriber = Transcriber(
+            voice.whisper_model,
+            model_path=None if named else voice.whisper_model,
+            window_s=voice.whisper_window_s or None,  # 0: the model's own default
         )
         models = cls(
             transcriber,
