@@ -8,7 +8,7 @@ so do the backchannels, the real interruptions and the coughs' and noise bursts'
 its voice afresh each run, so these counts move by a case or two between runs).
 
 What runs is the call's own path, frame by frame: EchoCanceller -> Endpointer (Silero VAD, plus Smart Turn
-v3.2 for the semantic end of turn) -> Whisper tiny.en -> the words rule (speech.turn_words.stops_agent; a
+v3.2 for the semantic end of turn) -> Whisper tiny.en (with the shop's prompt, as the service) -> the words rule (speech.turn_words.stops_agent; a
 short sound it calls words is heard again, prompted with backchannels, and stops the agent only if both say so).
 The end-of-turn model is judged inline and its measured run time is added to when its verdict lands (in the
 service it runs on a thread while the frames go on). Heard latency composes measured parts: end of voice ->
@@ -49,6 +49,7 @@ import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness import speech_corpus
 from speech.echo import EchoCanceller
 from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStarted
 from speech.models import piper_voice_paths
@@ -363,7 +364,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     voices, vad, model = Voices(), VadModel(), TurnModel()
-    transcriber = Transcriber("tiny.en", window_s=args.whisper_window)
+    transcriber = Transcriber("tiny.en", window_s=args.whisper_window, domain_prompt=speech_corpus.domain_prompt())
     names = ["piper"] if args.quick else ["piper", "espeak"]
     tts_first = statistics.median(voices.first_audio_s(REPLY) for _ in range(3))
     stt_cache: dict[tuple[bytes, str | None], tuple[float, str, bool]] = {}

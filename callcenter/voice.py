@@ -127,16 +127,17 @@ def domain_prompt(app: App) -> str:
 
     Whisper reads its prompt as the transcript before the utterance, so a caller's sentences steer it
     better than a list; the product names follow as the agent would say them. Whisper keeps only the
-    prompt's last ~220 tokens, so a big catalogue is cut to what fits (~800 characters)."""
+    prompt's last ~220 tokens, so a big catalogue is cut to what fits (~880 characters)."""
     prompt = (
         "Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
-        "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell"
+        "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. "
+        "I'd like to buy the... My order number is 4 2... Can you tell me how... You sell"
     )
     for number, product in enumerate(app.shop.products()):
         name = (
             product.name if product.name[:2].isupper() else product.name[:1].lower() + product.name[1:]
         )  # "USB-C" stays
-        if len(prompt) + len(name) > 800:
+        if len(prompt) + len(name) > 880:
             break
         prompt += f"{',' if number else ''} the {name}"
     return prompt + "."

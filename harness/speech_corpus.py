@@ -43,11 +43,12 @@ def domain_prompt() -> str:
         names = [row["name"] for row in sorted(csv.DictReader(file), key=lambda row: row["sku"])]  # the shop's order
     prompt = (
         "Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
-        "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. You sell"
+        "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. "
+        "I'd like to buy the... My order number is 4 2... Can you tell me how... You sell"
     )
     for number, name in enumerate(names):
         name = name if name[:2].isupper() else name[:1].lower() + name[1:]
-        if len(prompt) + len(name) > 800:
+        if len(prompt) + len(name) > 880:
             break
         prompt += f"{',' if number else ''} the {name}"
     return prompt + "."
