@@ -25,6 +25,7 @@ from speech.models import ModelError
 from speech.synthesizer import Synthesizer, SynthesizerConfig
 from speech.transcriber import Transcriber
 from speech.turn import ThreadJudge, TurnModel, TurnModelError
+from speech.turn_words import TRAILING_OFF_PROMPT
 from speech.vad import VadModel
 from telephony.call import Call
 
@@ -131,7 +132,7 @@ def domain_prompt(app: App) -> str:
     prompt = (
         "Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
         "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. "
-        "I'd like to buy the... My order number is 4 2... Can you tell me how... You sell"
+        f"{TRAILING_OFF_PROMPT} You sell"
     )
     for number, product in enumerate(app.shop.products()):
         name = (

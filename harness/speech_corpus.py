@@ -19,6 +19,7 @@ import numpy as np
 
 from speech.audio import read_wav, resample
 from speech.models import piper_voice_paths
+from speech.turn_words import TRAILING_OFF_PROMPT, unfinished
 from telephony.g711 import ulaw_decode, ulaw_encode
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
@@ -44,7 +45,7 @@ def domain_prompt() -> str:
     prompt = (
         "Hello, thank you for calling. Hi, I'd like to order something, please. Is it in stock? "
         "I want to return what I bought, it doesn't work. Can I get a refund? Yes, my order number is 4 2 1 7. "
-        "I'd like to buy the... My order number is 4 2... Can you tell me how... You sell"
+        f"{TRAILING_OFF_PROMPT} You sell"
     )
     for number, name in enumerate(names):
         name = name if name[:2].isupper() else name[:1].lower() + name[1:]
@@ -52,6 +53,18 @@ def domain_prompt() -> str:
             break
         prompt += f"{',' if number else ''} the {name}"
     return prompt + "."
+
+
+def heads(texts: list[str]) -> list[str]:
+    """Each sentence up to its last word where the mid-sentence rule holds (two words at least): where a caller
+    may pause."""
+    cut = []
+    for text in texts:
+        words = text.split()
+        held = [n for n in range(2, len(words)) if unfinished(" ".join(words[:n]))]
+        if held:
+            cut.append(" ".join(words[: held[-1]]))
+    return cut
 
 
 def phone_path(pcm: np.ndarray, rate: int) -> np.ndarray:

@@ -405,3 +405,21 @@ def test_cli_says_what_is_wrong_with_a_file(cli, tmp_path: Path, capsys: pytest.
     write_wav(tmp_path / "ok.wav", np.zeros(800, np.int16), 8000)
     assert cli(["transcribe", str(tmp_path / "ok.wav"), "--model", "small"]) == 1
     assert "unknown Whisper model 'small'" in capsys.readouterr().err
+
+
+def test_heads_that_trail_off_in_the_prompt_let_whisper_write_a_head_unfinished(
+    tiny: Transcriber, corpus_dir: Path
+) -> None:
+    """A caller who stops after "the" sounds finished to Whisper, which then writes a finished sentence
+    ("I want to return that.") unless its prompt shows callers trailing off (speech.turn_words)."""
+    from speech.turn_words import TRAILING_OFF_PROMPT, unfinished
+
+    texts = corpus.heads(corpus.sentences("caller_utterances.jsonl"))
+    shop, without = corpus.domain_prompt(), corpus.domain_prompt().replace(f" {TRAILING_OFF_PROMPT}", "")
+    assert TRAILING_OFF_PROMPT in shop and without != shop
+    held = {prompt: 0 for prompt in (shop, without)}
+    for voice in corpus.VOICES:
+        for _, pcm in corpus.corpus(voice, texts, corpus_dir):
+            for prompt in held:
+                held[prompt] += unfinished(tiny.transcribe_sync(pcm, prompt=prompt).text)
+    assert held[shop] >= held[without] + 3, (held[shop], held[without], 2 * len(texts))
