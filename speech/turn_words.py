@@ -93,13 +93,7 @@ PADS_S = 0.5  # the endpointer's pre- and post-roll around the voice in an utter
 # interruption is heard once more with this prompt, and stops the agent only if both hearings say so
 # (benchmarks/turn_taking.py). Longer words, the real interruptions, are not delayed by a second hearing.
 BACKCHANNEL_PROMPT = "Mm-hmm. Yeah. Okay. Right."
-SECOND_HEARING_MAX_S = 2.5
-# Whisper reads its prompt as the call so far and writes in its style. Its caller sentences are all finished,
-# so a caller who stops after "the" was written finished ("I want to return that."), and the words rule
-# had nothing to hold. Heads that trail off in the prompt (inside the shop's, callcenter.voice.domain_prompt)
-# let it write the "the ..." it heard: of 182 heads spoken alone (107 tuning sentences, Piper and
-# espeak-ng), 73 -> 96 held; finished sentences held 5 -> 10 of 214 (benchmarks/trailing_off.py).
-TRAILING_OFF_PROMPT = "I'd like to buy the... My order number is 4 2... Can you tell me how..."  # an utterance, pads included: "Mm-hm, mm-hm." is ~2.1 s
+SECOND_HEARING_MAX_S = 2.5  # an utterance, pads included: "Mm-hm, mm-hm." is ~2.1 s
 
 
 def heard_again(duration_s: float) -> bool:
@@ -113,6 +107,15 @@ def stops_agent(text: str, confident: bool, agent_said: str, duration_s: float |
     if duration_s is not None and len(words(text)) > 1 + MAX_WORDS_PER_S * max(0.0, duration_s - PADS_S):
         return False
     return bool(text) and confident and is_interruption(text) and not is_echo_of(text, agent_said)
+
+
+# Whisper reads its prompt as the call so far and writes in its style. With only finished sentences there,
+# a caller who stops after "the" was written finished ("I want to return that."), and the words rule
+# had nothing to hold. Heads that trail off in the prompt (inside the shop's, callcenter.voice.domain_prompt)
+# let it write the "the ..." it heard: of 182 heads spoken alone (107 tuning sentences, Piper and
+# espeak-ng), 73 -> 96 held (100 blind sentences: 60 -> 83 of 164); finished sentences held 5 -> 10 of 214
+# (blind: 3 -> 11 of 200; benchmarks/trailing_off.py).
+TRAILING_OFF_PROMPT = "I'd like to buy the... My order number is 4 2... Can you tell me how..."
 
 
 # Words an English sentence does not end on: a caller who falls silent after one is in the middle of it
