@@ -88,7 +88,9 @@ def test_piper_voice_through_the_phone_is_understood(
     assert score([text for text, _ in piper_corpus], [t.text for t in transcripts]) <= target
     # Clear speech is trusted: the agent should not ask a clear caller to repeat, nor wait for a second pass.
     assert sum(t.confident for t in transcripts) >= 0.9 * len(transcripts)
-    assert sum(t.retried for t in transcripts) <= 0.1 * len(transcripts)
+    # Piper samples its voice afresh each run, and one-word turns ("Hello?", "Yes.") sit at the retry line
+    # (logprob -0.4 to -0.5): base retried 0-1 of 27 in six fresh corpora here, and 3 once in CI.
+    assert sum(t.retried for t in transcripts) <= 0.15 * len(transcripts)
 
 
 def plain_whisper(directory: Path, items: list[tuple[str, np.ndarray]], scratch: Path) -> list[str]:
