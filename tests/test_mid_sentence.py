@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from speech.turn_words import unfinished
+from speech.turn_words import heard_unfinished, unfinished
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,8 @@ from speech.turn_words import unfinished
         "the order number's",
         "so um",
         "I'd like to buy a new...",
+        "How do I send back a?",  # no question ends on an article, whatever Whisper heard in the voice
+        "Can I speak to A?",
     ],
 )
 def test_words_that_cannot_end_a_sentence_wait_for_the_rest(text: str) -> None:
@@ -39,7 +41,27 @@ def test_words_that_cannot_end_a_sentence_wait_for_the_rest(text: str) -> None:
         "Two of them, please.",
         "",
         "[coughs]",
+        "Can you tell me how?",
+        "Who am I speaking to?",
     ],
 )
 def test_finished_sentences_are_answered(text: str) -> None:
     assert not unfinished(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("I'd like to buy a new", True),  # Whisper wrote no full stop: it heard speech going on
+        ("I want to return the...", True),
+        ("My order number is four five", True),
+        ("I'd like to buy a new phone charger.", False),
+        ("Can you hold on?", False),
+        ("Stop!", False),
+        ("Uh-huh\u2026", True),
+        ("[coughs]", False),
+        ("", False),
+    ],
+)
+def test_what_whisper_wrote_without_closing_it_waits_for_the_rest(text: str, held: bool) -> None:
+    assert heard_unfinished(text) is held
