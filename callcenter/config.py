@@ -133,7 +133,9 @@ class VoiceConfig:
     turn_max_silence_ms: int = 2000
     # A turn whose words stop where an English sentence cannot ("my order number is four five", "I want to
     # return the") waits for the rest up to turn_max_silence_ms after the caller's voice, and the two halves
-    # are one turn (speech/turn_words.py: unfinished). Costs nothing on finished sentences: the reply waits
+    # are one turn (speech/turn_words.py: heard_unfinished; also what Whisper left unclosed, "I'd like to buy a
+    # new"). Words Whisper is unsure of wait too, so an unclear head is heard again with the rest, and a caller
+    # who says no more is asked to repeat after the wait. Costs nothing on finished sentences: the reply waits
     # for the words anyway. Turn it off for callers in other languages.
     mid_sentence_wait: bool = True
     # The languages the agents serve (ISO 639-1). The call's first unclear words (English ears hear other

@@ -29,7 +29,7 @@ from callcenter.keypad import Keypad, run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
-from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, stops_agent, unfinished
+from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, heard_unfinished, stops_agent
 from speech.vad import PHONE_RATE
 from swarm.events import DigitsRequested, EndReason, EscalationReason
 from swarm.session import Session
@@ -147,6 +147,7 @@ class _Held:
     audio: np.ndarray | None = None  # what was heard, from the sentence's first breath on
     end_s: float = 0.0  # stream time of the audio's end
     timer: asyncio.TimerHandle | None = None
+    unclear: bool = False  # Whisper was unsure of them: if the caller says no more, they are asked to repeat
 
     def cancel(self) -> None:
         if self.timer is not None:
@@ -350,7 +351,7 @@ class Conversation:
         busy = self._turn is not None and not self._turn.done()
         if not text or not transcript.confident or busy or self._hearing or self._keypad or self._held:
             return  # (held words: the model would start on the sentence's second half alone)
-        if self.settings.mid_sentence_wait_s is not None and unfinished(text):
+        if self.settings.mid_sentence_wait_s is not None and heard_unfinished(text):
             return  # the turn will wait for the rest of the sentence, so this start would be dropped
         if self._closing or self._playback.paused or self._playback.talking:
             return
@@ -548,17 +549,21 @@ class Conversation:
     def _hold(self, held: _Held, ended: float, confident: bool) -> bool:
         """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):
         the caller paused to think, or to read a number. The reply waited for these words anyway, so only a
-        wrong guess costs time (the wait), and no words are lost: the rest is heard with them."""
+        wrong guess costs time (the wait), and no words are lost: the rest is heard with them.
+        Words Whisper was unsure of wait too: a head cut off mid-word is often what it cannot make out ("The
+        parts of the ride." for "The parcel arrived but the"), and heard with the rest it may be clear; a
+        caller who says no more is asked to repeat after the wait, not in their pause."""
         wait = self.settings.mid_sentence_wait_s
-        if wait is None or not confident or self._keypad is not None or not unfinished(held.text):
+        if wait is None or self._keypad is not None or (confident and not heard_unfinished(held.text)):
             return False
+        held.unclear = not confident
         if self._turn is not None and not self._turn.done():
             self._interrupt("new_turn")  # the caller went on: the reply to their words before is out of date
         remaining = max(0.0, ended + wait - time.monotonic())
         self._held = held
         if not self._more_words_coming():
             self._held.timer = asyncio.get_running_loop().call_later(remaining, self._release_held)
-        log.info("event=mid_sentence_wait call=%s wait_s=%.2f", self.call.call_id, remaining)
+        log.info("event=mid_sentence_wait call=%s wait_s=%.2f unclear=%s", self.call.call_id, remaining, held.unclear)
         return True
 
     def _more_words_coming(self) -> bool:
@@ -574,6 +579,9 @@ class Conversation:
         self._reprompts = 0
         self._close_keypad("spoken")
         self.transcript.add("caller", held.text)
+        if held.unclear:
+            self._start_turn(self._say_prepared(self.settings.repeat))
+            return
         # The turn's clock starts here, when it is answered: the wait was chosen, not latency.
         self._start_reply(held, time.monotonic(), TurnTiming())
 

@@ -407,6 +407,50 @@ async def test_half_a_sentence_is_answered_when_the_caller_says_no_more(app) -> 
     assert len(line.said()) > 1 and len(line.conversation.transcript.turns) == 1
 
 
+async def test_words_whisper_wrote_without_a_full_stop_wait_for_the_rest(app) -> None:
+    # Whisper closes what it heard finished; "a new" is not in the words rule, the missing stop is the sign.
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=2.0))
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I'd like to buy a new")
+        await settle(0.2)
+        assert line.caller_lines() == [] and line.said() == [SETTINGS.greeting]
+        await line.caller.say("phone charger.")
+        await line.agent_done()
+    assert [entry["text"] for entry in line.caller_lines()] == ["I'd like to buy a new phone charger."]
+    assert len(line.conversation.transcript.turns) == 1
+
+
+async def test_words_whisper_is_unsure_of_wait_for_the_rest_and_are_heard_with_it(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=2.0))
+    line.transcriber.mumbled = {"The parts of the ride."}
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("The parts of the ride.")  # a head cut off in the caller's pause
+        await settle(0.2)
+        assert line.said() == [SETTINGS.greeting]  # not asked to repeat in the middle of their sentence
+        await line.caller.say("I want to return my headphones.")
+        await line.agent_done()
+    assert SETTINGS.repeat not in line.said()
+    assert line.transcriber.heard[-1] == "The parts of the ride. I want to return my headphones."
+    assert len(line.conversation.transcript.turns) == 1
+
+
+async def test_a_caller_who_says_no_more_after_unclear_words_is_asked_to_repeat_after_the_wait(app) -> None:
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=0.4))
+    line.transcriber.mumbled = {"Mumble mumble."}
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("Mumble mumble.")
+        await settle(0.15)
+        assert line.said() == [SETTINGS.greeting]
+        await settle(0.4)
+        await line.agent_done()
+    assert line.said() == [SETTINGS.greeting, SETTINGS.repeat]
+    assert [entry["text"] for entry in line.caller_lines()] == ["Mumble mumble."]
+    assert line.conversation.transcript.turns == []  # nothing reached the model
+
+
 async def test_a_caller_who_goes_on_while_the_first_half_is_transcribed_is_waited_for(app) -> None:
     line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=0.2))
     async with running(line.conversation):

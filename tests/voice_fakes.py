@@ -154,6 +154,7 @@ class FakeTranscriber:
     heard: list[str] = field(default_factory=list)
     unclear: set[str] = field(default_factory=set)  # heard only after a second, beam-search pass (retried)
     hums: dict[str, str] = field(default_factory=dict)  # text -> what is heard when prompted with backchannels
+    mumbled: set[str] = field(default_factory=set)  # heard, but not trusted (confident=False)
     prompts: list[str | None] = field(default_factory=list)
 
     def utterance(self, text: str, seconds: float = 1.0) -> np.ndarray:
@@ -171,8 +172,9 @@ class FakeTranscriber:
         self.heard.append(text)
         self.prompts.append(prompt)
         logprob = -0.7 if text in self.unclear else -0.2 if text else float("-inf")
+        confident = bool(text) and text not in self.mumbled
         return Transcript(
-            text, logprob, 0.0 if text else 1.0, pcm16_8k.size / RATE, bool(text), retried=text in self.unclear
+            text, logprob, 0.0 if text else 1.0, pcm16_8k.size / RATE, confident, retried=text in self.unclear
         )
 
 
