@@ -3,9 +3,11 @@
 The corpus is made here, none of it committed: caller sentences spoken by Piper (joe) and espeak-ng en-us,
 through 8 kHz mu-law; coughs and noise bursts synthesised; backchannels spoken; the agent's own voice
 coming back at -15 dB, 120 ms late, under everything the caller does while the agent talks. The sentences
-come in two sets: "tuned" (looked at while choosing the thresholds) and "untouched" (only ever run here);
-so do the backchannels, the real interruptions and the coughs' and noise bursts' random seeds (Piper samples
-its voice afresh each run, so these counts move by a case or two between runs).
+come in three sets: "tuned" (looked at while choosing the thresholds), "untouched" (run here only, but its
+misses were read when the rules for unclosed and unsure transcripts were made) and "blind" (written before
+it was first run, after those rules); the backchannels, the real interruptions and the coughs' and noise
+bursts' random seeds come in two (Piper samples its voice afresh each run, so these counts move by a case
+or two between runs).
 
 What runs is the call's own path, frame by frame: EchoCanceller -> Endpointer (Silero VAD, plus Smart Turn
 v3.2 for the semantic end of turn) -> Whisper tiny.en (with the shop's prompt, as the service) -> the words rule (speech.turn_words.stops_agent; a
@@ -22,8 +24,8 @@ head has mid-sentence intonation (a head spoken alone ends like a sentence). "ST
 Whisper still ran once the turn had ended. "early reply" is the same with the model started on the pause's
 transcript too (voice.early_reply): its first sentence is ready at the later of the end of turn and pause +
 transcript + 200 ms. "+ words": the same, with voice.mid_sentence_wait: a turn whose transcript stops where a
-sentence cannot (speech.turn_words.unfinished) waits up to 2 s after the voice, so the caller's second half
-is heard in time; "held by words" counts the finished sentences that wait so (the rule's cost); "reply heard
+sentence cannot, or that Whisper left unclosed (speech.turn_words.heard_unfinished), or that Whisper was
+unsure of, waits up to 2 s after the voice, so the caller's second half is heard in time; "held by words" counts the finished sentences that wait so (the rule's cost); "reply heard
 in the pause": of those answered in the pause anyway, the reply's first audio reached the caller before
 their voice came back (the VAD's SpeechStarted); a reply not heard by then waits and is taken back.
 
@@ -55,7 +57,7 @@ from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStart
 from speech.models import piper_voice_paths
 from speech.transcriber import Transcriber
 from speech.turn import InlineJudge, TurnModel
-from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, stops_agent, unfinished
+from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, heard_unfinished, stops_agent
 from speech.vad import VadModel
 from telephony.g711 import ulaw_decode, ulaw_encode
 
@@ -90,6 +92,20 @@ PAUSED_UNTOUCHED = [
     ("The parcel arrived but the", "screen was cracked."),
     ("Can you tell me how", "long the delivery takes?"),
     ("I bought it on", "the third of March."),
+]
+# Written after the untouched set had been looked at (its misses led to the rules for Whisper's unclosed and
+# unsure transcripts), before these were ever run: the figure for those rules.
+BLIND = [
+    "I never got my confirmation email.",
+    "Can you send it to my work address instead?",
+    "The blender is too loud, I want my money back.",
+    "Do you do next day delivery?",
+]
+PAUSED_BLIND = [
+    ("Could you check whether my", "refund has gone through?"),
+    ("It stopped charging after", "about a week."),
+    ("I'd like two of the", "black yoga mats, please."),
+    ("The one I got was", "scratched on the side."),
 ]
 BACKCHANNELS = ["Mm-hm.", "Yeah.", "Okay.", "Right."]
 BACKCHANNELS_UNTOUCHED = ["Mm-hmm.", "Hmm.", "Mmm, okay.", "Uh-huh, right."]
@@ -372,7 +388,9 @@ def main() -> None:
 
     aligner = WhisperModel(str(transcriber.directory), cpu_threads=2)  # word timings, for the one-breath cuts
     breaths = {
-        (n, h, t): one_breath(voices, aligner, n, h, t) for n in names for h, t in PAUSED_TUNED + PAUSED_UNTOUCHED
+        (n, h, t): one_breath(voices, aligner, n, h, t)
+        for n in names
+        for h, t in PAUSED_TUNED + PAUSED_UNTOUCHED + PAUSED_BLIND
     }
 
     def transcribe(audio: np.ndarray, prompt: str | None = None) -> tuple[float, str, bool]:
@@ -383,10 +401,20 @@ def main() -> None:
             stt_cache[key] = (time.perf_counter() - started, result.text.strip(), result.confident)
         return stt_cache[key]
 
+    def waits(audio: np.ndarray) -> bool:
+        """The service holds the turn for the rest (conversation._hold): its words stop mid-sentence, or
+        Whisper was unsure of them."""
+        _, text, confident = transcribe(audio)
+        return heard_unfinished(text) or (bool(text) and not confident)
+
     rows: dict[str, dict[str, str]] = {}
     cpu_runs: list[tuple[float, float]] = []
-    for corpus, sentences, paused in (("tuned", TUNED, PAUSED_TUNED), ("untouched", UNTOUCHED, PAUSED_UNTOUCHED)):
-        if args.quick and corpus == "untouched":
+    for corpus, sentences, paused in (
+        ("tuned", TUNED, PAUSED_TUNED),
+        ("untouched", UNTOUCHED, PAUSED_UNTOUCHED),
+        ("blind", BLIND, PAUSED_BLIND),
+    ):
+        if args.quick and corpus != "tuned":
             continue
         systems = {
             "today (500 ms silence)": None,
@@ -429,8 +457,7 @@ def main() -> None:
             held = 0  # finished sentences the words would hold (their reply 1.5 s later)
             for name in names:
                 for text in sentences:
-                    _, words_heard, _ = transcribe(voices.speak(name, text))
-                    held += unfinished(words_heard)
+                    held += waits(voices.speak(name, text))
             for name in names:
                 for head, tail in paused:
                     for gap in (0.6, 0.9, 1.2):
@@ -441,9 +468,10 @@ def main() -> None:
                         second_at = lead + (first.size / RATE) + gap
                         answered = any(at < second_at + 0.1 for at in ends.at_s)
                         answered_in_pause += answered
-                        stt_s, first_words, _ = transcribe(ends.turns[0].audio)
-                        words_answered += answered and not unfinished(first_words)
-                        talked_over += answered and not unfinished(first_words) and heard_first(ends, stt_s, tts_first)
+                        stt_s, _, _ = transcribe(ends.turns[0].audio)
+                        answered_anyway = answered and not waits(ends.turns[0].audio)
+                        words_answered += answered_anyway
+                        talked_over += answered_anyway and heard_first(ends, stt_s, tts_first)
             breath_answers = breath_words = breath_cases = 0
             for (_name, head, tail), cut in breaths.items():
                 if cut is None or (head, tail) not in paused:
@@ -454,7 +482,7 @@ def main() -> None:
                     second_at = 0.5 + cut[0].size / RATE + gap
                     answered = any(at < second_at + 0.1 for at in ends.at_s)
                     breath_answers += answered
-                    breath_words += answered and not unfinished(transcribe(ends.turns[0].audio)[1])
+                    breath_words += answered and not waits(ends.turns[0].audio)
                     breath_cases += 1
             pause_cases = len(names) * len(paused) * 3
             row = rows.setdefault(system, {})
