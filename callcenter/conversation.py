@@ -28,7 +28,7 @@ from callcenter.config import VoiceConfig
 from callcenter.keypad import Keypad, run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
-from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
+from speech.endpointer import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
 from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, heard_unfinished, stops_agent
 from speech.vad import PHONE_RATE
 from swarm.events import DigitsRequested, EndReason, EscalationReason
@@ -323,6 +323,8 @@ class Conversation:
                         )
                 elif isinstance(event, SpeechPaused):
                     self._transcribe_early(event)
+                elif isinstance(event, SpeechResumed):
+                    self._drop_early()  # a short pause inside a sentence: its transcript and reply are moot
                 elif isinstance(event, SpeechEnded):
                     self._last_activity = time.monotonic()
                     self._caller_quiet.set()

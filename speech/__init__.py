@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from speech.audio import WavError, read_wav, resample, write_wav
     from speech.echo import EchoCanceller
-    from speech.endpointer import Endpointer, FrameError, SpeechEnded, SpeechPaused, SpeechStarted
+    from speech.endpointer import Endpointer, FrameError, SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
     from speech.models import ModelError
     from speech.normalize import normalize_for_speech
     from speech.synthesizer import Synthesizer, SynthesizerConfig, SynthesizerError
@@ -35,6 +35,7 @@ _HOMES = {
     "FrameError": "endpointer",
     "SpeechEnded": "endpointer",
     "SpeechPaused": "endpointer",
+    "SpeechResumed": "endpointer",
     "SpeechStarted": "endpointer",
     "ModelError": "models",
     "normalize_for_speech": "normalize",
@@ -56,6 +57,7 @@ __all__ = [
     "ModelError",
     "SpeechEnded",
     "SpeechPaused",
+    "SpeechResumed",
     "SpeechStarted",
     "Synthesizer",
     "SynthesizerConfig",

@@ -69,7 +69,15 @@ class SpeechPaused:
     start_s: float
 
 
-Event = SpeechStarted | SpeechPaused | SpeechEnded
+@dataclass(frozen=True)
+class SpeechResumed:
+    """The caller spoke again after a SpeechPaused, in the same utterance: what that pause handed over is not
+    the turn, so work started on it (a transcript, the model's reply) can be dropped now, not at the turn's end."""
+
+    at_s: float
+
+
+Event = SpeechStarted | SpeechPaused | SpeechResumed | SpeechEnded
 
 
 class TurnJudge(Protocol):
@@ -84,7 +92,8 @@ class Endpointer:
     A frame scoring >= threshold opens a candidate utterance; it is confirmed (SpeechStarted) once
     `start_ms` of frames have scored >= threshold, and it ends once `end_silence_ms` of consecutive
     frames scored below `stay_threshold`. An unconfirmed candidate that ends is dropped silently.
-    With `pause_ms`, a confirmed utterance also announces each pause of that length (SpeechPaused).
+    With `pause_ms`, a confirmed utterance also announces each pause of that length (SpeechPaused), and the
+    voice coming back after it (SpeechResumed).
     """
 
     def __init__(
@@ -208,6 +217,8 @@ class Endpointer:
         self._silence = self._silence + samples if self._prob < self.stay_threshold else 0
         if self._silence == 0:
             self._drop_verdict()  # the caller went on: that pause was not the end
+            if self._started and self.pause_samples is not None and silence_before >= self.pause_samples:
+                events.append(SpeechResumed(self._position / PHONE_RATE))
         if not self._started and self._voiced >= self.start_samples:
             self._started = True
             at_s = self._onset / PHONE_RATE

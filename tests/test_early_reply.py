@@ -135,6 +135,24 @@ async def test_a_caller_who_goes_on_stops_the_model_started_at_the_pause() -> No
     assert line.model.requests[0] not in line.model.finished and line.notes == ["Please note my name is Ann."]
 
 
+async def test_the_voice_coming_back_after_a_pause_stops_the_model_started_there_at_once() -> None:
+    line = Line()
+    line.model.delay_s = 5.0
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.start()
+        await line.caller.pause("Please note my name.")
+        await until(lambda: line.model.requests, what="the model's start on the pause")
+        started = line.conversation._speculation
+        await line.caller.resume()  # still talking: the turn has not ended
+        assert started is not None and started._task.cancelled()
+        assert line.conversation._early is None and line.conversation._speculation is None
+        line.model.delay_s = 0.0
+        await line.caller.end("Please note my name is Ann.", 2.0)
+        await line.agent_done()
+    assert line.notes == ["Please note my name is Ann."]
+
+
 async def test_words_that_stop_mid_sentence_do_not_start_the_model() -> None:
     line = Line()
     async with running(line.conversation):

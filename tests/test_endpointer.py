@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from speech.endpointer import Endpointer, Event, FrameError, SpeechEnded, SpeechPaused, SpeechStarted
+from speech.endpointer import Endpointer, Event, FrameError, SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
 from speech.vad import VadModel, VadModelError
 from telephony.g711 import ulaw_decode, ulaw_encode
 from tests.speech_fixtures import RATE, ended, espeak, run, silence
@@ -223,6 +223,11 @@ def test_speech_after_a_pause_makes_the_turn_longer_than_the_pause_said(model):
     pauses = [event for _, event in events if isinstance(event, SpeechPaused)]
     [turn] = ended(events)
     assert len(pauses) == 2 and all(p.start_s == turn.start_s for p in pauses)
+    # The voice came back once, after the first pause and before the second: work on the first can stop.
+    kinds = [type(event) for _, event in events]
+    assert kinds == [SpeechStarted, SpeechPaused, SpeechResumed, SpeechPaused, SpeechEnded]
+    [(resumed_at, resumed)] = [(at, event) for at, event in events if isinstance(event, SpeechResumed)]
+    assert 0.5 + speech.size / RATE + 0.2 < resumed.at_s <= resumed_at < 0.5 + speech.size / RATE + 0.5
     assert pauses[0].audio.size < turn.audio.size and np.array_equal(pauses[1].audio, turn.audio)
     assert turn.duration_s > 2 * speech.size / RATE
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from speech.endpointer import SpeechEnded, SpeechPaused, SpeechStarted
+from speech.endpointer import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
 from speech.transcriber import Transcript
 from speech.turn_words import BACKCHANNEL_PROMPT
 from telephony.call import EndReason, MediaTap
@@ -246,6 +246,11 @@ class Caller:
         self._feed([SpeechPaused(audio, self._at)])
         await settle()
         return audio
+
+    async def resume(self) -> None:
+        """Speak again after a pause, in the same utterance (SpeechResumed)."""
+        self._feed([SpeechResumed(self._at)])
+        await settle()
 
     async def finish(self, audio: np.ndarray) -> None:
         """The silence after a pause lasted: the turn ends with the paused audio."""
