@@ -14,7 +14,7 @@ v3.2 for the semantic end of turn) -> Whisper tiny.en (with the shop's prompt, a
 short sound it calls words is heard again, prompted with backchannels, and stops the agent only if both say so).
 The end-of-turn model is judged inline and its measured run time is added to when its verdict lands (in the
 service it runs on a thread while the frames go on). Heard latency composes measured parts: end of voice ->
-end of turn -> transcript (started at the 200 ms pause, as the service does) -> a 200 ms model -> Piper's
+end of turn -> transcript (started at the 120 ms pause, as the service does) -> a 200 ms model -> Piper's
 first audio of a short reply. "Today" is the 500 ms silence endpointer without the model; Smart Turn runs at
 the 200 ms pause under two rules: as first built (>= 0.5 ends the turn, anything else waits 2 s), and the rule
 tuned on the "tuned" set (--threshold/--hold: done ends the turn, mid-sentence waits 2 s, unsure 500 ms, as
@@ -51,6 +51,7 @@ import soxr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from harness import speech_corpus
 from speech.echo import EchoCanceller
 from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStarted
@@ -64,7 +65,7 @@ from telephony.g711 import ulaw_decode, ulaw_encode
 RATE = 8000
 FRAME = 160
 MODEL_REPLY_S = 0.2  # the "200 ms model"
-EARLY_MS, TAIL_MS = 200, 200
+EARLY_MS, TAIL_MS = VoiceConfig.early_transcript_ms, EARLY_TAIL_MS  # the service's
 
 TUNED = [
     "I'd like to buy a new phone charger.",
