@@ -104,9 +104,19 @@ def heard_again(duration_s: float) -> bool:
 def stops_agent(text: str, confident: bool, agent_said: str, duration_s: float | None = None) -> bool:
     """What the caller said over the (paused) agent stops it: clear words, not a backchannel, not its echo,
     and not more words than the sound (an utterance of `duration_s`, pads included) could hold."""
-    if duration_s is not None and len(words(text)) > 1 + MAX_WORDS_PER_S * max(0.0, duration_s - PADS_S):
+    if duration_s is not None and len(_once(words(text))) > 1 + MAX_WORDS_PER_S * max(0.0, duration_s - PADS_S):
         return False
     return bool(text) and confident and is_interruption(text) and not is_echo_of(text, agent_said)
+
+
+def _once(said: list[str]) -> list[str]:
+    """The words with Whisper's loop undone: prompted with backchannels, it wrote a 0.9 s "Wait a minute." as
+    "Wait a minute. Wait a minute.", too many words for the sound, and the agent went on (3 of 30 short
+    interruptions). A phrase written over and over is counted once."""
+    for size in range(1, len(said) // 2 + 1):
+        if len(said) % size == 0 and said == said[:size] * (len(said) // size):
+            return said[:size]
+    return said
 
 
 # Whisper reads its prompt as the call so far and writes in its style. With only finished sentences there,

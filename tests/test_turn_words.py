@@ -23,6 +23,14 @@ def test_yes_over_the_agents_statement_agrees_and_no_or_more_words_interrupt() -
     assert stops_agent("Yes, but I want a refund.", True, AGENT, duration_s=2.0)
 
 
+def test_a_phrase_whisper_writes_twice_is_counted_once_against_the_sound() -> None:
+    # Prompted with backchannels, tiny.en wrote a 0.9 s "Wait a minute." twice: not words made up for a hum.
+    assert stops_agent("Wait a minute. Wait a minute.", True, AGENT, duration_s=0.94)
+    assert stops_agent("No, no, no.", True, AGENT, duration_s=0.7)
+    # Words that do not repeat still may not outnumber what the sound could hold.
+    assert not stops_agent("And then make a chance, wait a minute.", True, AGENT, duration_s=0.94)
+
+
 @pytest.mark.parametrize(
     "hum", ["Mmmm.", "MMMM, okay.", "Hmmm.", "Mm-hmm-hmm.", "Mhm, yeah.", "Uhh.", "Umm.", "Uhm.", "Uh huh, right."]
 )
@@ -63,6 +71,6 @@ def test_a_hum_tiny_en_writes_as_words_is_a_hum_when_heard_again(tiny, hum) -> N
 
 
 @pytest.mark.models
-@pytest.mark.parametrize("words", ["Stop.", "No, stop.", "Hold on.", "Sorry?"])
+@pytest.mark.parametrize("words", ["Stop.", "No, stop.", "Hold on.", "Sorry?", "Wait a minute."])
 def test_short_words_that_stop_the_agent_still_do_when_heard_again(tiny, words) -> None:
     assert hearings(tiny, words) == (True, True)
