@@ -5,9 +5,9 @@ through 8 kHz mu-law; coughs and noise bursts synthesised; backchannels spoken; 
 coming back at -15 dB, 120 ms late, under everything the caller does while the agent talks. The sentences
 come in three sets: "tuned" (looked at while choosing the thresholds), "untouched" (run here only, but its
 misses were read when the rules for unclosed and unsure transcripts were made) and "blind" (written before
-it was first run, after those rules); the backchannels, the real interruptions and the coughs' and noise
-bursts' random seeds come in two (Piper samples its voice afresh each run, so these counts move by a case
-or two between runs).
+it was first run, after those rules); so do the backchannels, the real interruptions (long ones, and short
+ones in the tuned and blind sets) and the coughs' and noise bursts' random seeds (Piper samples its voice
+afresh each run, so these counts move by a case or two between runs).
 
 What runs is the call's own path, frame by frame: EchoCanceller -> Endpointer (Silero VAD, plus Smart Turn
 v3.2 for the semantic end of turn) -> Whisper tiny.en (with the shop's prompt, as the service) -> the words rule (speech.turn_words.stops_agent; a
@@ -112,6 +112,18 @@ BACKCHANNELS = ["Mm-hm.", "Yeah.", "Okay.", "Right."]
 BACKCHANNELS_UNTOUCHED = ["Mm-hmm.", "Hmm.", "Mmm, okay.", "Uh-huh, right."]
 INTERRUPTIONS = ["Sorry, I only want to return my headphones.", "Wait, stop, I need a different product."]
 INTERRUPTIONS_UNTOUCHED = ["Excuse me, that is the wrong order.", "Hang on, I already paid for it."]
+# Short ones, where Whisper is least sure and the second hearing (prompted with backchannels) has its say. The
+# blind ones and their backchannels were written before they were first run.
+SHORT_INTERRUPTIONS = ["Stop.", "Wait.", "Hang on.", "Sorry?", "Pardon?", "No, stop.", "Hold on.", "Excuse me."]
+SHORT_INTERRUPTIONS_BLIND = [
+    *("Hold it.", "Just a sec.", "Not that one.", "Whoa, wait.", "No, sorry.", "Stop there.", "Er, hello?"),
+    *("Hang on a sec.", "That's wrong.", "Wait a minute.", "Wait, wait.", "Hold on a minute.", "Just a moment."),
+    *("Stop for a second.", "Hang on a minute.", "No, wait a sec.", "Sorry, one second.", "Wait, what?"),
+]
+BACKCHANNELS_BLIND = [
+    *("Uh-huh.", "Yep.", "Mhm, yeah.", "Okay, sure.", "Right, right.", "Yes, okay.", "Sure.", "I see.", "Mm."),
+    *("Yeah, yeah.", "Okay, okay.", "Uh-huh, yep.", "Right, okay.", "Mm-hmm, sure."),
+]
 AGENT = (
     "Our returns policy is simple, and it covers everything you bought from us in the last thirty days. "
     "You will get a prepaid shipping label by email as soon as the return is registered."
@@ -324,18 +336,19 @@ def stops_paused_agent(transcribe: Any, turn: SpeechEnded) -> bool:
 def over_agent(
     voices: Voices, vad: VadModel, transcribe: Any, names: list[str], quick: bool
 ) -> tuple[Stops, dict[str, list[float]], Stops]:
-    """Sounds over the agent: per kind, [paused, stopped, cases]; real interruptions' time to silence and
-    [stopped, cases]."""
+    """Sounds over the agent: per kind, [paused, stopped, cases]; real interruptions' time to silence (per
+    corpus) and [stopped, cases] (per corpus and length)."""
     agent = voices.piper(AGENT)
     stops: dict[str, list[int]] = {}
     to_silence: dict[str, list[float]] = {}
     real_stopped: dict[str, list[int]] = {}
     at = int(2.0 * RATE)
     for corpus, seed, backchannels, interruptions in (
-        ("tuned", 12, BACKCHANNELS, INTERRUPTIONS),
-        ("untouched", 13, BACKCHANNELS_UNTOUCHED, INTERRUPTIONS_UNTOUCHED),
+        ("tuned", 12, BACKCHANNELS, [("long", INTERRUPTIONS), ("short", SHORT_INTERRUPTIONS)]),
+        ("untouched", 13, BACKCHANNELS_UNTOUCHED, [("long", INTERRUPTIONS_UNTOUCHED)]),
+        ("blind", 14, BACKCHANNELS_BLIND, [("short", SHORT_INTERRUPTIONS_BLIND)]),
     ):
-        if quick and corpus == "untouched":
+        if quick and corpus != "tuned":
             continue
         rng = np.random.default_rng(seed)
         sounds: list[tuple[str, str, np.ndarray | None]] = [("echo", "echo alone", None)] if corpus == "tuned" else []
@@ -355,9 +368,10 @@ def over_agent(
             count[0] += bool(ends.started_at_s)
             count[1] += bool(stopped)
             count[2] += 1
-        silent, real = to_silence.setdefault(corpus, []), real_stopped.setdefault(corpus, [0, 0])
-        for text in interruptions:
-            for name in names:
+        silent = to_silence.setdefault(corpus, [])
+        for length, texts in interruptions:
+            real = real_stopped.setdefault(f"{corpus}, {length}", [0, 0])
+            for text, name in ((text, name) for text in texts for name in names):
                 mic = with_echo(agent, voices.speak(name, text), at)
                 ends = run(Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS), mic, sent=agent)
                 if ends.started_at_s:  # paused on SpeechStarted: silent from the next frame
@@ -517,9 +531,11 @@ def main() -> None:
     for kind, (paused_n, stopped_n, total) in stops.items():
         print(f"| {kind} | {paused_n}/{total} | {stopped_n}/{total} |")
     for corpus, silent in to_silence.items():
-        real = real_stopped[corpus]
+        stopped = ", ".join(
+            f"{kind} {n}/{total}" for kind, (n, total) in real_stopped.items() if kind.startswith(corpus)
+        )
         print(
-            f"\nReal interruptions ({corpus}): stopped {real[0]}/{real[1]}; time to silence p50 "
+            f"\nReal interruptions ({stopped}): time to silence p50 "
             f"{statistics.median(silent) * 1000:.0f} ms, max {max(silent) * 1000:.0f} ms"
         )
     if cpu_runs:
