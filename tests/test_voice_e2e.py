@@ -208,9 +208,13 @@ async def test_return_call_through_ollama_wire_protocol(serve, speech) -> None:
             assert rows(server, "returns") == []  # read back, not yet confirmed
             await caller.say("Yes.")
             await caller.agent_turn()
+            if "catch that" in caller.exchange.lines[-1][1]:
+                # Piper speaks afresh each run: a caller asked to repeat a short "Yes." says it again, as people do.
+                await caller.say("Yes.")
+                await caller.agent_turn()
         record = await record_of(server)
     returns = rows(server, "returns")
-    assert len(returns) == 1 and returns[0]["sku"] == "HP-100"
+    assert len(returns) == 1 and returns[0]["sku"] == "HP-100", caller.exchange.lines
     heard = caller.exchange.heard().lower()
     assert "return" in heard and "registered" in heard, caller.exchange.lines
     assert record.agents == ["triage", "refund"]
