@@ -128,6 +128,10 @@ def _once(said: list[str]) -> list[str]:
 TRAILING_OFF_PROMPT = "I'd like to buy the... My order number is 4 2... Can you tell me how..."
 
 
+# No sentence ends on these, a question neither: Whisper writes a head spoken with a rise as one ("How do I
+# send back a?", "Can I speak to A?": 5 of 91 heads heard so, none of 414 finished sentences). Not "his",
+# "her", "its": a question may end on them ("Did you ask her?").
+DETERMINERS = frozenset({"a", "an", "the", "my", "your", "our", "their", "every", "each"})
 # Words an English sentence does not end on: a caller who falls silent after one is in the middle of it
 # ("I want to return the ...", "can you tell me how ..."). Closed classes, chosen by grammar: articles and
 # possessives, prepositions that are rarely a verb's particle (so not "on", "in", "up": "hold on", "log in"),
@@ -135,7 +139,8 @@ TRAILING_OFF_PROMPT = "I'd like to buy the... My order number is 4 2... Can you 
 # "so", "do", "can", "it").
 UNFINISHED_AFTER = frozenset(
     {
-        *("a", "an", "the", "my", "your", "our", "their", "his", "her", "its", "every", "each"),
+        *DETERMINERS,
+        *("his", "her", "its"),
         *("of", "for", "with", "from", "at", "into", "onto", "by", "than", "about", "between", "during", "via"),
         *("and", "or", "but", "because", "if", "although", "unless", "whether", "to"),
         *("how", "which", "whose"),
@@ -154,15 +159,17 @@ MIN_NUMBER_DIGITS = 4
 QUESTION_WORDS = frozenset({"who", "whom", "what", "which", "where", "how"})
 AUXILIARIES = frozenset({"is", "are", "was", "do", "does", "did", "can", "could", "would", "will", "have", "has"})
 STRANDABLE = COPULAS | {"to", "for", "with", "from", "at", "about", "of", "by", "into"}
-# No sentence ends on these, a question neither: Whisper writes a head spoken with a rise as one ("How do I
-# send back a?", "Can I speak to A?": 5 of 91 heads heard so, none of 414 finished sentences).
-DETERMINERS = frozenset({"a", "an", "the", "my", "your", "our", "their", "every", "each"})
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+
+
+def _tokens(text: str) -> list[str]:
+    """The words and numbers said, without Whisper's bracketed sounds."""
+    return _TOKEN.findall(_SOUND.sub(" ", text.lower()))
 
 
 def unfinished(text: str) -> bool:
     """The words stop where a sentence cannot: the caller paused in the middle of it."""
-    said = _TOKEN.findall(_SOUND.sub(" ", text.lower()))
+    said = _tokens(text)
     if not said:
         return False
     if text.rstrip().endswith("?"):
@@ -186,10 +193,7 @@ def heard_unfinished(text: str) -> bool:
     it with no full stop, question or exclamation mark, as it writes speech that goes on ("I'd like to buy a
     new"; none of 414 finished sentences, Piper and espeak-ng through the phone, came back so)."""
     stripped = text.rstrip()
-    if unfinished(stripped):
-        return True
-    said = _TOKEN.findall(_SOUND.sub(" ", stripped.lower()))
-    return bool(said) and not stripped.endswith((".", "?", "!", "\u2026"))
+    return unfinished(stripped) or (bool(_tokens(stripped)) and not stripped.endswith((".", "?", "!", "\u2026")))
 
 
 def _number_begun(said: list[str]) -> bool:

@@ -14,6 +14,7 @@ from swarm.events import ToolCalled, UserText
 from swarm.messages import CompletionRequest, ToolCall
 from swarm.providers.base import Completion, Delta
 from swarm.registry import Agent, Registry, SwarmSpec
+from swarm.speculation import Speculation
 from swarm.tools import tool_from_function
 from tests.voice_fakes import Caller, FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, settle, until
 
@@ -119,15 +120,20 @@ async def test_the_model_started_at_the_pause_is_dropped_when_the_caller_goes_on
     assert [t.early_reply for t in line.conversation.transcript.turns] == [False]
 
 
+async def thinking_at_the_pause(line: Line) -> Speculation | None:
+    """The caller pauses and the model, slow to answer, starts on the pause's words: that start."""
+    line.model.delay_s = 5.0
+    await line.agent_done()
+    await line.caller.start()
+    await line.caller.pause("Please note my name.")
+    await until(lambda: line.model.requests, what="the model's start on the pause")
+    return line.conversation._speculation
+
+
 async def test_a_caller_who_goes_on_stops_the_model_started_at_the_pause() -> None:
     line = Line()
-    line.model.delay_s = 5.0
     async with running(line.conversation):
-        await line.agent_done()
-        await line.caller.start()
-        await line.caller.pause("Please note my name.")
-        await until(lambda: line.model.requests, what="the model's start on the pause")
-        started = line.conversation._speculation
+        started = await thinking_at_the_pause(line)
         line.model.delay_s = 0.0
         await line.caller.end("Please note my name is Ann.", 2.0)
         await line.agent_done()
@@ -137,13 +143,8 @@ async def test_a_caller_who_goes_on_stops_the_model_started_at_the_pause() -> No
 
 async def test_the_voice_coming_back_after_a_pause_stops_the_model_started_there_at_once() -> None:
     line = Line()
-    line.model.delay_s = 5.0
     async with running(line.conversation):
-        await line.agent_done()
-        await line.caller.start()
-        await line.caller.pause("Please note my name.")
-        await until(lambda: line.model.requests, what="the model's start on the pause")
-        started = line.conversation._speculation
+        started = await thinking_at_the_pause(line)
         await line.caller.resume()  # still talking: the turn has not ended
         assert started is not None and started._task.cancelled()
         assert line.conversation._early is None and line.conversation._speculation is None
