@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from harness import speech_corpus
 from speech.echo import EchoCanceller
-from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechStarted
+from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
 from speech.models import piper_voice_paths
 from speech.transcriber import Transcriber
 from speech.turn import InlineJudge, TurnModel
@@ -84,7 +84,10 @@ UNTOUCHED = [
     "I ordered the wrong size and want to swap it.",
     "That sounds good, go ahead.",
 ]
-# (first half, second half): a 0.6-1.2 s pause between them, mid-sentence.
+# (first half, second half): a 0.6-1.2 s pause between them, mid-sentence; and a hesitation shorter than the
+# silence that ends a turn, which only finished words end it in (voice.finished_silence_ms).
+GAPS_S = (0.6, 0.9, 1.2)
+SHORT_GAPS_S = (0.3, 0.4)
 PAUSED_TUNED = [
     ("My order number is four five", "seven two one."),
     ("I'd like to buy a new", "phone charger for my daughter."),
@@ -155,6 +158,7 @@ class Voices:
 
         model, config = piper_voice_paths()
         self._piper = PiperVoice.load(model, config_path=config)
+        self._said: dict[tuple[str, str], np.ndarray] = {}
 
     def piper(self, text: str) -> np.ndarray:
         pcm = np.concatenate([chunk.audio_int16_array for chunk in self._piper.synthesize(text)])
@@ -166,7 +170,12 @@ class Voices:
             return trim(phone(np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16), w.getframerate()))
 
     def speak(self, voice: str, text: str) -> np.ndarray:
-        return self.piper(text) if voice == "piper" else self.espeak(text)
+        """Once per run and text: Piper samples its voice afresh each time, and the systems compared here
+        should hear the same audio."""
+        key = (voice, text)
+        if key not in self._said:
+            self._said[key] = self.piper(text) if voice == "piper" else self.espeak(text)
+        return self._said[key]
 
     def first_audio_s(self, text: str) -> float:
         started = time.perf_counter()
@@ -253,12 +262,26 @@ class Ends:
     pauses: list[SpeechPaused] = field(default_factory=list)
 
 
+# A pause's audio -> (Whisper's time on it, whether its words are a finished sentence heard confidently).
+Words = Any
+
+
 def run(
-    endpointer: Endpointer, mic: np.ndarray, sent: np.ndarray | None = None, judge: TimedJudge | None = None
+    endpointer: Endpointer,
+    mic: np.ndarray,
+    sent: np.ndarray | None = None,
+    judge: TimedJudge | None = None,
+    words: Words | None = None,
 ) -> Ends:
+    """The frames through the endpointer. With `words`, as the service does (conversation._pause_heard): the
+    transcript of each pause lands Whisper's time later, and finished words call endpointer.finish()."""
     echo = EchoCanceller()
     ends = Ends()
+    finish_at: float | None = None
     for start in range(0, mic.size - FRAME + 1, FRAME):
+        if finish_at is not None and start / RATE >= finish_at:
+            endpointer.finish()
+            finish_at = None
         frame = mic[start : start + FRAME]
         if sent is not None:
             frame = echo.process(frame, sent[start : start + FRAME])
@@ -274,6 +297,11 @@ def run(
             elif isinstance(event, SpeechPaused):
                 ends.paused_at_s.append(at)
                 ends.pauses.append(event)
+                if words is not None:
+                    stt_s, finished = words(event.audio)
+                    finish_at = at + stt_s if finished else None
+            elif isinstance(event, SpeechResumed):
+                finish_at = None
             elif isinstance(event, SpeechStarted):
                 ends.started_at_s.append(at)
     return ends
@@ -287,9 +315,11 @@ class Rule:
     hold: float
 
 
-def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule) -> Endpointer:
-    if judge is None:  # today
-        return Endpointer(vad, end_silence_ms=500, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS)
+def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule, finished_ms: int | None = None) -> Endpointer:
+    if judge is None:  # silence, and the words when finished_ms
+        return Endpointer(
+            vad, end_silence_ms=500, post_roll_ms=TAIL_MS, pause_ms=EARLY_MS, finished_silence_ms=finished_ms
+        )
     return Endpointer(
         vad,
         end_silence_ms=500,
@@ -302,12 +332,14 @@ def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule) -> Endpointe
     )
 
 
-def heard_first(ends: Ends, stt_s: float, tts_first: float) -> bool:
+def heard_first(ends: Ends, stt_s: Any, tts_first: float) -> bool:
     """The reply to the first turn reaches the caller before their voice comes back. After that it is held
-    (nothing of it heard) and taken back: the service answers their whole sentence (conversation._answered)."""
+    (nothing of it heard) and taken back: the service answers their whole sentence (conversation._answered).
+    `stt_s` gives Whisper's time on an audio."""
     end = ends.at_s[0]
-    pause = max((at for at in ends.paused_at_s if at <= end), default=end)
-    heard_at = max(end, pause + stt_s) + MODEL_REPLY_S + tts_first + 0.02
+    paused = [(at, pause) for at, pause in zip(ends.paused_at_s, ends.pauses, strict=True) if at <= end]
+    ready = end if not paused else paused[-1][0] + stt_s(paused[-1][1].audio)  # the model starts at the pause
+    heard_at = max(end, ready + MODEL_REPLY_S) + tts_first + 0.02
     again = [at for at in ends.started_at_s if at > end]
     return not again or heard_at < again[0]
 
@@ -393,6 +425,13 @@ def main() -> None:
     parser.add_argument("--hold", type=float, default=0.1, help="the tuned rule's 'mid-sentence' probability")
     parser.add_argument("--quick", action="store_true", help="the tuned set only, Piper only")
     parser.add_argument(
+        "--finished-ms",
+        type=lambda v: [int(ms) for ms in v.split(",")],
+        default=[VoiceConfig.finished_silence_ms],
+        help="silences after which finished words end the turn (voice.finished_silence_ms), comma-separated",
+    )
+    parser.add_argument("--no-smart-turn", action="store_true", help="skip the end-of-turn model's rows")
+    parser.add_argument(
         "--whisper-window", type=float, default=None, help="seconds (default tiny.en's); 30: Whisper's own"
     )
     args = parser.parse_args()
@@ -424,6 +463,12 @@ def main() -> None:
         _, text, confident = transcribe(audio)
         return heard_unfinished(text) or (bool(text) and not confident)
 
+    def finished_words(audio: np.ndarray) -> tuple[float, bool]:
+        """What the service's pause transcript says (conversation._pause_heard): Whisper's time, and whether
+        the words are a finished sentence, heard confidently."""
+        stt_s, text, confident = transcribe(audio)
+        return stt_s, bool(text) and confident and not heard_unfinished(text)
+
     rows: dict[str, dict[str, str]] = {}
     cpu_runs: list[tuple[float, float]] = []
     for corpus, sentences, paused in (
@@ -433,16 +478,22 @@ def main() -> None:
     ):
         if args.quick and corpus != "tuned":
             continue
-        systems = {
-            "today (500 ms silence)": None,
-            "Smart Turn >= 0.5 at 200 ms, else 2 s": Rule(0.5, 0.5),
-            f"Smart Turn >= {args.threshold} at 200 ms, < {args.hold} 2 s, else 500 ms": Rule(
-                args.threshold, args.hold
-            ),
-        }
-        for system, rule in systems.items():
+        systems: dict[str, tuple[Rule | None, int | None]] = {"500 ms silence": (None, None)}
+        systems |= {f"+ finished words end it at {ms} ms": (None, ms) for ms in args.finished_ms}
+        if not args.no_smart_turn:
+            systems["Smart Turn >= 0.5 at 200 ms, else 2 s"] = (Rule(0.5, 0.5), None)
+            systems[f"Smart Turn >= {args.threshold} at 200 ms, < {args.hold} 2 s, else 500 ms"] = (
+                Rule(args.threshold, args.hold),
+                None,
+            )
+        for system, (rule, finished_ms) in systems.items():
             judge = TimedJudge(model) if rule else None
             rule = rule or Rule(0.5, 0.5)
+            words = finished_words if finished_ms else None
+
+            def turns(mic: np.ndarray) -> Ends:
+                return run(endpointer(vad, judge, rule, finished_ms), mic, judge=judge, words=words)  # noqa: B023
+
             heard: list[float] = []
             stt_after: list[float] = []  # Whisper still running after the end of turn
             split = 0  # complete sentences ended early, at a comma's short pause
@@ -452,11 +503,7 @@ def main() -> None:
                 for text in sentences:
                     voice = voices.speak(name, text)
                     lead = 0.5
-                    ends = run(
-                        endpointer(vad, judge, rule),
-                        np.concatenate([silence(lead), voice, silence(2.5)]),
-                        judge=judge,
-                    )
+                    ends = turns(np.concatenate([silence(lead), voice, silence(2.5)]))
                     if not ends.turns:
                         continue
                     split += len(ends.turns) > 1
@@ -475,33 +522,39 @@ def main() -> None:
             for name in names:
                 for text in sentences:
                     held += waits(voices.speak(name, text))
+            short_answered = short_heard = 0  # in a hesitation shorter than end_silence_ms
             for name in names:
                 for head, tail in paused:
-                    for gap in (0.6, 0.9, 1.2):
+                    for gap in (*SHORT_GAPS_S, *GAPS_S):
                         first, second = voices.speak(name, head), voices.speak(name, tail)
                         lead = 0.5
                         mic = np.concatenate([silence(lead), first, silence(gap), second, silence(2.5)])
-                        ends = run(endpointer(vad, judge, rule), mic, judge=judge)
+                        ends = turns(mic)
                         second_at = lead + (first.size / RATE) + gap
                         answered = any(at < second_at + 0.1 for at in ends.at_s)
-                        answered_in_pause += answered
-                        stt_s, _, _ = transcribe(ends.turns[0].audio)
                         answered_anyway = answered and not waits(ends.turns[0].audio)
+                        heard_it = answered_anyway and heard_first(ends, lambda a: transcribe(a)[0], tts_first)
+                        if gap in SHORT_GAPS_S:
+                            short_answered += answered_anyway
+                            short_heard += heard_it
+                            continue
+                        answered_in_pause += answered
                         words_answered += answered_anyway
-                        talked_over += answered_anyway and heard_first(ends, stt_s, tts_first)
+                        talked_over += heard_it
             breath_answers = breath_words = breath_cases = 0
             for (_name, head, tail), cut in breaths.items():
                 if cut is None or (head, tail) not in paused:
                     continue
-                for gap in (0.6, 0.9, 1.2):
+                for gap in GAPS_S:
                     mic = np.concatenate([silence(0.5), cut[0], silence(gap), cut[1], silence(2.5)])
-                    ends = run(endpointer(vad, judge, rule), mic, judge=judge)
+                    ends = turns(mic)
                     second_at = 0.5 + cut[0].size / RATE + gap
                     answered = any(at < second_at + 0.1 for at in ends.at_s)
                     breath_answers += answered
                     breath_words += answered and not waits(ends.turns[0].audio)
                     breath_cases += 1
-            pause_cases = len(names) * len(paused) * 3
+            pause_cases = len(names) * len(paused) * len(GAPS_S)
+            short_cases = len(names) * len(paused) * len(SHORT_GAPS_S)
             row = rows.setdefault(system, {})
             row[f"end of turn p50 ({corpus})"] = f"{pct(end_of_turn, 0.5):.2f} s"
             row[f"heard p50/p95 ({corpus})"] = f"{pct(heard, 0.5):.2f} / {pct(heard, 0.95):.2f} s"
@@ -513,6 +566,9 @@ def main() -> None:
             row[f"answers in pause, + words ({corpus})"] = f"{words_answered}/{pause_cases}"
             row[f"one breath, + words ({corpus})"] = f"{breath_words}/{breath_cases}"
             row[f"+ words, reply heard in the pause ({corpus})"] = f"{talked_over}/{pause_cases}"
+            row[f"answers in a short pause / reply heard ({corpus})"] = (
+                f"{short_answered}/{short_cases} / {short_heard}/{short_cases}"
+            )
             row[f"finished sentences held by words ({corpus})"] = f"{held}/{len(names) * len(sentences)}"
             if judge is not None and rule.done == args.threshold:
                 cpu_runs += judge.runs  # type: ignore[attr-defined]

@@ -24,7 +24,8 @@ callers run in a child process (on the same 2 cores: their RTP and VAD take a li
 
 Usage: .venv/bin/python benchmarks/voice_to_voice.py [--calls 1,4,8] [--models tiny.en,base] [--no-search]
                                                     [--early-ms 200 (0: transcribe at the end of the turn)]
-                                                    [--end-silence-ms 500] [--whisper-window 0 (30: Whisper's own)]
+                                                    [--end-silence-ms 500] [--finished-ms 0 (off)]
+                                                    [--whisper-window 0 (30: Whisper's own)]
                                                     [--llm scripted|local] [--early-reply on|off|both]
 """
 
@@ -263,6 +264,9 @@ async def main() -> int:
     parser.add_argument("--no-search", action="store_true", help="skip the search for the most calls under 2 s")
     parser.add_argument("--early-ms", type=int, default=VoiceConfig.early_transcript_ms)
     parser.add_argument("--end-silence-ms", type=int, default=VoiceConfig.end_silence_ms)
+    parser.add_argument(
+        "--finished-ms", type=int, default=VoiceConfig.finished_silence_ms, help="voice.finished_silence_ms (0: off)"
+    )
     parser.add_argument("--whisper-window", type=float, default=VoiceConfig.whisper_window_s, help="0: the model's")
     parser.add_argument(
         "--early-reply",
@@ -290,11 +294,16 @@ async def main() -> int:
     )
     print(
         f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; LLM: {llm}; early transcripts "
-        f"after {args.early_ms} ms of silence; end of turn after {args.end_silence_ms} ms; seconds\n",
+        f"after {args.early_ms} ms of silence; end of turn after {args.end_silence_ms} ms "
+        f"({args.finished_ms or 'never'} ms for finished words); seconds\n",
         flush=True,
     )
     summary = []
-    settings = {"early_transcript_ms": args.early_ms, "end_silence_ms": args.end_silence_ms}
+    settings = {
+        "early_transcript_ms": args.early_ms,
+        "end_silence_ms": args.end_silence_ms,
+        "finished_silence_ms": args.finished_ms,
+    }
     for whisper in args.models.split(","):
         ears = VoiceConfig(whisper_model=whisper, whisper_window_s=args.whisper_window)
         speech = await asyncio.to_thread(SpeechModels.load, ears)

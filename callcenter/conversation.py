@@ -69,6 +69,10 @@ class Synthesizing(Protocol):
 class Endpointing(Protocol):
     def feed(self, frame: np.ndarray) -> list[Any]: ...
 
+    def finish(self) -> None:
+        """The words before the current silence are a finished sentence: the turn may end sooner."""
+        ...
+
 
 def _mid_sentence_wait_s(voice: VoiceConfig) -> float | None:
     """From the end of the turn (end_silence_ms after the voice) up to turn_max_silence_ms after it."""
@@ -339,25 +343,30 @@ class Conversation:
             )
             # A dropped run's failure is not the call's: retrieved here so that it is not reported as lost.
             task.add_done_callback(lambda done: done.cancelled() or done.exception())
-            if self.settings.early_reply:
-                task.add_done_callback(self._speculate)
+            task.add_done_callback(self._pause_heard)
             self._early = (pause, task, heard)
 
-    def _speculate(self, task: asyncio.Task[Any]) -> None:
-        """The pause's transcript is in: start the model on it, if the caller is still silent and nothing else
-        is going on (the agent talking or thinking, a keypad request, the words of a barge-in to judge)."""
+    def _pause_heard(self, task: asyncio.Task[Any]) -> None:
+        """The pause's transcript is in. Words of a finished sentence end the turn sooner (the endpointer's
+        finished_silence_ms), and the model starts on them (early_reply), if the caller is still silent and
+        nothing else is going on (the agent talking or thinking, a keypad request, the words of a barge-in to
+        judge)."""
         if self._early is None or self._early[1] is not task or task.cancelled() or task.exception() is not None:
             return
         transcript = task.result()
         text = transcript.text.strip()
         busy = self._turn is not None and not self._turn.done()
-        if not text or not transcript.confident or busy or self._hearing or self._keypad or self._held:
-            return  # (held words: the model would start on the sentence's second half alone)
-        if self.settings.mid_sentence_wait_s is not None and heard_unfinished(text):
-            return  # the turn will wait for the rest of the sentence, so this start would be dropped
-        if self._closing or self._playback.paused or self._playback.talking:
+        if not text or not transcript.confident or busy or self._hearing or self._keypad or self._closing:
             return
-        self._speculation = self.session.speculate(text)
+        if self._playback.paused or self._playback.talking:
+            return
+        finished = not heard_unfinished(text)
+        if finished:
+            self.endpointer.finish()
+        # Held words: the model would start on the sentence's second half alone. Unfinished words wait for the
+        # rest of the sentence (mid_sentence_wait), so a start on them would be dropped.
+        if self.settings.early_reply and not self._held and (finished or self.settings.mid_sentence_wait_s is None):
+            self._speculation = self.session.speculate(text)
 
     def _drop_early(self) -> None:
         if self._early is not None:

@@ -119,6 +119,8 @@ def endpointer_for(speech: SpeechModels, voice: VoiceConfig, call_id: str) -> En
         turn_threshold=voice.turn_threshold,
         turn_hold_threshold=voice.turn_hold_threshold,
         turn_max_silence_ms=voice.turn_max_silence_ms,
+        # the words that finish a turn are the pause's transcript: none without early_transcript_ms
+        finished_silence_ms=(voice.finished_silence_ms or None) if voice.early_transcript_ms else None,
         call_id=call_id,
     )
 

@@ -19,6 +19,10 @@ a judge. By default the hold threshold is the done threshold and the long wait i
 "not done" waits the long silence.
 The judge runs in a thread (a Future), so the event loop, which also paces every call's RTP, never waits
 for it; its verdict is read on the next frames. Measured in benchmarks/turn_taking.py.
+
+The words can end a turn sooner too: whoever transcribed the audio of a SpeechPaused and heard a finished
+sentence calls `finish()`, and the turn ends once the silence reaches `finished_silence_ms` (at once, when
+it already has). The voice coming back cancels that, as it cancels the judge's verdict.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ class SpeechEnded:
     audio: np.ndarray  # int16, 8 kHz, from pre_roll_ms before the start to post_roll_ms after the last voiced frame
     start_s: float  # stream time of audio[0]
     duration_s: float
-    reason: Literal["silence", "complete", "max_length"]  # complete: the judge heard the caller finish
+    reason: Literal["silence", "complete", "max_length"]  # complete: the judge, or finish(), heard the caller finish
     turn_probability: float | None = None  # the judge's verdict on this turn, when it gave one
 
 
@@ -113,6 +117,7 @@ class Endpointer:
         turn_threshold: float = 0.5,
         turn_hold_threshold: float | None = None,
         turn_max_silence_ms: int | None = None,
+        finished_silence_ms: int | None = None,
         call_id: str = "-",
     ) -> None:
         self.threshold = threshold
@@ -140,6 +145,14 @@ class Endpointer:
         self.turn_silence_samples = turn_silence_ms * PHONE_RATE // 1000
         if judge is not None and not 0 < self.turn_silence_samples < self.end_silence_samples:
             raise ValueError(f"need 0 < turn_silence_ms < end_silence_ms, got {turn_silence_ms}")
+        self.finished_silence_samples = (
+            None if finished_silence_ms is None else finished_silence_ms * PHONE_RATE // 1000
+        )
+        if (
+            self.finished_silence_samples is not None
+            and not 0 < self.finished_silence_samples <= self.end_silence_samples
+        ):
+            raise ValueError(f"need 0 < finished_silence_ms <= end_silence_ms, got {finished_silence_ms}")
         self.call_id = call_id
         self._vad = model.stream()
         self._forget_samples = FORGET_AFTER_MS * PHONE_RATE // 1000
@@ -161,6 +174,7 @@ class Endpointer:
         self._verdict: Future[float] | None = None  # the judge's run on the current silence
         self._last_probability: float | None = None
         self._hold = False  # the judge heard this silence as mid-sentence: wait max_silence, not end_silence
+        self._finished = False  # finish(): the words of this silence are a finished sentence
         self._quiet = 0  # consecutive samples below stay_threshold outside any utterance
 
     def feed(self, frame: np.ndarray) -> list[Event]:
@@ -186,6 +200,13 @@ class Endpointer:
             self._idle(frame.size)
         self._position += frame.size
         return events
+
+    def finish(self) -> None:
+        """The words before the current silence are a finished sentence: end the turn after finished_silence_ms
+        of it, not end_silence_ms. Nothing when there is no such silence now (the caller spoke again), or no
+        finished_silence_ms."""
+        if self.finished_silence_samples is not None and self._started and self._silence > 0:
+            self._finished = True
 
     def _idle(self, samples: int) -> None:
         self._quiet = self._quiet + samples if self._prob < self.stay_threshold else 0
@@ -235,6 +256,8 @@ class Endpointer:
         done = self._judged_done()
         if done is not None:
             self._close("complete", events, done)
+        elif self._finished and self._silence >= (self.finished_silence_samples or 0):
+            self._close("complete", events)
         elif self._silence >= (self.max_silence_samples if self._hold else self.end_silence_samples):
             self._close("silence", events)
         elif self._utterance_samples >= self.max_samples:
@@ -261,6 +284,7 @@ class Endpointer:
             self._verdict = None
         self._last_probability = None
         self._hold = False
+        self._finished = False
 
     def _close(
         self,

@@ -105,6 +105,8 @@ def test_empty_environment_variable_is_ignored(tmp_path: Path) -> None:
         ("[voice]\nturn_hold_threshold = 0.99\n", {}, "voice.turn_hold_threshold"),
         ('[voice]\nturn_model = ""\nend_silence_ms = 2500\n', {}, "turn_silence_ms < end_silence_ms <= turn_max"),
         ("[voice]\nend_silence_ms = 400\nearly_transcript_ms = 400\n", {}, "voice.early_transcript_ms"),
+        ("[voice]\nend_silence_ms = 400\nfinished_silence_ms = 450\n", {}, "voice.finished_silence_ms"),
+        ("[voice]\nfinished_silence_ms = 50\n", {}, "voice.finished_silence_ms"),
         ('[voice]\nrecording = "yes"\n', {}, "voice.recording is 'yes'; use one of off, on, announce"),
         ("[voice]\nrecording = true\n", {}, "voice.recording must be a str"),
         ("[voice]\nrecording_days = -1\n", {}, "voice.recording_days"),

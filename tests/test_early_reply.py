@@ -1,5 +1,6 @@
-"""The model started at the caller's first pause (voice.early_reply), in milliseconds with the fakes of
-tests/voice_fakes.py: taken when the caller stays silent, dropped without a trace when they go on."""
+"""The caller's first pause, in milliseconds with the fakes of tests/voice_fakes.py: the model started there
+(voice.early_reply) is taken when the caller stays silent and dropped without a trace when they go on; words
+of a finished sentence end the turn sooner (voice.finished_silence_ms)."""
 
 from __future__ import annotations
 
@@ -179,3 +180,35 @@ async def test_off_the_model_waits_for_the_end_of_the_turn() -> None:
         await line.caller.finish(audio)
         await line.agent_done()
     assert line.notes == ["Please note my name."] and len(line.model.requests) == 2
+
+
+async def pause_heard(line: Line, text: str) -> None:
+    await line.agent_done()
+    await line.caller.start()
+    await line.caller.pause(text)
+    await until(lambda: line.conversation._early is not None and line.conversation._early[1].done())
+    await settle()
+
+
+@pytest.mark.parametrize("early_reply", [True, False])
+async def test_a_finished_sentence_at_the_pause_ends_the_turn_sooner(early_reply: bool) -> None:
+    line = Line(replace(SETTINGS, early_reply=early_reply))
+    async with running(line.conversation):
+        await pause_heard(line, "Please note my name.")
+        assert line.endpointer.finished == 1
+
+
+@pytest.mark.parametrize("text", ["Please note my.", "Please note my name"])
+async def test_words_that_stop_mid_sentence_do_not_end_the_turn_sooner(text: str) -> None:
+    line = Line()
+    async with running(line.conversation):
+        await pause_heard(line, text)
+        assert line.endpointer.finished == 0
+
+
+async def test_words_whisper_is_unsure_of_do_not_end_the_turn_sooner() -> None:
+    line = Line()
+    line.transcriber.mumbled.add("Please note my name.")
+    async with running(line.conversation):
+        await pause_heard(line, "Please note my name.")
+        assert line.endpointer.finished == 0 and line.model.requests == []

@@ -241,3 +241,63 @@ def test_no_pause_events_unless_asked(model):
 def test_a_pause_outside_tail_to_end_silence_is_refused(model, pause_ms):
     with pytest.raises(ValueError, match="pause_ms"):
         Endpointer(model, post_roll_ms=200, end_silence_ms=500, pause_ms=pause_ms)
+
+
+def run_finishing(endpointer: Endpointer, pcm: np.ndarray, after_pause_s: float) -> list[tuple[float, Event]]:
+    """As run(), calling finish() after_pause_s after each SpeechPaused, as the conversation does once the
+    pause's words are transcribed and finished."""
+    events: list[tuple[float, Event]] = []
+    finish_at = None
+    for start in range(0, pcm.size, 160):
+        at = (start + 160) / RATE
+        if finish_at is not None and at >= finish_at:
+            endpointer.finish()
+            finish_at = None
+        for event in endpointer.feed(pcm[start : start + 160]):
+            events.append((at, event))
+            if isinstance(event, SpeechPaused):
+                finish_at = at + after_pause_s
+    return events
+
+
+@pytest.mark.parametrize("after_pause_s, end_after_pause_s", [(0.06, 0.18), (0.3, 0.3)])
+def test_finished_words_end_the_turn_at_the_shorter_silence(model, after_pause_s, end_after_pause_s):
+    pcm = np.concatenate([silence(0.5), espeak(FIRST), silence(1.0)])
+    endpointer = Endpointer(model, post_roll_ms=120, pause_ms=120, finished_silence_ms=300)
+
+    events = run_finishing(endpointer, pcm, after_pause_s)
+
+    assert [type(event) for _, event in events] == [SpeechStarted, SpeechPaused, SpeechEnded]
+    (paused_at, paused), (ended_at, turn) = events[1], events[2]
+    assert turn.reason == "complete" and np.array_equal(paused.audio, turn.audio)
+    # At finished_silence_ms (300 - 120 after the pause), or at once when the words come later than that.
+    assert ended_at - paused_at == pytest.approx(end_after_pause_s, abs=0.021)
+
+
+def test_the_voice_coming_back_forgets_that_the_words_were_finished(model):
+    head, tail = espeak("I would like to return"), espeak("the blue headphones I bought last week.")
+    pcm = np.concatenate([silence(0.5), head, silence(0.25), tail, silence(1.0)])
+    endpointer = Endpointer(model, post_roll_ms=120, pause_ms=120, finished_silence_ms=400)
+    events: list[tuple[float, Event]] = []
+    for start in range(0, pcm.size, 160):
+        events += [((start + 160) / RATE, event) for event in endpointer.feed(pcm[start : start + 160])]
+        if len(events) == 2:  # the first pause, inside the sentence: its words were (wrongly) finished
+            assert isinstance(events[1][1], SpeechPaused)
+            endpointer.finish()
+
+    [turn] = ended(events)
+    assert turn.reason == "silence" and turn.duration_s >= (head.size + tail.size) / RATE
+
+
+def test_finished_words_change_nothing_without_a_shorter_silence(model):
+    pcm = np.concatenate([silence(0.5), espeak(FIRST), silence(1.0)])
+    events = run_finishing(Endpointer(model, post_roll_ms=120, pause_ms=120), pcm, 0.0)
+    [turn] = ended(events)
+    assert turn.reason == "silence"
+    assert events[-1][0] - events[1][0] == pytest.approx(0.38, abs=0.021)
+
+
+@pytest.mark.parametrize("finished_silence_ms", [0, 600])
+def test_a_finished_silence_beyond_the_end_of_turn_is_refused(model, finished_silence_ms):
+    with pytest.raises(ValueError, match="finished_silence_ms"):
+        Endpointer(model, end_silence_ms=500, finished_silence_ms=finished_silence_ms)

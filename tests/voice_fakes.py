@@ -140,9 +140,13 @@ class FakeEndpointer:
 
     def __init__(self) -> None:
         self.pending: deque[list[Any]] = deque()
+        self.finished = 0  # calls of finish(): the conversation heard a finished sentence at a pause
 
     def feed(self, frame: np.ndarray) -> list[Any]:
         return self.pending.popleft() if self.pending else []
+
+    def finish(self) -> None:
+        self.finished += 1
 
 
 @dataclass
