@@ -9,7 +9,9 @@ has ended: when the silence lasts, the transcript is ready sooner by the rest of
 With `early_reply`, the model starts on that transcript too (swarm.speculation: its stream is read ahead,
 no tool runs, nothing is recorded); the turn takes it if the caller said no more, else it is dropped.
 A caller who goes on before hearing a word of the reply is not talked over: the reply waits; a cough lets
-it go on, words take it back (when it changed nothing) and the whole sentence is answered as one turn.
+it go on, words take it back (when it changed nothing) and the whole sentence is answered as one turn. So
+do words over the reply's first second, before its first sentence has been heard to its end: the caller
+was finishing their own sentence.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ LANGUAGE_CHECK_S = 3.0  # ~0.6 s each on 2 cores; longer means calls queue for i
 # A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
 QUESTION_END_SAMPLES = 8000
 TAKE_BACK_S = 1.0  # for a cancelled reply to unwind before it is taken back
+# A caller who speaks again this early into a reply (its first words, plus the ~0.25 s the VAD takes to pause
+# it) was finishing their own sentence, not answering: the reply is taken back and the whole sentence answered.
+WENT_ON_SAMPLES = PHONE_RATE
 # Held words are heard again with the rest of the sentence, up to this much audio (Whisper hears 30 s).
 MAX_JOINED_SAMPLES = 20 * PHONE_RATE
 MAX_GAP_SAMPLES = PHONE_RATE // 2  # of the silence between two breaths: enough for Whisper to hear a pause
@@ -160,8 +165,8 @@ class _Held:
 
 @dataclass(frozen=True)
 class _Answered:
-    """The caller's words the running turn answers, until they hear its first word: if they go on before
-    that, the turn is taken back and their sentence is heard whole, as held words are."""
+    """The caller's words the running turn answers: if they go on before hearing its first words (_went_on),
+    the turn is taken back and their sentence is heard whole, as held words are."""
 
     words: _Held
     line: dict[str, Any]  # their transcript line
@@ -258,7 +263,7 @@ class Conversation:
         # a second sound can end while the first is still being heard).
         self._again: dict[int, asyncio.Task[Any]] = {}
         self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
-        self._answered: _Answered | None = None  # what the running turn answers, while nothing of it is heard
+        self._answered: _Answered | None = None  # what the running turn answers
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
         self._reprompts = 0  # since the caller last said something
@@ -515,10 +520,11 @@ class Conversation:
         self._answered = _Answered(words, self.transcript.lines[-1], timing, len(self.session.events))
 
     async def _interrupt_reply(self) -> None:
-        """The caller's words stop the agent. If they heard nothing of its reply, they went on with what
-        it answers: the turn is taken back and those words wait to be heard with these (_held)."""
+        """The caller's words stop the agent. If they heard nothing of its reply, or only its first words,
+        they went on with what it answers (a pause in their sentence was answered): the turn is taken back
+        and those words wait to be heard with these (_held)."""
         answered, turn = self._answered, self._turn
-        went_on = answered is not None and self._playback.heard == 0
+        went_on = answered is not None and self._went_on()
         self._interrupt("barge_in")
         if not went_on or answered is None or turn is None:
             return
@@ -529,6 +535,15 @@ class Conversation:
             self.transcript.turns = [timing for timing in self.transcript.turns if timing is not answered.timing]
             self._held = answered.words
             log.info("event=reply_taken_back call=%s", self.call.call_id)
+
+    def _went_on(self) -> bool:
+        """The caller spoke again before hearing the reply's first sentence to its end, and within its first
+        WENT_ON_SAMPLES: too soon to be answering or interrupting it."""
+        heard = self._playback.heard
+        first_end = self._spoken[0][1] if self._spoken else None
+        if heard > 0 and self._answers_question():
+            return False  # a short question, nearly all heard: the words answer it
+        return heard <= WENT_ON_SAMPLES and (first_end is None or heard < first_end)
 
     async def _another_language(self, turn: SpeechEnded, transcript: Any) -> Any:
         """At the call's start, words unclear to English ears that the detector hears in a language the agents

@@ -516,6 +516,38 @@ async def test_a_caller_who_goes_on_before_hearing_a_word_of_the_reply_is_answer
     assert len(line.conversation.transcript.turns) == 1 and len(line.said()) > 1
 
 
+async def test_a_caller_who_goes_on_over_the_replys_first_words_is_answered_once_for_it_all(app) -> None:
+    line = Line(app, speed=1.0)
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones.")  # a pause in their sentence, answered
+        await until(lambda: line.conversation._playback.heard > 0, what="the reply heard")
+        await line.caller.start()  # over "I couldn't find that order."
+        assert 0 < line.conversation._playback.heard < 8000
+        await line.caller.end("It is order 4 5 8 2.", 2.5)
+        await line.agent_done()
+    whole = "I want to return my headphones. It is order 4 5 8 2."
+    assert [m.content for m in line.session.get_user_history()] == [whole]  # the first reply was taken back
+    assert [entry["text"] for entry in line.caller_lines()] == [whole]
+    assert len(line.conversation.transcript.turns) == 1
+
+
+async def test_a_caller_who_speaks_after_the_replys_first_sentence_interrupts_it(app) -> None:
+    line = Line(app, speed=1.0)
+    async with running(line.conversation):
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones.")
+        await until(lambda: line.conversation._spoken, what="the reply's first sentence")
+        first_end = line.conversation._spoken[0][1]
+        await until(lambda: line.conversation._playback.heard >= first_end, what="it heard")
+        await line.caller.say("It is order 4 5 8 2.", 2.5)
+        await line.agent_done()
+    said = ["I want to return my headphones.", "It is order 4 5 8 2."]
+    assert [m.content for m in line.session.get_user_history()] == said  # the reply stands, as far as heard
+    roles = [m.role for m in line.session.get_raw_history() if m.role in ("user", "assistant")]
+    assert roles[roles.index("user") + 1] == "assistant"
+
+
 async def test_a_cough_before_the_reply_is_heard_only_delays_it(app) -> None:
     line = Line(app)
     async with running(line.conversation):

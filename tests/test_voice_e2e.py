@@ -337,6 +337,36 @@ async def test_a_caller_who_goes_on_before_the_reply_is_heard_is_answered_for_th
     assert "broke" in heard and "which" not in heard, caller.exchange.lines
 
 
+def quick_model(body: dict[str, Any]) -> Reply:
+    """Answers at once, with a long first sentence: a caller still finishing theirs hears its first words."""
+    users = [m["content"].lower() for m in body["messages"] if m["role"] == "user"]
+    if "stop" in users[-1] and "headphones" in users[-1]:
+        return Reply("I am sorry they broke so soon. I can help with that.", delay=0.2)
+    return Reply("Of course, I can help you with a return, just tell me a little more about them.", delay=0.2)
+
+
+async def test_a_caller_who_goes_on_over_the_replys_first_words_is_answered_for_the_whole(serve, speech) -> None:
+    async with FakeOllama(quick_model) as model:
+        server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=20.0))
+        caller = TestCaller(speech, caller_id=CALLER)
+        caller.prepare("I want to return my headphones.", "They stopped working after two days.")
+        async with caller.connected(uri(server)):
+            await caller.agent_turn()
+            await caller.say("I want to return my headphones.")
+            assert await caller.agent_speaking()  # "Of course, ..." reached the caller
+            await caller.say("They stopped working after two days.")
+            await caller.agent_turn()
+        record = await record_of(server)
+    said = [line["text"].lower() for line in record.transcript if line["who"] == "caller"]
+    assert len(said) == 1 and "headphones" in said[0] and "stop" in said[0], said
+    # The first reply was taken back: neither the record nor the model's history keeps it.
+    agent = [line["text"].lower() for line in record.transcript if line["who"] == "agent"][1:]
+    assert agent == ["i am sorry they broke so soon.", "i can help with that."], agent
+    history = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "assistant"]
+    assert not [text for text in history if "tell me a little more" in text], history
+    assert "broke" in caller.exchange.heard().lower(), caller.exchange.lines
+
+
 async def test_the_fixed_phrases_are_ready_before_the_first_call(serve, speech, caplog) -> None:
     server = await serve(greeting="Good morning, this is the warm-up test line.")
     caplog.set_level(logging.DEBUG, logger="speech.synthesizer")
