@@ -28,9 +28,12 @@ sentence cannot, or that Whisper left unclosed (speech.turn_words.heard_unfinish
 unsure of, waits up to 2 s after the voice, so the caller's second half is heard in time; "held by words"
 counts the finished sentences that wait so (the rule's cost); "reply heard in the pause": of those answered
 in the pause anyway, the reply's first audio reached the caller before their voice came back (the VAD's
-SpeechStarted); a reply not heard by then waits and is taken back.
+SpeechStarted); a reply not heard by then waits and is taken back, and so is one heard for at most its first
+second ("past its first second": the replies that stand, the second half answered alone). "short pause": the
+paused sentences with a 0.3-0.4 s hesitation, which only the words can end a turn in (voice.finished_silence_ms,
+the "+ finished words" rows).
 
-    .venv/bin/python benchmarks/turn_taking.py [--quick]
+    .venv/bin/python benchmarks/turn_taking.py [--quick] [--finished-ms 300,400] [--no-smart-turn]
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ import soxr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from callcenter.config import EARLY_TAIL_MS, VoiceConfig
+from callcenter.conversation import WENT_ON_SAMPLES
 from harness import speech_corpus
 from speech.echo import EchoCanceller
 from speech.endpointer import Endpointer, SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
@@ -66,6 +70,7 @@ from telephony.g711 import ulaw_decode, ulaw_encode
 RATE = 8000
 FRAME = 160
 MODEL_REPLY_S = 0.2  # the issue's "200 ms model"
+WENT_ON_S = WENT_ON_SAMPLES / RATE  # a reply heard no longer than this when the caller goes on is taken back
 EARLY_MS, TAIL_MS = VoiceConfig.early_transcript_ms, EARLY_TAIL_MS  # the service's
 
 TUNED = [
@@ -332,16 +337,16 @@ def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule, finished_ms:
     )
 
 
-def heard_first(ends: Ends, stt_s: Any, tts_first: float) -> bool:
-    """The reply to the first turn reaches the caller before their voice comes back. After that it is held
-    (nothing of it heard) and taken back: the service answers their whole sentence (conversation._answered).
-    `stt_s` gives Whisper's time on an audio."""
+def heard_first(ends: Ends, stt_s: Any, tts_first: float) -> float:
+    """Seconds of the reply to the first turn that reach the caller before their voice comes back and pauses
+    it (SpeechStarted); 0 when none. Up to WENT_ON_S of it, the reply is taken back and the service answers
+    their whole sentence (conversation._went_on); beyond, it stands. `stt_s` gives Whisper's time on an audio."""
     end = ends.at_s[0]
     paused = [(at, pause) for at, pause in zip(ends.paused_at_s, ends.pauses, strict=True) if at <= end]
     ready = end if not paused else paused[-1][0] + stt_s(paused[-1][1].audio)  # the model starts at the pause
     heard_at = max(end, ready + MODEL_REPLY_S) + tts_first + 0.02
     again = [at for at in ends.started_at_s if at > end]
-    return not again or heard_at < again[0]
+    return max(0.0, (again[0] if again else math.inf) - heard_at)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -427,8 +432,8 @@ def main() -> None:
     parser.add_argument(
         "--finished-ms",
         type=lambda v: [int(ms) for ms in v.split(",")],
-        default=[VoiceConfig.finished_silence_ms],
-        help="silences after which finished words end the turn (voice.finished_silence_ms), comma-separated",
+        default=[300],
+        help="voice.finished_silence_ms values to measure, comma-separated (off in the service by default)",
     )
     parser.add_argument("--no-smart-turn", action="store_true", help="skip the end-of-turn model's rows")
     parser.add_argument(
@@ -479,7 +484,7 @@ def main() -> None:
         if args.quick and corpus != "tuned":
             continue
         systems: dict[str, tuple[Rule | None, int | None]] = {"500 ms silence": (None, None)}
-        systems |= {f"+ finished words end it at {ms} ms": (None, ms) for ms in args.finished_ms}
+        systems |= {f"+ finished words end it at {ms} ms": (None, ms) for ms in args.finished_ms if ms}
         if not args.no_smart_turn:
             systems["Smart Turn >= 0.5 at 200 ms, else 2 s"] = (Rule(0.5, 0.5), None)
             systems[f"Smart Turn >= {args.threshold} at 200 ms, < {args.hold} 2 s, else 500 ms"] = (
@@ -517,7 +522,7 @@ def main() -> None:
                     heard_early.append((replied or ready + MODEL_REPLY_S) - voice_end + tts_first + 0.02)
                     end_of_turn.append(ends.at_s[-1] - voice_end)
             answered_in_pause = words_answered = 0  # words: voice.mid_sentence_wait on the turn's transcript
-            talked_over = 0  # of words_answered, the reply heard before the caller went on
+            talked_over = stood = 0  # of words_answered, the reply heard before the caller went on; past WENT_ON_S
             held = 0  # finished sentences the words would hold (their reply 1.5 s later)
             for name in names:
                 for text in sentences:
@@ -533,7 +538,8 @@ def main() -> None:
                         second_at = lead + (first.size / RATE) + gap
                         answered = any(at < second_at + 0.1 for at in ends.at_s)
                         answered_anyway = answered and not waits(ends.turns[0].audio)
-                        heard_it = answered_anyway and heard_first(ends, lambda a: transcribe(a)[0], tts_first)
+                        heard_s = heard_first(ends, lambda a: transcribe(a)[0], tts_first) if answered_anyway else 0.0
+                        heard_it = heard_s > 0
                         if gap in SHORT_GAPS_S:
                             short_answered += answered_anyway
                             short_heard += heard_it
@@ -541,6 +547,7 @@ def main() -> None:
                         answered_in_pause += answered
                         words_answered += answered_anyway
                         talked_over += heard_it
+                        stood += heard_s > WENT_ON_S
             breath_answers = breath_words = breath_cases = 0
             for (_name, head, tail), cut in breaths.items():
                 if cut is None or (head, tail) not in paused:
@@ -565,7 +572,9 @@ def main() -> None:
             row[f"cut at a comma ({corpus})"] = f"{split}/{len(heard)}"
             row[f"answers in pause, + words ({corpus})"] = f"{words_answered}/{pause_cases}"
             row[f"one breath, + words ({corpus})"] = f"{breath_words}/{breath_cases}"
-            row[f"+ words, reply heard in the pause ({corpus})"] = f"{talked_over}/{pause_cases}"
+            row[f"+ words, reply heard in the pause / past its first second ({corpus})"] = (
+                f"{talked_over}/{pause_cases} / {stood}/{pause_cases}"
+            )
             row[f"answers in a short pause / reply heard ({corpus})"] = (
                 f"{short_answered}/{short_cases} / {short_heard}/{short_cases}"
             )
