@@ -159,6 +159,14 @@ MIN_NUMBER_DIGITS = 4
 QUESTION_WORDS = frozenset({"who", "whom", "what", "which", "where", "how"})
 AUXILIARIES = frozenset({"is", "are", "was", "do", "does", "did", "can", "could", "would", "will", "have", "has"})
 STRANDABLE = COPULAS | {"to", "for", "with", "from", "at", "about", "of", "by", "into"}
+# Words that answer a question by themselves ("Sure.", "Yes, please.", "No, thank you."). Not the hums: "Uh-huh..."
+# or "Um..." may well go on.
+ANSWERS = frozenset(
+    {
+        *("yes", "yeah", "yep", "yup", "no", "nope", "sure", "okay", "ok", "right", "alright", "fine", "great"),
+        *("good", "perfect", "correct", "exactly", "absolutely", "definitely", "please", "thanks"),
+    }
+)
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 
 
@@ -175,7 +183,9 @@ def unfinished(text: str) -> bool:
     if text.rstrip().endswith("?"):
         return said[-1] in DETERMINERS  # else Whisper heard a question: the caller's voice rose to its end
     if text.rstrip().endswith(("...", "\u2026")):
-        return True  # Whisper's own mark of speech that trails off ("I'd like to buy a new...")
+        # Whisper's own mark of speech that trails off ("I'd like to buy a new..."); but the prompt's heads that
+        # trail off have it write a lone "Sure." so too (3 of 11 Piper takes), and an answer is finished.
+        return not set(" ".join(said).replace("thank you", "thanks").split()) <= ANSWERS
     last, before = said[-1], said[-2] if len(said) > 1 else ""
     if last in STRANDABLE and (said[0] in AUXILIARIES or QUESTION_WORDS.intersection(said[:-1])):
         return False

@@ -59,6 +59,11 @@ def test_finished_sentences_are_answered(text: str) -> None:
         ("Can you hold on?", False),
         ("Stop!", False),
         ("Uh-huh\u2026", True),
+        ("Um...", True),
+        ("Okay, so...", True),
+        ("Sure...", False),  # Whisper trails off a lone answer too: it is the whole of it
+        ("Yes, please...", False),
+        ("No, thank you\u2026", False),
         ("[coughs]", False),
         ("", False),
     ],
