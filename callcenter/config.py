@@ -160,10 +160,11 @@ class VoiceConfig:
     # A turn whose words at that pause are a finished sentence, heard confidently, ends after this much
     # silence instead of end_silence_ms, or as soon as those words are in (0: off; needs early_transcript_ms).
     # Off by default: with early_reply the reply waits for the model started at the pause, not for the end
-    # of turn (benchmarks/turn_taking.py, a 200 ms model: heard 0.70 -> 0.69 s p50 at 300 ms; real SIP calls
-    # no faster), while heads Whisper completes into sentences are answered in shorter pauses (0.3-0.4 s:
-    # 0 -> 4 of 40 untouched and blind; none of those replies heard, they are taken back) and 1 of 12 sentences
-    # was cut at a comma. Without early_reply it pays: heard 0.89 -> 0.73 s p50 (tuned set).
+    # of turn (benchmarks/turn_taking.py, a 200 ms model, at 300 ms: heard 0.70 -> 0.69 and 0.65 -> 0.63 s p50
+    # in two runs; real SIP calls no faster), while heads Whisper completes into sentences are answered in
+    # shorter pauses (0.3-0.4 s: 0 -> 4-5 of 28 untouched and blind; none of those replies heard, they are
+    # taken back) and 1 of 12 sentences was cut at a comma. Without early_reply it pays: heard 0.84-0.89 ->
+    # 0.66-0.73 s p50 (tuned set).
     finished_silence_ms: int = 0
     # A path (SQLite) or a URL: sqlite:///var/calls.db, postgresql://voiceswarm@db/voiceswarm (shared by the nodes).
     calls_database: str = "var/calls.db"
