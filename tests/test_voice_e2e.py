@@ -19,7 +19,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -307,61 +307,61 @@ async def test_a_number_read_out_in_two_breaths_is_one_turn(serve, speech) -> No
     assert re.search(r"45.?21", "".join(ch for ch in spoken if ch.isdigit())), said
 
 
-def patient_model(body: dict[str, Any]) -> Reply:
-    """Answers the caller's last words after 2.5 s: time for a caller to go on before it is heard."""
-    users = [m["content"].lower() for m in body["messages"] if m["role"] == "user"]
-    if "stop" in users[-1] and "headphones" in users[-1]:
-        return Reply("I am sorry they broke so soon. I can help with that.", delay=2.5)
-    return Reply("Which headphones are they?", delay=2.5)
+def headphones_model(first_reply: str, delay_s: float) -> Callable[[dict[str, Any]], Reply]:
+    """Answers the caller's last words after `delay_s`: `first_reply` to the sentence's first half, and a
+    reply of its own to the whole."""
+
+    def model(body: dict[str, Any]) -> Reply:
+        users = [m["content"].lower() for m in body["messages"] if m["role"] == "user"]
+        if "stop" in users[-1] and "headphones" in users[-1]:
+            return Reply("I am sorry they broke so soon. I can help with that.", delay=delay_s)
+        return Reply(first_reply, delay=delay_s)
+
+    return model
+
+
+async def said_in_two_halves(
+    serve: Any, speech: Any, model: FakeOllama, between: Callable[[TestCaller], Awaitable[Any]]
+) -> tuple[Any, TestCaller]:
+    """A caller says "I want to return my headphones.", then `between`, then the rest of their sentence; the
+    call answers the whole sentence once (asserted): its record, and the caller."""
+    server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=20.0))
+    caller = TestCaller(speech, caller_id=CALLER)
+    caller.prepare("I want to return my headphones.", "They stopped working after two days.")
+    async with caller.connected(uri(server)):
+        await caller.agent_turn()
+        await caller.say("I want to return my headphones.")
+        await between(caller)
+        await caller.say("They stopped working after two days.")
+        await caller.agent_turn()
+    record = await record_of(server)
+    said = [line["text"].lower() for line in record.transcript if line["who"] == "caller"]
+    assert len(said) == 1 and "headphones" in said[0] and "stop" in said[0], said
+    # The reply heard is the one to the whole sentence; the one to its first half is not in the record.
+    agent = [line["text"].lower() for line in record.transcript if line["who"] == "agent"][1:]
+    assert agent == ["i am sorry they broke so soon.", "i can help with that."], agent
+    return record, caller
 
 
 async def test_a_caller_who_goes_on_before_the_reply_is_heard_is_answered_for_the_whole(serve, speech) -> None:
-    async with FakeOllama(patient_model) as model:
-        server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=20.0))
-        caller = TestCaller(speech, caller_id=CALLER)
-        caller.prepare("I want to return my headphones.", "They stopped working after two days.")
-        async with caller.connected(uri(server)):
-            await caller.agent_turn()
-            await caller.say("I want to return my headphones.")
-            await asyncio.sleep(1.0)  # the turn has ended and the model is thinking
-            await caller.say("They stopped working after two days.")
-            await caller.agent_turn()
-        record = await record_of(server)
-    said = [line["text"].lower() for line in record.transcript if line["who"] == "caller"]
-    assert len(said) == 1 and "headphones" in said[0] and "stop" in said[0], said
+    # 2.5 s: time for the caller to go on before the reply is heard
+    async with FakeOllama(headphones_model("Which headphones are they?", 2.5)) as model:
+        record, caller = await said_in_two_halves(serve, speech, model, lambda _: asyncio.sleep(1.0))
     assert len(record.turns) == 1, record.turns
-    # The reply heard is the one to the whole sentence; the one to its first half was never said.
-    agent = [line["text"].lower() for line in record.transcript if line["who"] == "agent"][1:]
-    assert agent == ["i am sorry they broke so soon.", "i can help with that."], agent
     heard = caller.exchange.heard().lower()
     assert "broke" in heard and "which" not in heard, caller.exchange.lines
 
 
-def quick_model(body: dict[str, Any]) -> Reply:
-    """Answers at once, with a long first sentence: a caller still finishing theirs hears its first words."""
-    users = [m["content"].lower() for m in body["messages"] if m["role"] == "user"]
-    if "stop" in users[-1] and "headphones" in users[-1]:
-        return Reply("I am sorry they broke so soon. I can help with that.", delay=0.2)
-    return Reply("Of course, I can help you with a return, just tell me a little more about them.", delay=0.2)
-
-
 async def test_a_caller_who_goes_on_over_the_replys_first_words_is_answered_for_the_whole(serve, speech) -> None:
-    async with FakeOllama(quick_model) as model:
-        server = await serve(LLMConfig(provider="ollama", host=model.url, timeout=20.0))
-        caller = TestCaller(speech, caller_id=CALLER)
-        caller.prepare("I want to return my headphones.", "They stopped working after two days.")
-        async with caller.connected(uri(server)):
-            await caller.agent_turn()
-            await caller.say("I want to return my headphones.")
-            assert await caller.agent_speaking()  # "Of course, ..." reached the caller
-            await caller.say("They stopped working after two days.")
-            await caller.agent_turn()
-        record = await record_of(server)
-    said = [line["text"].lower() for line in record.transcript if line["who"] == "caller"]
-    assert len(said) == 1 and "headphones" in said[0] and "stop" in said[0], said
-    # The first reply was taken back: neither the record nor the model's history keeps it.
-    agent = [line["text"].lower() for line in record.transcript if line["who"] == "agent"][1:]
-    assert agent == ["i am sorry they broke so soon.", "i can help with that."], agent
+    # At once, with a long first sentence: a caller still finishing theirs hears its first words.
+    first = "Of course, I can help you with a return, just tell me a little more about them."
+
+    async def hears_it_begin(caller: TestCaller) -> None:
+        assert await caller.agent_speaking()  # "Of course, ..." reached the caller
+
+    async with FakeOllama(headphones_model(first, 0.2)) as model:
+        _, caller = await said_in_two_halves(serve, speech, model, hears_it_begin)
+    # The first reply was taken back: nor does the model's history keep it.
     history = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "assistant"]
     assert not [text for text in history if "tell me a little more" in text], history
     assert "broke" in caller.exchange.heard().lower(), caller.exchange.lines
