@@ -206,6 +206,21 @@ class SupervisorConfig:
 
 
 @dataclass(frozen=True)
+class WebConfig:
+    # `voiceswarm web`: the WebSocket text channel (callcenter/web.py); --listen overrides listen.
+    listen: str = "127.0.0.1:8080"
+    # A shared token for a trusted client (the CRM's server): the session it opens has no caller's identity.
+    token: str = ""  # VOICESWARM_WEB_TOKEN
+    # The HMAC key of per-customer tokens (callcenter/web_tokens.py): the only way a caller's number comes in.
+    signing_key: str = ""  # VOICESWARM_WEB_SIGNING_KEY
+    # Web pages of other origins allowed to open the socket ("https://shop.example"); its own always may.
+    allowed_origins: tuple[str, ...] = ()
+    max_message_chars: int = 2000  # what a caller could say in a turn; longer messages get an error frame
+    messages_per_minute: int = 30  # per socket
+    max_sockets: int = 100  # open at once, all clients together
+
+
+@dataclass(frozen=True)
 class PrivacyConfig:
     # Card numbers, IBANs, phone numbers and e-mail addresses masked in the stored transcripts, tool calls and
     # session events (callcenter/redact.py). On by default: card numbers must not be stored in the clear
@@ -225,6 +240,7 @@ class Config:
     voice: VoiceConfig = field(default_factory=VoiceConfig)
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    web: WebConfig = field(default_factory=WebConfig)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -249,6 +265,9 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "VOICESWARM_OPERATOR": ("voice", "operator", str),
     "VOICESWARM_WHISPER_MODEL": ("voice", "whisper_model", str),
     "VOICESWARM_SUPERVISOR_TOKEN": ("supervisor", "token", str),
+    "VOICESWARM_WEB_LISTEN": ("web", "listen", str),
+    "VOICESWARM_WEB_TOKEN": ("web", "token", str),
+    "VOICESWARM_WEB_SIGNING_KEY": ("web", "signing_key", str),
 }
 
 
@@ -279,6 +298,7 @@ def _build(data: dict[str, Any]) -> Config:
     voice = _section(VoiceConfig, _table(data, "voice"), "voice")
     supervisor = _section(SupervisorConfig, _table(data, "supervisor"), "supervisor")
     privacy = _section(PrivacyConfig, _table(data, "privacy"), "privacy")
+    web = _section(WebConfig, _table(data, "web"), "web")
     if set(shop) - {"database"}:
         raise ConfigError(f"unknown keys in [shop]: {', '.join(sorted(set(shop) - {'database'}))}; allowed: database")
     if data:
@@ -294,6 +314,7 @@ def _build(data: dict[str, Any]) -> Config:
         voice,
         supervisor=supervisor,
         privacy=privacy,
+        web=web,
     )
 
 
@@ -387,6 +408,7 @@ def _validated(config: Config) -> Config:
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
     endpoint_config(config.sip)  # the endpoint's own checks, now rather than after the models have loaded
     _validate_supervisor(config.supervisor)
+    validate_web(config.web)
     return config
 
 
@@ -411,16 +433,45 @@ def _validate_supervisor(supervisor: SupervisorConfig) -> None:
     if not supervisor.listen:
         return
     host, _ = _host_port(supervisor.listen, "supervisor.listen")
-    if supervisor.token and len(supervisor.token) < MIN_TOKEN_CHARS:
-        raise ConfigError(
-            f"supervisor.token is too short: use at least {MIN_TOKEN_CHARS} characters "
-            "(python -c 'import secrets; print(secrets.token_urlsafe())')"
-        )
+    _check_secret(supervisor.token, "supervisor.token")
     if not supervisor.token and not is_loopback(host):
         raise ConfigError(
             f"supervisor.listen is {supervisor.listen!r}, not a loopback address: set supervisor.token "
             "(or VOICESWARM_SUPERVISOR_TOKEN), or listen on 127.0.0.1"
         )
+
+
+# Fewer different characters than this is a word or a pattern, not a secret ("a" * 16, 16 spaces).
+MIN_TOKEN_DISTINCT = 8
+
+
+def _check_secret(secret: str, key: str, least: int = MIN_TOKEN_CHARS) -> None:
+    """A token or key, when set, must be one that cannot be guessed: long, random, no whitespace."""
+    if not secret:
+        return
+    if len(secret) < least or len(set(secret)) < MIN_TOKEN_DISTINCT or any(c.isspace() for c in secret):
+        raise ConfigError(
+            f"{key} is too short or too plain: use at least {least} random characters without spaces "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+
+
+def validate_web(web: WebConfig) -> None:
+    """The text channel acts for callers (their orders, their returns): never open beyond this machine."""
+    host, _ = _host_port(web.listen, "web.listen")
+    _check_secret(web.token, "web.token")
+    _check_secret(web.signing_key, "web.signing_key", least=32)
+    if not (web.token or web.signing_key) and not is_loopback(host):
+        raise ConfigError(
+            f"web.listen is {web.listen!r}, not a loopback address: set web.token (VOICESWARM_WEB_TOKEN) or "
+            "web.signing_key (VOICESWARM_WEB_SIGNING_KEY), or listen on 127.0.0.1"
+        )
+    for origin in web.allowed_origins:
+        if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?", origin):
+            raise ConfigError(f'web.allowed_origins: {origin!r} is not an origin like "https://shop.example"')
+    for key in ("max_message_chars", "messages_per_minute", "max_sockets"):
+        if getattr(web, key) < 1:
+            raise ConfigError(f"web.{key} is {getattr(web, key)}; use a positive number")
 
 
 def is_loopback(host: str) -> bool:
