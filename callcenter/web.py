@@ -4,6 +4,13 @@ The client sends {"data": "caller text"} (or plain text); the server answers eac
 as JSON ({"event": "agent_change"|"tool_call"|"reply", ...}) and ends the turn with {"event": "done", "agent",
 "escalation", "ending"}: "escalation" (the caller must reach a person) and "ending" (the agent ended the call;
 the server then closes the socket) are null or say why, as "reason" or "reason: detail" (swarm.events).
+What it cannot take (a binary frame, a message too long, too many messages) gets {"event": "error", "error"}.
+
+Who may come in ([web] in the config): a signed per-customer token (callcenter/web_tokens.py) opens a session
+for the caller it names, the shared `web.token` one with no caller (the agent asks, as on an anonymous call);
+with neither configured, only clients on this machine, by a loopback name. The caller's number never comes from
+the client unsigned. A browser's page from another origin is refused (cross-site WebSocket hijacking), as on the
+supervisor's page, whose checks these are (callcenter/supervisor/auth.py).
 """
 
 from __future__ import annotations
@@ -11,38 +18,121 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
 
 from aiohttp import WSMsgType, web
 
 from callcenter.app import App, open_app
-from callcenter.config import Config
+from callcenter.config import Config, WebConfig
+from callcenter.supervisor.auth import (
+    Failures,
+    by_loopback_name,
+    holds,
+    presented,
+    refuse_if_slowed,
+    same_origin,
+)
 from callcenter.turn_events import turn_events
+from callcenter.web_tokens import PREFIX, caller_of
+from swarm.session import Session
 
 log = logging.getLogger(__name__)
 APP_KEY = web.AppKey("voiceswarm", App)
+# A frame larger than this is not read at all: aiohttp closes the socket with 1009 (message too big). Below it,
+# a message longer than web.max_message_chars is answered with an error frame and the socket stays open.
+MAX_FRAME_BYTES = 64 * 1024
+RATE_WINDOW_S = 60.0
 
 
-def make_web_app(app: App) -> web.Application:
+@dataclass
+class Door:
+    """The text channel's settings and what it counts: open sockets, wrong tokens per address."""
+
+    config: WebConfig
+    failures: Failures = field(default_factory=Failures)
+    open_sockets: int = 0
+
+
+DOOR_KEY = web.AppKey("door", Door)
+
+
+def make_web_app(app: App, config: WebConfig | None = None) -> web.Application:
     web_app = web.Application()
     web_app[APP_KEY] = app
+    web_app[DOOR_KEY] = Door(config if config is not None else app.config.web)
     web_app.router.add_get("/api/v1/session/{client_id}", _session)
     return web_app
 
 
+def admitted_caller(request: web.Request, door: Door) -> str:
+    """The caller the session is for ("" for none), or an HTTP error saying why it is refused."""
+    config = door.config
+    if not same_origin(request, config.allowed_origins):
+        raise web.HTTPForbidden(text="403: this page's origin may not open the text channel (web.allowed_origins)")
+    if "caller" in request.query:
+        raise web.HTTPBadRequest(
+            text="400: the caller's number comes only inside a signed token (web.signing_key), never as ?caller="
+        )
+    if not (config.token or config.signing_key):
+        if not by_loopback_name(request):
+            raise web.HTTPForbidden(
+                text="403: without web.token the text channel answers only as 127.0.0.1 or localhost"
+            )
+        return ""
+    refuse_if_slowed(door.failures, request)
+    for candidate in presented(request, cookie=None):
+        if candidate.startswith(PREFIX):
+            caller = caller_of(config.signing_key, candidate)
+            if caller is not None:
+                return caller
+    if config.token and holds(request, config.token, cookie=None):
+        return ""
+    if presented(request, cookie=None):
+        door.failures.record(request.remote)
+    raise web.HTTPUnauthorized(
+        text="401: the text channel needs a token: a signed caller token (?token= or Authorization: Bearer) or web.token"
+    )
+
+
 async def _session(request: web.Request) -> web.WebSocketResponse:
-    app = request.app[APP_KEY]
+    app, door = request.app[APP_KEY], request.app[DOOR_KEY]
     client_id = request.match_info["client_id"]
-    socket = web.WebSocketResponse(heartbeat=30)
-    await socket.prepare(request)
-    session = app.session(client_id, request.query.get("caller", ""))
-    log.info("websocket session opened client=%s", client_id)
+    caller = admitted_caller(request, door)
+    if door.open_sockets >= door.config.max_sockets:
+        raise web.HTTPServiceUnavailable(text="503: too many text sessions open (web.max_sockets)")
+    socket = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_FRAME_BYTES)
+    door.open_sockets += 1
+    try:
+        await socket.prepare(request)
+        await _converse(socket, app.session(client_id, caller), door.config, client_id)
+    finally:
+        door.open_sockets -= 1
+    return socket
+
+
+async def _converse(socket: web.WebSocketResponse, session: Session, config: WebConfig, client_id: str) -> None:
+    log.info("websocket session opened client=%s", _printable(client_id))
+    recent: deque[float] = deque(maxlen=config.messages_per_minute)
     try:
         async for message in socket:
+            if message.type == WSMsgType.BINARY:
+                await _error(socket, 'binary frames are not taken: send text, {"data": "what the caller said"}')
+                continue
             if message.type != WSMsgType.TEXT:
                 continue
+            if len(message.data) > config.max_message_chars:
+                await _error(socket, f"message too long: at most {config.max_message_chars} characters")
+                continue
+            now = time.monotonic()
+            if len(recent) == recent.maxlen and now - recent[0] < RATE_WINDOW_S:
+                await _error(socket, f"too many messages: at most {config.messages_per_minute} a minute")
+                continue
+            recent.append(now)
             text = _caller_text(message.data)
             if not text:
-                await socket.send_json({"event": "error", "error": 'send {"data": "what the caller said"}'})
+                await _error(socket, 'send {"data": "what the caller said"}')
                 continue
             seen = len(session.events)
             await session.complete(text)
@@ -62,8 +152,16 @@ async def _session(request: web.Request) -> web.WebSocketResponse:
                 break
     finally:
         session.dispose()
-        log.info("websocket session closed client=%s", client_id)
-    return socket
+        log.info("websocket session closed client=%s", _printable(client_id))
+
+
+async def _error(socket: web.WebSocketResponse, error: str) -> None:
+    await socket.send_json({"event": "error", "error": error})
+
+
+def _printable(text: str) -> str:
+    """A client's value as one log line can hold it: no newlines or other control characters (forged lines)."""
+    return text.encode("unicode_escape").decode("ascii")[:200]
 
 
 def _caller_text(data: str) -> str:
@@ -79,7 +177,7 @@ def _caller_text(data: str) -> str:
 
 async def serve(config: Config, provider: str | None, host: str, port: int) -> int:
     app = await open_app(config, provider)
-    runner = web.AppRunner(make_web_app(app))
+    runner = web.AppRunner(make_web_app(app, replace(config.web, listen=f"{host}:{port}")))
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     print(

@@ -1,12 +1,16 @@
-"""The WebSocket endpoint /api/v1/session/{client_id}, served by aiohttp and driven by the real `websockets` client."""
+"""The WebSocket endpoint /api/v1/session/{client_id}, served by aiohttp and driven by the real `websockets` client:
+its turns, and its door (issue 25: tokens, signed callers, Origin and Host, limits)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -14,15 +18,19 @@ from urllib.parse import quote, urlencode
 import pytest
 from aiohttp import web
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosedOK
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidStatus
 
 from callcenter.app import App, open_app
-from callcenter.config import Config, LLMConfig
-from callcenter.web import make_web_app
+from callcenter.config import Config, LLMConfig, WebConfig
+from callcenter.web import MAX_FRAME_BYTES, make_web_app
+from callcenter.web_tokens import issue
 
 CALLER = "+44 20 7946 0321"
 RETURN_LINE = "I want to return the headphones I bought last week"
 WAIT = 10.0
+KEY = "k9Jx2Lm4Np6Qr8St0Uv3Wy5Za7Bc9De1Fg"
+TOKEN = "Zq3-vN8xKp2_wR7tYh5m"
+LOCKED = WebConfig(token=TOKEN, signing_key=KEY, allowed_origins=("https://shop.example",))
 
 
 @dataclass
@@ -31,9 +39,11 @@ class Server:
     db: Path
     base: str
 
-    def url(self, client_id: str, caller: str | None = CALLER) -> str:
-        query = f"?{urlencode({'caller': caller})}" if caller is not None else ""
-        return f"{self.base}/api/v1/session/{quote(client_id)}{query}"
+    def url(self, client_id: str, caller: str | None = CALLER, **query: str) -> str:
+        """The session's URL; with a caller, their signed token (as the shop's site would hand it out)."""
+        if caller is not None:
+            query["token"] = issue(KEY, caller)
+        return f"{self.base}/api/v1/session/{quote(client_id)}" + (f"?{urlencode(query)}" if query else "")
 
 
 def rows(db: Path, table: str) -> list[sqlite3.Row]:
@@ -42,12 +52,12 @@ def rows(db: Path, table: str) -> list[sqlite3.Row]:
         return conn.execute(f"SELECT * FROM {table}").fetchall()
 
 
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
+@contextlib.asynccontextmanager
+async def serving(tmp_path: Path, config: WebConfig) -> AsyncIterator[Server]:
     db = tmp_path / "shop.db"
     app = await open_app(Config(llm=LLMConfig(provider="offline"), database=str(db)), "offline")
     app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
-    runner = web.AppRunner(make_web_app(app), shutdown_timeout=1.0)
+    runner = web.AppRunner(make_web_app(app, config), shutdown_timeout=1.0)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     port = runner.addresses[0][1]
@@ -56,6 +66,12 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
     finally:
         await runner.cleanup()
         app.close()
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Server]:
+    async with serving(tmp_path, LOCKED) as server:
+        yield server
 
 
 async def turn(ws: ClientConnection, message: Any) -> list[dict[str, Any]]:
@@ -152,3 +168,136 @@ async def test_same_client_id_later_gets_its_own_order(server: Server) -> None:
     assert numbers[0] != numbers[1]
     phones = {row["customer_phone"] for row in rows(server.db, "orders") if row["order_number"] in numbers}
     assert len(phones) == 2
+
+
+# ---- the door (issue 25) --------------------------------------------------------------------------------------
+
+
+async def refused(url: str, **options: Any) -> int:
+    """The HTTP status the server answered the upgrade with (the test fails if it opened the socket)."""
+    with pytest.raises(InvalidStatus) as caught:
+        async with connect(url, open_timeout=WAIT, **options):
+            pass
+    return caught.value.response.status_code
+
+
+def plus_caller(url: str, caller: str) -> str:
+    return url + ("&" if "?" in url else "?") + urlencode({"caller": caller})
+
+
+def replies(events: list[dict[str, Any]]) -> str:
+    return " ".join(e["text"] for e in events if e["event"] == "reply").lower()
+
+
+async def test_a_foreign_origin_is_refused_even_with_a_good_token(server: Server) -> None:
+    # What a page on evil.example could do in the browser of someone who holds a token (or on a kiosk).
+    assert await refused(server.url("x"), origin="http://evil.example") == 403
+    assert await refused(server.url("x"), origin="https://shop.example.evil.example") == 403
+    for origin in ("https://shop.example", server.base.replace("ws://", "http://")):  # allowed, and its own
+        async with connect(server.url("x"), origin=origin, open_timeout=WAIT) as ws:  # type: ignore[arg-type]
+            assert (await turn(ws, {"data": RETURN_LINE}))[-1]["event"] == "done"
+
+
+async def test_no_token_or_a_wrong_one_is_refused(server: Server) -> None:
+    assert await refused(server.url("x", caller=None)) == 401
+    assert await refused(server.url("x", caller=None, token="wrong-token-0123456789")) == 401
+    assert await refused(server.url("x", caller=None), additional_headers={"Authorization": "Bearer nope"}) == 401
+    other_key = issue("another-key-that-is-long-enough-0123456789", CALLER)
+    assert await refused(server.url("x", caller=None, token=other_key)) == 401
+    expired = issue(KEY, CALLER, 60, now=time.time() - 120)
+    assert await refused(server.url("x", caller=None, token=expired)) == 401
+
+
+async def test_a_tampered_token_does_not_change_the_caller(server: Server) -> None:
+    token = issue(KEY, "+4915100000009")
+    prefix, payload, signature = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims["caller"] = CALLER
+    forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    assert await refused(server.url("x", caller=None, token=f"{prefix}.{forged}.{signature}")) == 401
+
+
+async def test_an_unsigned_caller_is_refused_whatever_else_is_right(server: Server) -> None:
+    # The attack of the issue: ?caller= named another customer and read their order.
+    assert await refused(plus_caller(server.url("x", caller=None), CALLER)) == 400
+    assert await refused(plus_caller(server.url("x", caller=None, token=TOKEN), CALLER)) == 400
+    assert await refused(plus_caller(server.url("x"), "+4915100000009")) == 400  # beside a signed token too
+
+
+async def test_the_signed_callers_orders_are_the_ones_read(server: Server) -> None:
+    async with connect(server.url("mine"), open_timeout=WAIT) as ws:
+        assert "headphones" in replies(await turn(ws, {"data": RETURN_LINE}))
+    # Someone else's token: the same words find nothing of CALLER's, and no return can be filed against it.
+    async with connect(server.url("theirs", caller="+4915100000009"), open_timeout=WAIT) as ws:
+        events = await turn(ws, {"data": RETURN_LINE})
+        events += await turn(ws, {"data": "yes"})
+    assert "headphones" not in replies(events)
+    assert rows(server.db, "returns") == []
+
+
+async def test_the_shared_token_opens_a_session_with_no_caller(server: Server) -> None:
+    async with connect(
+        server.url("crm", caller=None), open_timeout=WAIT, additional_headers={"Authorization": f"Bearer {TOKEN}"}
+    ) as ws:
+        events = await turn(ws, {"data": RETURN_LINE})
+    assert events[-1]["event"] == "done" and "headphones" not in replies(events)
+
+
+async def test_without_secrets_only_this_machine_by_a_loopback_name(tmp_path: Path) -> None:
+    async with serving(tmp_path, WebConfig()) as server:
+        async with connect(server.url("local", caller=None), open_timeout=WAIT) as ws:
+            assert (await turn(ws, {"data": RETURN_LINE}))[-1]["event"] == "done"
+        # A name rebound to 127.0.0.1 (DNS rebinding): the browser would call it the page's own origin.
+        port = int(server.base.rpartition(":")[2])
+        rebound = server.url("x", caller=None).replace("127.0.0.1", "evil.example")
+        origin = f"http://evil.example:{port}"
+        assert await refused(rebound, host="127.0.0.1", port=port, origin=origin) == 403
+        assert await refused(server.url("x", caller=None), origin="http://evil.example") == 403
+        assert await refused(plus_caller(server.url("x", caller=None), "+4930555555")) == 400
+
+
+async def test_what_it_cannot_take_gets_an_error_frame(tmp_path: Path) -> None:
+    async with serving(tmp_path, replace(LOCKED, max_message_chars=100)) as server:
+        async with connect(server.url("limits"), open_timeout=WAIT, max_size=None) as ws:
+            await ws.send(b"\x00\x01binary")
+            assert "binary" in json.loads(await asyncio.wait_for(ws.recv(), WAIT))["error"]
+            events = await turn(ws, {"data": "x" * 200})
+            assert len(events) == 1 and "too long" in events[0]["error"]
+            assert (await turn(ws, {"data": RETURN_LINE}))[-1]["event"] == "done"  # still usable
+            await ws.send("y" * (MAX_FRAME_BYTES + 1))  # not even read: closed as too big
+            with pytest.raises(ConnectionClosed):
+                async with asyncio.timeout(WAIT):
+                    while True:
+                        await ws.recv()
+        assert ws.close_code == 1009
+
+
+async def test_messages_beyond_the_rate_get_an_error_frame(tmp_path: Path) -> None:
+    async with (
+        serving(tmp_path, replace(LOCKED, messages_per_minute=2)) as server,
+        connect(server.url("rate"), open_timeout=WAIT) as ws,
+    ):
+        errors = [(await turn(ws, {"text": "not data"}))[0]["error"] for _ in range(3)]
+    assert "data" in errors[0] and "data" in errors[1]
+    assert "too many messages" in errors[2]
+
+
+async def test_open_sockets_are_bounded(tmp_path: Path) -> None:
+    async with serving(tmp_path, replace(LOCKED, max_sockets=1)) as server:
+        async with connect(server.url("first"), open_timeout=WAIT):
+            assert await refused(server.url("second")) == 503
+        async with asyncio.timeout(WAIT):  # the first one's slot comes back when it closes
+            while True:
+                try:
+                    async with connect(server.url("third"), open_timeout=WAIT) as ws:
+                        assert (await turn(ws, {"data": RETURN_LINE}))[-1]["event"] == "done"
+                        break
+                except InvalidStatus:
+                    await asyncio.sleep(0.05)
+
+
+async def test_repeated_wrong_tokens_are_slowed(server: Server) -> None:
+    statuses = [await refused(server.url("x", caller=None, token=f"guess-{n:016d}")) for n in range(6)]
+    assert statuses[:5] == [401] * 5 and statuses[5] == 429
+    # The right token from the same address now waits too: the guesser cannot tell a hit.
+    assert await refused(server.url("x")) == 429
