@@ -90,9 +90,16 @@ class Flushed(Event):
 
 # Why the caller goes to a person. "caller_asked": an agent's transfer tool (which said so itself);
 # "caller_pressed_0" and "supervisor": from outside the conversation, so the voice layer announces the hand-over;
-# "provider_error": the model failed (the apology was said); "overload": the node is over its admission limits.
+# "provider_error": the model failed (the apology was said); "overload": the node is over its admission limits;
+# "verification_failed": the caller gave a wrong security answer too often (the tool said so itself).
 EscalationReason = Literal[
-    "caller_asked", "caller_pressed_0", "supervisor", "provider_error", "overload", "caller_language"
+    "caller_asked",
+    "caller_pressed_0",
+    "supervisor",
+    "provider_error",
+    "overload",
+    "caller_language",
+    "verification_failed",
 ]
 # Why the call ends. "goodbye": an agent ended it (its end-call tool); the others are the voice layer's own:
 # "drained" (the node is going away), "caller_silent", "max_duration", "no_operator" (an escalation nobody took).

@@ -413,7 +413,36 @@ def test_find_orders_by_phone_variants_newest_first(shop: Shop, history: dict[st
 
 def test_find_orders_by_phone_ignores_other_callers(shop: Shop, history: dict[str, str]) -> None:
     assert shop.find_orders(customer_phone="+49 170 7654321") == []
-    assert numbers(shop.find_orders(customer_phone="020 7946 0958")) == [history["stranger"]]
+    assert numbers(shop.find_orders(customer_phone="0044 20 7946 0958")) == [history["stranger"]]
+    # A national form is read in the shop's region (DE by default): 020 7946 0958 is then a German number.
+    assert shop.find_orders(customer_phone="020 7946 0958") == []
+
+
+def test_a_national_number_is_read_in_the_shops_region(db: str) -> None:
+    with Shop(db, phone_region="GB") as british:
+        number = british.seed_demo_order("+44 20 7946 0958", [("HP-100", 1)], days_ago=2).order_number
+        assert numbers(british.find_orders(customer_phone="020 7946 0958")) == [number]
+        assert british.find_orders(customer_phone="0170 1234567") == []
+
+
+def test_the_same_last_nine_digits_in_another_country_are_another_customer(shop: Shop) -> None:
+    # Issue 29: matching on the last nine digits gave +33 9 30 55 55 55 the orders of +49 30 555555.
+    german = shop.seed_demo_order("+4930555555", [("CB-140", 3)], days_ago=1).order_number
+    assert numbers(shop.find_orders(customer_phone="+4930555555")) == [german]
+    assert numbers(shop.find_orders(customer_phone="030 555555")) == [german]
+    assert shop.find_orders(customer_phone="+33930555555") == []
+    assert shop.find_orders(customer_phone="+33 9 30 55 55 55") == []
+
+
+@pytest.mark.parametrize(
+    "caller",
+    ["", "anonymous", "Anonymous", "restricted", "unknown", "+49", "12", "not a number", "+4915", "+999 1234567"],
+)
+def test_withheld_malformed_or_unallocated_numbers_are_no_customer(shop: Shop, caller: str) -> None:
+    # An order placed from such a number is kept, but belongs to no caller: nobody reaches it by caller ID.
+    shop.place_order(caller, [("CB-140", 1)], f"from {caller!r}")
+    assert shop.customer_key(caller) == ""
+    assert shop.find_orders(customer_phone=caller) == []
 
 
 def test_find_orders_by_phone_and_product_words(shop: Shop, history: dict[str, str]) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from swarm.events import EndReason, EscalationReason
+from collections.abc import Sequence
+
+from swarm.events import EndReason, EscalationReason, Event
 from swarm.messages import Message
 
 
@@ -23,3 +25,7 @@ class NoSession:
 
     def get_agent_history(self, agent: str | None = None) -> list[Message]:
         raise AssertionError("the tool read the history: it was not expected to touch the session")
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return ()  # nothing happened before: reading an empty log touches nothing

@@ -76,6 +76,11 @@ class Order:
     status: str  # "placed", "delivered" (demo history) or "returned" (every item came back)
     total_cents: int
     lines: tuple[OrderLine, ...]
+    # The customer's number in E.164 ("" when it names nobody), and what the caller proves the order with
+    # (callcenter.verification): never put in front of the model, never read out.
+    customer_key: str = ""
+    postcode: str = ""
+    email: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,5 +134,13 @@ CREATE TABLE IF NOT EXISTS returns (
 CREATE INDEX IF NOT EXISTS returns_by_order ON returns (order_id, sku);
 """
 
-MIGRATIONS = (Migration(1, _SQLITE_1, _POSTGRESQL_1),)
+# Version 2 (issue 29): what a caller proves an order is theirs with, and phone_key holds the whole number in
+# E.164 ("" for no customer) instead of its last nine digits. Rows of version 1 are re-keyed by the shop at
+# start-up (Shop.__init__), in Python: the numbering plans are not SQL.
+_ORDER_FACTORS = """
+ALTER TABLE orders ADD COLUMN postcode TEXT NOT NULL DEFAULT '';
+ALTER TABLE orders ADD COLUMN email TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS = (Migration(1, _SQLITE_1, _POSTGRESQL_1), Migration(2, _ORDER_FACTORS, _ORDER_FACTORS))
 SCHEMA_VERSION = len(MIGRATIONS)

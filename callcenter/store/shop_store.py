@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,18 +30,27 @@ from callcenter.store.domain import (
     UnknownProduct,
 )
 from callcenter.store.migrations import migrate
+from callcenter.store.phones import customer_key
 from callcenter.store.shop_search import PRODUCT_COLUMNS, misheard, name_match, ranked
-from callcenter.store.spoken import phone_key, spoken_digits, words
+from callcenter.store.spoken import spoken_digits, words
 from callcenter.store.terms import query_terms
 
 # Short enough to read out and to type on a keypad; widened only if the space fills up.
 NUMBER_WIDTHS = (5, 6, 7, 8)
 # The order in which an order's lines were said: SQLite's rowid, PostgreSQL's serial.
 _LINE_ORDER = {"sqlite": "l.rowid", "postgresql": "l.line_id"}
+# Where national phone numbers ("030 555555") are read when no region is given; see callcenter.store.phones.
+DEFAULT_PHONE_REGION = "DE"
+# What the demo's past orders were delivered to: a caller from another phone proves an order with it.
+DEMO_POSTCODE = "10115"
 
 
 class Shop:
-    """The shop on the database a URL or a plain path names (a plain path is a SQLite file)."""
+    """The shop on the database a URL or a plain path names (a plain path is a SQLite file).
+
+    `phone_region` is the country whose national numbers are read as its own: customers are found by the
+    whole number in E.164, never by trailing digits.
+    """
 
     def __init__(
         self,
@@ -49,15 +59,17 @@ class Shop:
         *,
         busy_timeout_s: float = 10.0,
         database: Database | None = None,
+        phone_region: str = DEFAULT_PHONE_REGION,
     ) -> None:
         self.path = str(path)
+        self.phone_region = phone_region
         self._db = database or open_database(path, busy_timeout_s=busy_timeout_s)
         try:
             self.schema_version = migrate(
                 self._db,
                 shop_schema.COMPONENT,
                 shop_schema.MIGRATIONS,
-                then=lambda conn: _seed_catalogue(conn, catalogue_csv),
+                then=lambda conn: _prepare(conn, catalogue_csv, phone_region),
             )
         except BaseException:
             self._db.close()
@@ -117,8 +129,21 @@ class Shop:
 
     # -- orders --
 
-    def place_order(self, customer_phone: str, items: Sequence[tuple[str, int]], idempotency_key: str) -> Order:
-        """Sell ``items`` to the caller in one transaction.
+    def customer_key(self, phone: str) -> str:
+        """The customer a phone number names: the number in E.164, or "" (withheld, malformed, unallocated)."""
+        return customer_key(phone, self.phone_region)
+
+    def place_order(
+        self,
+        customer_phone: str,
+        items: Sequence[tuple[str, int]],
+        idempotency_key: str,
+        *,
+        postcode: str = "",
+        email: str = "",
+    ) -> Order:
+        """Sell ``items`` to the caller in one transaction; `postcode` and `email` are the delivery's, what a
+        caller from another phone proves the order with.
 
         Raises UnknownProduct, OutOfStock or InvalidRequest and then changes nothing.
         The same idempotency_key again returns the first order, whatever the items.
@@ -136,7 +161,8 @@ class Shop:
             # deadlock each other on PostgreSQL.
             for product, quantity in sorted(lines, key=lambda line: line[0].sku):
                 _take_stock(conn, product, quantity)
-            order_id = _insert_order(conn, customer_phone, lines, idempotency_key, _now(), status="placed")
+            contact = _Contact(customer_phone, self.customer_key(customer_phone), postcode, email)
+            order_id = _insert_order(conn, contact, lines, idempotency_key, _now(), status="placed")
             return _load_order(conn, order_id)
 
         return self._db.write(sell)
@@ -149,15 +175,18 @@ class Shop:
         *,
         status: str = "delivered",
         idempotency_key: str | None = None,
+        postcode: str = DEMO_POSTCODE,
+        email: str = "",
     ) -> Order:
-        """Record a past purchase for the demo, in one transaction.
+        """Record a past purchase for the demo, in one transaction, delivered to `postcode`.
 
         Stock is not touched: the goods left the warehouse ``days_ago``. The default key
         is made of the arguments, so running the demo again does not pile up orders.
         """
         wanted = _checked_items(items)
+        contact = _Contact(phone, self.customer_key(phone), postcode, email)
         key = idempotency_key or "demo:{}:{}:{}".format(
-            phone_key(phone), ",".join(f"{sku}x{quantity}" for sku, quantity in wanted), days_ago
+            contact.key or phone.strip(), ",".join(f"{sku}x{quantity}" for sku, quantity in wanted), days_ago
         )
 
         def seed(conn: Connection) -> Order:
@@ -167,7 +196,7 @@ class Shop:
                 return _load_order(conn, existing)
             lines = _resolve(conn, wanted)
             created = _now() - timedelta(days=days_ago)
-            return _load_order(conn, _insert_order(conn, phone, lines, key, created, status=status))
+            return _load_order(conn, _insert_order(conn, contact, lines, key, created, status=status))
 
         return self._db.write(seed)
 
@@ -181,7 +210,8 @@ class Shop:
         """Orders by number and/or caller's phone, newest first.
 
         One of order_number or customer_phone is needed: the product words alone would
-        list other customers' orders. product_text keeps orders with a matching line.
+        list other customers' orders. The phone matches only as a whole number (E.164), and a
+        withheld or invalid one matches nothing. product_text keeps orders with a matching line.
         """
         where: list[str] = []
         params: list[object] = []
@@ -192,7 +222,7 @@ class Shop:
             where.append("o.order_number = ?")
             params.append(number)
         if customer_phone is not None:
-            key = phone_key(customer_phone)
+            key = self.customer_key(customer_phone)
             if not key:
                 return []
             where.append("o.phone_key = ?")
@@ -252,6 +282,21 @@ class Shop:
 
 
 # --- helpers (all run inside one read or write transaction) ---------------------------
+
+
+def _prepare(conn: Connection, catalogue_csv: str | Path | None, region: str) -> None:
+    _seed_catalogue(conn, catalogue_csv)
+    _rekey_orders(conn, region)
+
+
+def _rekey_orders(conn: Connection, region: str) -> None:
+    # Rows written before schema version 2 hold the number's last nine digits; a key of version 2 starts with
+    # "+" or is empty, so only old rows are selected, once (a start-up scan, not a per-call cost).
+    rows = conn.all("SELECT id, customer_phone FROM orders WHERE phone_key <> '' AND phone_key NOT LIKE '+%'")
+    conn.executemany(
+        "UPDATE orders SET phone_key = ? WHERE id = ?",
+        [(customer_key(row["customer_phone"], region), row["id"]) for row in rows],
+    )
 
 
 def _seed_catalogue(conn: Connection, catalogue_csv: str | Path | None) -> None:
@@ -373,9 +418,19 @@ def _order_id_by_key(conn: Connection, idempotency_key: str) -> int | None:
     return None if row is None else row["id"]
 
 
+@dataclass(frozen=True, slots=True)
+class _Contact:
+    """Who an order is for: the number as given, its customer key, and what verifies a caller for it."""
+
+    phone: str
+    key: str
+    postcode: str
+    email: str
+
+
 def _insert_order(
     conn: Connection,
-    phone: str,
+    contact: _Contact,
     lines: Sequence[tuple[Product, int]],
     idempotency_key: str,
     created: datetime,
@@ -385,15 +440,17 @@ def _insert_order(
     total = sum(product.price_cents * quantity for product, quantity in lines)
     row = conn.one(
         "INSERT INTO orders (order_number, customer_phone, phone_key, created_at, status,"
-        " total_cents, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        " total_cents, idempotency_key, postcode, email) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             _new_number(conn, "orders", "order_number"),
-            phone.strip(),
-            phone_key(phone),
+            contact.phone.strip(),
+            contact.key,
             _timestamp(created),
             status,
             total,
             idempotency_key,
+            contact.postcode.strip(),
+            contact.email.strip(),
         ),
     )
     order_id: int = row["id"]
@@ -431,6 +488,9 @@ def _load_order(conn: Connection, order_id: int) -> Order:
         order_number=row["order_number"],
         customer_phone=row["customer_phone"],
         created_at=datetime.fromisoformat(row["created_at"]),
+        customer_key=row["phone_key"],
+        postcode=row["postcode"],
+        email=row["email"],
         status=row["status"],
         total_cents=row["total_cents"],
         lines=tuple(

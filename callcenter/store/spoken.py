@@ -7,8 +7,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A phone number is compared on its trailing digits so that "+49 170 1234567",
-# "0049 170 1234567" and "0170 1234567" are the same caller.
+# Call records (callcenter.records) find a caller's past calls by the number's trailing digits, however it
+# was written. Never a customer's identity: the shop matches whole numbers (callcenter.store.phones).
 PHONE_KEY_DIGITS = 9
 # Longer input is a transcription accident, not a product description.
 MAX_QUERY_CHARS = 500
@@ -113,5 +113,5 @@ def spoken_digits(text: str) -> str:
 
 
 def phone_key(phone: str) -> str:
-    """What two spellings of one caller's number have in common."""
+    """What two spellings of one caller's number have in common (for finding call records, not customers)."""
     return spoken_digits(phone)[-PHONE_KEY_DIGITS:]

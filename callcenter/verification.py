@@ -1,0 +1,150 @@
+"""Identification and verification (ID&V) of a caller before an order is read or changed (issue 29).
+
+The caller is *identified* by their number, matched whole (E.164, callcenter.store.phones), and only where the
+trunk vouches for it (`caller_id = "trusted"`). An order of anyone else is *verified* by a factor that is on the
+order (its postcode, e-mail, the last digits of the phone on file), said by the caller and compared here, by
+the tools, whatever brain asks: a prompt can be talked out of a rule, a tool cannot.
+
+The state of a call's verification is read from its session events (the tools' own results), never kept
+beside them: a replayed session is verified exactly as the original was, and nothing the model writes can
+make a caller verified.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from callcenter.store.domain import Order
+from callcenter.store.phones import last_digits
+from callcenter.store.spoken import number_tokens, spoken_digits, words
+from swarm.events import Event, ToolCalled
+
+# "trusted": the trunk vouches for the caller's number (a carrier's network asserted identity, a PBX that
+# checks its extensions), so a caller is the customer whose number they call from. "claimed": the number is
+# only the caller's word (an open SIP door, a text channel), so every order needs a factor.
+CALLER_ID_MODES = ("trusted", "claimed")
+# What on an order a caller may prove it is theirs with, and how the agent asks for each.
+FACTORS = {
+    "postcode": "the postcode the order was delivered to",
+    "email": "the e-mail address on the order",
+    "phone_digits": "the last four digits of the phone number on the order",
+}
+# The tools whose results carry a verification outcome; no other tool's result is believed.
+VERIFYING_TOOLS = frozenset({"find_order", "create_return"})
+# Words around a factor that are not part of it: "my postcode is 1 0 1 1 5", "it's jane at example dot com".
+_FILLER = frozenset(
+    "my the is it its it's that this was our and uh um er erm okay ok yes yeah sure well so please "
+    "postcode post postal code zip zipcode email mail address at dot phone number last four digits of "
+    "on order delivered to".split()
+)
+_REPEATS = {"double": 2, "triple": 3}
+_E_MAIL = re.compile(r"\be-mail\b", re.IGNORECASE)  # one filler word, not the letter e (postcode E1 6AN) and "mail"
+# A longer answer is not a postcode said once but a list of guesses.
+MAX_ANSWER_WORDS = 16
+
+
+class VerificationError(ValueError):
+    """The verification settings cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The `[callers]` settings: how far the caller ID counts and what else proves an order."""
+
+    caller_id: str = "trusted"
+    verify_with: tuple[str, ...] = ("postcode", "email")
+    max_attempts: int = 3
+    # The country whose national numbers ("030 555555") callers' numbers are read in.
+    phone_region: str = "DE"
+
+    def check(self) -> None:
+        if self.caller_id not in CALLER_ID_MODES:
+            raise VerificationError(f"callers.caller_id is {self.caller_id!r}; use one of {', '.join(CALLER_ID_MODES)}")
+        unknown = [f for f in self.verify_with if f not in FACTORS]
+        if unknown or not self.verify_with:
+            raise VerificationError(
+                f"callers.verify_with is {list(self.verify_with)!r}; name one or more of {', '.join(FACTORS)}"
+            )
+        if not 1 <= self.max_attempts <= 10:
+            raise VerificationError(f"callers.max_attempts is {self.max_attempts}; use 1 to 10")
+
+    @property
+    def question(self) -> str:
+        """What the agent asks for, the same whether or not the order exists: no oracle for guessing."""
+        said = [FACTORS[f] for f in self.verify_with]
+        either = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " or " + said[-1]
+        return f"For your security, could you tell me {either}?"
+
+
+def proves(answer: str, order: Order | None, factors: Iterable[str]) -> bool:
+    """Whether the caller's `answer` is one of the order's `factors`; an order that does not exist is never
+    proved, and a factor missing on the order proves nothing."""
+    if order is None:
+        return False
+    said = _compact(answer)
+    if not said or len(words(answer)) > MAX_ANSWER_WORDS:
+        return False
+    values = {"postcode": order.postcode, "email": order.email, "phone_digits": last_digits(order.customer_key)}
+    for factor in factors:
+        value = values.get(factor, "")
+        if factor == "phone_digits":
+            # Exactly the digits said: "1 2 3 4 5 6 7 8" holds every four-digit guess inside it.
+            if value and spoken_digits(answer) == value:
+                return True
+        elif value and said == _compact(value):
+            return True
+    return False
+
+
+def _compact(text: str) -> str:
+    """A factor as said or as stored, without spaces, punctuation and filler words: "SW1A 1AA" and "s w one a
+    one a a", "jane.doe@example.com" and "jane dot doe at example dot com" compare equal."""
+    kept: list[str] = []
+    repeat = 1
+    for word in words(_E_MAIL.sub("email", text)):
+        if word in _REPEATS:
+            repeat = _REPEATS[word]
+            continue
+        if word not in _FILLER:
+            kept.extend(["0" if word == "oh" else word] * repeat)
+        repeat = 1
+    return "".join(token for token, _ in number_tokens(kept))
+
+
+@dataclass(frozen=True)
+class CallState:
+    """What this call proved so far, read from the session's events."""
+
+    verified: frozenset[str]  # order numbers the caller gave a factor for
+    failures: int  # wrong factors, over all orders: guessing in a loop ends in the same place
+
+    def exhausted(self, policy: Verification) -> bool:
+        return self.failures >= policy.max_attempts
+
+
+def call_state(events: Sequence[Event]) -> CallState:
+    verified: set[str] = set()
+    failures = 0
+    for event in events:
+        if not isinstance(event, ToolCalled) or event.name not in VERIFYING_TOOLS:
+            continue
+        outcome = _outcome(event.result)
+        if outcome is None:
+            continue
+        if outcome.get("verification") == "passed" and isinstance(number := outcome.get("order_number"), str):
+            verified.add(number)
+        elif outcome.get("verification") == "failed":
+            failures += 1
+    return CallState(frozenset(verified), failures)
+
+
+def _outcome(result: str) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(result)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) and "verification" in parsed else None
