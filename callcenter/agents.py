@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from callcenter.shop import Shop
-from callcenter.shop_tools import OPERATOR_PHRASES, PRECEDENCE, RETURN_PHRASES, SALES_PHRASES, shop_tools
+from callcenter.shop_tools import DOUBTFUL, OPERATOR_PHRASES, PRECEDENCE, RETURN_PHRASES, SALES_PHRASES, shop_tools
 from swarm.confirmations import yes_or_no
 from swarm.messages import ToolSpec
 from swarm.providers.base import Provider
@@ -173,9 +173,14 @@ def end_call_tool() -> Tool:
 
 
 def build_registry(
-    shop: Shop, providers: Mapping[str, Provider | None], *, fallback_to_offline: bool = False
+    shop: Shop,
+    providers: Mapping[str, Provider | None],
+    *,
+    fallback_to_offline: bool = False,
+    route_first: bool = True,
 ) -> Registry:
-    """The registry for the shop swarm; an agent whose provider is None is served by the offline router."""
+    """The registry for the shop swarm; an agent whose provider is None is served by the offline router, and
+    with `route_first` an LLM's agents take the steps the router is sure of from it (Agent.router)."""
     registry = Registry()
     tools = [
         navigate_tool("sales", "Hand the caller over to sales when they want to buy something.", SALES_PHRASES),
@@ -191,7 +196,7 @@ def build_registry(
         *shop_tools(shop),
     ]
     # The router's phrases come from the tools themselves, so both LLMs share one vocabulary.
-    router = OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE)
+    router = OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE, doubtful=DOUBTFUL)
     for tool in [*tools, triage_question_tool(router)]:
         registry.add_tool(tool)
     registry.add_provider("offline", router)
@@ -225,8 +230,11 @@ def build_registry(
                 registry.add_provider(provider.name, provider)
             provider_name, fallback = provider.name, ("offline" if fallback_to_offline else None)
         # Triage only routes: every reply of its is a tool (its one question included). Handed the caller, sales
-        # and refund look up what was asked first.
+        # and refund look up what was asked first. An LLM's agents take those steps from the router's phrases
+        # when it is sure: a generation costs seconds on a CPU, the router milliseconds (Agent.router).
         agent = Agent(name, prompt, provider_name, tool_names, (VOICE_RULES,), fallback)
+        if route_first:
+            agent = replace(agent, router="offline")
         registry.add_agent(replace(agent, tool_only=name == "triage", tool_on_entry=name != "triage"))
     registry.add_swarm(SwarmSpec(SWARM, AGENTS, "triage"))
     registry.check()

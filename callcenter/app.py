@@ -34,6 +34,11 @@ async def open_app(config: Config, provider: str | None = None) -> App:
     # Migrations and the catalogue may wait for a database server: not on the event loop.
     shop = await asyncio.to_thread(Shop, config.database)
     llm_choice = await choose_llm(config, AGENTS, provider)
-    registry = build_registry(shop, llm_choice.per_agent, fallback_to_offline=config.llm.fallback == "offline")
+    registry = build_registry(
+        shop,
+        llm_choice.per_agent,
+        fallback_to_offline=config.llm.fallback == "offline",
+        route_first=config.llm.route_first,
+    )
     await prefill(registry, SWARM, llm_choice)
     return App(config, shop, registry, llm_choice.description, llm_choice)

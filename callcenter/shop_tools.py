@@ -129,11 +129,13 @@ def shop_tools(shop: Shop) -> list[Tool]:
 
     return [
         # Every result has a say line written for the ear: it is the agent's reply (swarm.tools.Tool.says_result).
-        tool_from_function(search_products, examples=SALES_PHRASES, says_result=True, changes_nothing=True),
+        tool_from_function(
+            search_products, examples=SALES_PHRASES, says_result=True, changes_nothing=True, finds="products"
+        ),
         tool_from_function(
             place_order, examples=("order it", "i'll take it", "buy it", "place the order"), says_result=True
         ),
-        tool_from_function(find_order, examples=RETURN_PHRASES, says_result=True, changes_nothing=True),
+        tool_from_function(find_order, examples=RETURN_PHRASES, says_result=True, changes_nothing=True, finds="orders"),
         tool_from_function(create_return, examples=("return it", "start the return"), says_result=True),
     ]
 
@@ -284,3 +286,6 @@ OPERATOR_PHRASES = (
 # On a tie, a person wins over a return, and a return over a purchase: callers with a problem use buying
 # words too ("the order I placed"), callers who want to buy rarely say "broken".
 PRECEDENCE = ("transfer_to_operator", "navigate_to_refund", "find_order")
+# Buying words said of a past purchase ("the mug you delivered", "the lamp I ordered"): the router is not sure
+# who the caller wants with them, and the model decides (OfflineRouter.sure_call).
+DOUBTFUL = ("ordered", "delivered")

@@ -34,7 +34,7 @@ from swarm.events import (
 )
 from swarm.history import History
 from swarm.messages import CompletionRequest, Message, ToolCall
-from swarm.providers.base import Completion, Delta, PromptCache, Provider, ProviderError
+from swarm.providers.base import Completion, Delta, PromptCache, Provider, ProviderError, Router
 from swarm.sentences import SentenceSplitter
 from swarm.specs import Agent, Catalog, RegistryError, SessionConfig, SwarmSpec
 from swarm.speculation import Speculation
@@ -49,6 +49,7 @@ class _Outcome:
     """How one completion ended once validated: the tool calls to run (none: the turn is over)."""
 
     tool_calls: tuple[ToolCall, ...] = ()
+    ran: Mapping[str, str] | None = None  # results of calls already run and recorded, by call id (a lookup)
 
 
 class Session:
@@ -269,6 +270,8 @@ class Session:
         history = self.history.copy()
         history.push(Message("user", text))
         request = self.completion_request(agent, self._view(agent, history))
+        if agent.tool_only and self._sure_call(agent, request) is not None:
+            return None  # the router answers the turn: no generation to start
         return Speculation(self.registry.providers[agent.provider], request)
 
     def _take_speculation(self, request: CompletionRequest | None) -> Speculation | None:
@@ -318,6 +321,8 @@ class Session:
             outcome = _Outcome()
             if agreed is not None:
                 outcome, agreed = _Outcome((agreed,)), None
+            elif (routed := await self._routed(agent, entered)) is not None:
+                outcome = routed
             else:
                 async for item in self._checked_completion(agent, entered):
                     if isinstance(item, str):
@@ -338,7 +343,8 @@ class Session:
                     # it: running it again would only loop, so its "say" line is what the caller hears.
                     yield self._say_last(agent, [*results.values(), results[key]], "repeated_call")
                     return
-                results[key] = await self._run_tool(agent, call)
+                ran = outcome.ran.get(call.id) if outcome.ran else None
+                results[key] = ran if ran is not None else await self._run_tool(agent, call)
                 if self._agent != agent.name:
                     if (agent.name, self._agent) in hand_overs:
                         # The same hand-over twice in one turn: a small model passing the caller around (seen:
@@ -357,6 +363,45 @@ class Session:
                     self._warm(agent)
                     yield said
                     return
+
+    async def _routed(self, agent: Agent, entered: bool) -> _Outcome | None:
+        """The agent's next step without a generation, where its router is sure of it: a tool-only agent's
+        call, or, just handed the caller, its first one. A lookup (Tool.finds) is run here and counts only if
+        it found something; finding nothing it is dropped unrecorded, and the model answers."""
+        if not (agent.tool_only or (entered and agent.tool_on_entry)):
+            return None
+        request = self.completion_request(agent, entered=entered)
+        call = self._sure_call(agent, request)
+        tool = self.registry.tools[call.name] if call is not None else None
+        if call is None or tool is None:
+            return None
+        log.info("event=routed client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
+        if tool.finds is None:
+            return _Outcome((call,))
+        context = self._context(agent)
+        try:
+            result = await asyncio.wait_for(tool.call(call.arguments, context), self.config.tool_timeout)
+        except Exception as error:  # noqa: BLE001 - the lookup was only a head start: the model decides
+            log.warning(
+                "event=lookup_failed client=%s tool=%s error=%s", self.client_id, call.name, type(error).__name__
+            )
+            return None
+        if not (isinstance(result, dict) and result.get(tool.finds)):
+            return None
+        text = result_text(result)
+        self._record_tool(agent, call, text, context)
+        return _Outcome((call,), {call.id: text})
+
+    def _sure_call(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
+        """The agent's router's sure call for this request, if the agent has a router (not its own model) and the
+        call passes the tool's checks."""
+        router = self.registry.providers.get(agent.router) if agent.router and agent.router != agent.provider else None
+        if not isinstance(router, Router):
+            return None
+        call = router.sure_call(request)
+        if call is None or tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
+            return None
+        return call
 
     async def _checked_completion(self, agent: Agent, entered: bool = False) -> AsyncIterator[str | _Outcome]:
         """Complete with validation feedback, then a clean view, then a placeholder; yields sentences said."""

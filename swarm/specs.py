@@ -34,6 +34,10 @@ class Agent:
     # Its first reply after a hand-over is a tool call: the caller said what they want, and the agent's
     # first step is to look it up (the 1.5B model handed a return said "Please provide the order number.").
     tool_on_entry: bool = False
+    # A provider that is also a `Router`, asked before the model where a generation costs seconds: a tool-only
+    # agent's step (triage's hand-over) and, handed the caller, the agent's first tool (its likely lookup, on
+    # the caller's words) are taken from it when it is sure. The model decides the rest.
+    router: str | None = None
 
 
 @dataclass(frozen=True)

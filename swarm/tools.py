@@ -6,14 +6,14 @@ import asyncio
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, get_type_hints
 
 import jsonschema
 import pydantic
 
-from swarm.events import DigitsRequested, EndReason, EscalationReason
+from swarm.events import DigitsRequested, EndReason, EscalationReason, Event
 from swarm.messages import Message, ToolSpec
 
 
@@ -30,6 +30,11 @@ class CallSession(Protocol):
     def navigate_back(self) -> str: ...
 
     def get_agent_history(self, agent: str | None = None) -> list[Message]: ...
+
+    # The session's log, read-only: what tools answered earlier in the call (e.g. whether the caller proved
+    # who they are) is read from here, so a replayed session decides the same.
+    @property
+    def events(self) -> Sequence[Event]: ...
 
 
 @dataclass
@@ -72,6 +77,9 @@ class Tool:
     says_result: bool = False
     # It only reads (a lookup, a hand-over): a turn that ran no other tool can be taken back (Session.retract).
     changes_nothing: bool = False
+    # A lookup: the result's field that lists what it found. Run on a router's guess (Agent.router), a lookup
+    # that found nothing is dropped unrecorded, and the model answers instead of its "nothing found" line.
+    finds: str | None = None
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
@@ -101,6 +109,7 @@ def tool_from_function(
     validate: ToolValidator | None = None,
     says_result: bool = False,
     changes_nothing: bool = False,
+    finds: str | None = None,
 ) -> Tool:
     """Build a Tool from a typed function; a parameter annotated ToolContext receives the context.
 
@@ -142,6 +151,7 @@ def tool_from_function(
         examples=examples,
         says_result=says_result,
         changes_nothing=changes_nothing,
+        finds=finds,
     )
 
 

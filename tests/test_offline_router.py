@@ -148,7 +148,8 @@ async def test_the_call_ends_only_when_the_caller_says_goodbye(said: str, ends: 
     hangs_up = Completion("", (ToolCall("e", "end_call", {}),))
     asks = Completion("", (ToolCall("q", "ask_buy_or_return", {}),))
     model = ScriptedProvider([hangs_up, asks], name="triage")
-    session = build_registry(Shop(":memory:"), {"triage": model}).session("c1", SWARM, metadata={"caller": "+49151"})
+    registry = build_registry(Shop(":memory:"), {"triage": model}, route_first=False)  # the model's own choice
+    session = registry.session("c1", SWARM, metadata={"caller": "+49151"})
     reply = await session.complete(said)
     assert (session.ended() is not None) == ends, reply
     if not ends:

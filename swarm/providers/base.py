@@ -57,6 +57,16 @@ class PromptCache(Protocol):
         ...
 
 
+@runtime_checkable
+class Router(Protocol):
+    """A fast decider beside the model (the offline router's phrases): it names the tool call the caller's words
+    ask for when it is sure, in milliseconds, so the turn need not wait for a generation."""
+
+    def sure_call(self, request: CompletionRequest) -> ToolCall | None:
+        """The one tool call the last caller message asks for beyond doubt, its arguments filled; else None."""
+        ...
+
+
 async def collect(provider: Provider, request: CompletionRequest) -> Completion:
     """Run a provider to the end and return its Completion."""
     async for item in provider.stream(request):

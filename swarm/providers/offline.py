@@ -36,10 +36,12 @@ class OfflineRouter:
         name: str = "offline",
         threshold: float = 88.0,
         precedence: tuple[str, ...] = (),
+        doubtful: tuple[str, ...] = (),
         declined: str = "All right, I won't do that. Is there anything else I can help with?",
     ) -> None:
         """`examples`: tool name -> phrases that mean "use it"; `unclear`: agent -> what to ask when nothing
-        matches; `precedence`: tools that win a tie, first first."""
+        matches; `precedence`: tools that win a tie, first first; `doubtful`: phrases that leave the router
+        unsure whatever else matches (sure_call), as "ordered" said of a purchase to send back."""
         self.name = name
         self.threshold = threshold
         self._precedence = {tool: len(precedence) - i for i, tool in enumerate(precedence)}
@@ -47,6 +49,7 @@ class OfflineRouter:
         # Phrases anchor at a word start only, so "replace" also matches "replaced".
         self._examples = {tool: tuple(normalise(p).rstrip() for p in phrases) for tool, phrases in examples.items()}
         self._unclear = dict(unclear)
+        self._doubtful = tuple(normalise(p).rstrip() for p in doubtful)
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         completion = self.route(request)
@@ -86,6 +89,21 @@ class OfflineRouter:
         # partial_ratio looks for the shorter string inside the longer: the phrase must be the one looked for.
         compare = fuzz.partial_ratio if len(phrase) <= len(said) else fuzz.ratio
         return compare(phrase, said, score_cutoff=needed) > 0
+
+    def sure_call(self, request: CompletionRequest) -> ToolCall | None:
+        """The tool call the caller's last words ask for beyond doubt (swarm.providers.base.Router): no read-back
+        awaits their yes or no, exactly one of the request's tools has its phrases in the words, no doubtful
+        phrase is there, and the words fill its required arguments. Else None, and the model decides."""
+        last = request.messages[-1] if request.messages else None
+        if last is None or last.role != "user" or pending_proposal(request.messages):
+            return None
+        said = normalise(last.content)
+        if any(self._occurs(phrase, said) for phrase in self._doubtful):
+            return None
+        scores = self.scores(last.content, [t.name for t in request.tools])
+        named = [t for t in request.tools if scores[t.name] > 0]
+        arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
+        return None if arguments is None else ToolCall("router_0", named[0].name, arguments)
 
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])

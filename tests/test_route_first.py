@@ -1,0 +1,66 @@
+"""The router takes the steps it is sure of before the model (Agent.router): triage's hand-over and, handed the
+caller, the likely lookup on their words. What it is unsure of, and a lookup that finds nothing, is the model's."""
+
+from __future__ import annotations
+
+from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.shop import Shop
+from swarm.messages import CompletionRequest
+from swarm.providers.scripted import ScriptedProvider, reply
+
+CALLER = "+4930123456"
+
+
+def asks_which(request: CompletionRequest):
+    """A model that hands over to sales from triage and asks sales' question: the scripted path the router skips."""
+    names = {t.name for t in request.tools}
+    if "search_products" not in names:
+        return reply("", ("navigate_to_sales", {}))
+    return reply("", ("ask_which_product", {}))
+
+
+def session_with(model: ScriptedProvider, *, route_first: bool = True):
+    registry = build_registry(Shop(":memory:"), dict.fromkeys(AGENTS, model), route_first=route_first)
+    return registry.session("c1", SWARM, metadata={"caller": CALLER})
+
+
+async def test_a_plain_wish_to_buy_is_answered_without_the_model() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    answer = await session.complete("I'd like to buy a new phone charger.")
+    assert answer.startswith("We have the USB-C phone charger")
+    assert session.get_agent_name() == "sales"
+    assert model.requests == []
+
+
+async def test_without_route_first_the_model_takes_every_step() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model, route_first=False)
+    answer = await session.complete("I'd like to buy a new phone charger.")
+    assert answer == "What product are you looking for?"
+    assert [r.agent for r in model.requests] == ["triage", "sales"]
+
+
+async def test_a_lookup_that_finds_nothing_is_dropped_and_the_model_answers() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    answer = await session.complete("I want to buy something nice.")
+    assert answer == "What product are you looking for?"
+    # The router handed over (no triage request); the empty search left no trace the model would read.
+    assert [r.agent for r in model.requests] == ["sales"]
+    assert not any(m.tool_name == "search_products" for m in model.requests[0].messages)
+
+
+async def test_words_of_a_past_purchase_leave_the_router_unsure() -> None:
+    # "ordered" is a buying word said of a purchase to send back: the model decides who takes it.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    await session.complete("The lamp I ordered arrived and I'd like to buy a bulb for it.")
+    assert model.requests[0].agent == "triage"
+
+
+async def test_words_naming_two_wishes_leave_the_router_unsure() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    await session.complete("I want to return a kettle and buy a toaster.")
+    assert model.requests[0].agent == "triage"
