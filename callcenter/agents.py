@@ -9,6 +9,7 @@ from typing import Any
 
 from callcenter.shop import Shop
 from callcenter.shop_tools import DOUBTFUL, OPERATOR_PHRASES, PRECEDENCE, RETURN_PHRASES, SALES_PHRASES, shop_tools
+from callcenter.verification import Verification
 from swarm.confirmations import yes_or_no
 from swarm.messages import ToolSpec
 from swarm.providers.base import Provider
@@ -65,6 +66,8 @@ REFUND_PROMPT = (
     "never say you found one before.\n"
     "- The caller wants to return something or has a problem with it: call find_order with the product they name, "
     "and the order number only if they said one.\n"
+    "- find_order says needs_verification: ask its question; with the caller's answer call find_order again with "
+    "the same order_number and their answer as verification.\n"
     "- The caller says yes to the return: call create_return with the order_number, sku and quantity from the result "
     "and confirmed true.\n"
     "- The caller says no: return nothing, and ask if there is anything else.\n"
@@ -178,9 +181,11 @@ def build_registry(
     *,
     fallback_to_offline: bool = False,
     route_first: bool = True,
+    verification: Verification | None = None,
 ) -> Registry:
     """The registry for the shop swarm; an agent whose provider is None is served by the offline router, and
-    with `route_first` an LLM's agents take the steps the router is sure of from it (Agent.router)."""
+    with `route_first` an LLM's agents take the steps the router is sure of from it (Agent.router). The shop's
+    tools serve orders to callers identified or verified as `verification` says (callcenter.verification)."""
     registry = Registry()
     tools = [
         navigate_tool("sales", "Hand the caller over to sales when they want to buy something.", SALES_PHRASES),
@@ -193,7 +198,7 @@ def build_registry(
         question_tool(
             "ask_which_product", "Ask which product the caller wants, when they named none.", UNCLEAR["sales"]
         ),
-        *shop_tools(shop),
+        *shop_tools(shop, verification),
     ]
     # The router's phrases come from the tools themselves, so both LLMs share one vocabulary.
     router = OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE, doubtful=DOUBTFUL)

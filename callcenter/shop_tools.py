@@ -6,11 +6,14 @@ and returns it as a "proposal", which the model (or the offline router) runs aga
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from num2words import num2words
 
-from callcenter.shop import Order, Product, Shop, ShopError
+from callcenter.shop import Order, Product, Shop, ShopError, spoken_digits
+from callcenter.verification import CallState, Verification, call_state, proves
+from swarm.events import Escalated
 from swarm.tools import Tool, ToolContext, tool_from_function
 
 
@@ -25,8 +28,33 @@ def _caller(context: ToolContext) -> str:
     return str(context.metadata.get("caller", ""))
 
 
-def shop_tools(shop: Shop) -> list[Tool]:
-    """The sales and refund tools, bound to one shop."""
+def _owns(caller: str, order: Order) -> bool:
+    """The identified caller is the order's customer: the whole number, never a part of it."""
+    return bool(caller) and order.customer_key == caller
+
+
+def _to_a_person(context: ToolContext) -> dict[str, Any]:
+    # Too many wrong answers: a person takes over (the channel transfers once this is said), and the tools
+    # answer nothing more about orders in this call.
+    if not any(isinstance(event, Escalated) for event in context.session.events):
+        context.session.escalate("verification_failed")
+    return {"say": "I'm sorry, I can't confirm that order with you. I'll put you through to a colleague, please hold."}
+
+
+def _read_back(orders: list[Order], product: str | None, *, guessed: bool = False) -> dict[str, Any]:
+    order = orders[0]
+    line = _matching_line(order, product)
+    when = order.created_at.strftime("%d %B").lstrip("0")
+    opening = "I couldn't find that product, but I found" if guessed else "I found"
+    say = f"{opening} your order {_digits(order.order_number)} from {when} with the {line.name}. Shall I start a return for it?"
+    proposal = _proposal("create_return", order_number=order.order_number, sku=line.sku, quantity=1)
+    return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
+
+
+def shop_tools(shop: Shop, verification: Verification | None = None) -> list[Tool]:
+    """The sales and refund tools, bound to one shop; orders are read and returned only for a caller
+    identified or verified as `verification` says (callcenter.verification)."""
+    policy = verification or Verification()
 
     def search_products(query: str, quantity: int = 1) -> dict[str, Any]:
         """Search the catalogue for products matching what the caller asked for.
@@ -71,35 +99,83 @@ def shop_tools(shop: Shop) -> list[Tool]:
         say = f"Your order is placed. The order number is {_digits(order.order_number)}, and the total is {total}."
         return {"order_number": order.order_number, "total_cents": order.total_cents, "say": say}
 
-    def find_order(context: ToolContext, order_number: str | None = None, product: str | None = None) -> dict[str, Any]:
+    async def find_order(
+        context: ToolContext,
+        order_number: str | None = None,
+        product: str | None = None,
+        verification: str | None = None,
+    ) -> dict[str, Any]:
         """Find the caller's order, by its number or else by the caller's phone number and the product.
+        If the result says needs_verification, ask the caller its question, then call find_order again with
+        the same order_number and their answer as verification.
 
         Args:
             order_number: the order number if the caller gave it
             product: words about the product the order contained
+            verification: the caller's answer to the security question (the postcode or e-mail they said)
         """
-        orders = shop.find_orders(order_number=order_number, product_text=product) if order_number else []
-        if not orders:
-            # A wrong number (misheard, or invented: a small model writes "12345"): the caller's own orders.
-            orders = shop.find_orders(customer_phone=_caller(context), product_text=product)
-        guessed = not orders and bool(product)
+        state = call_state(context.session.events)
+        if state.exhausted(policy):
+            return _to_a_person(context)
+        caller = _identified(context)
+        number = spoken_digits(order_number) if isinstance(order_number, str) else ""
+        if not number:
+            return await asyncio.to_thread(_own_orders, context, caller, product)
+        named = await asyncio.to_thread(_named, number)
+        if named is not None and (_owns(caller, named) or number in state.verified):
+            return _read_back([named], product)
+        if verification:
+            if proves(verification, named, policy.verify_with) and named is not None:
+                return {**_read_back([named], product), "verification": "passed", "order_number": number}
+            return _failed(context, state, number, product)
+        if caller and product:
+            # A misheard or invented number (a small model writes "12345") beside the caller's own order.
+            own = await asyncio.to_thread(shop.find_orders, customer_phone=caller, product_text=product)
+            if own:
+                return _read_back(own, product)
+        return _needs_verification(context, number, product)
+
+    def _own_orders(context: ToolContext, caller: str, product: str | None) -> dict[str, Any]:
+        orders = shop.find_orders(customer_phone=caller, product_text=product) if caller else []
+        guessed = not orders and bool(product) and bool(caller)
         if guessed:
             # Product words none of their orders matches, often misheard ("handphone" for "headphones", seen
             # with a hard caller): their latest order, read back by its own product, for them to say yes or no.
-            orders = shop.find_orders(customer_phone=_caller(context))
+            orders = shop.find_orders(customer_phone=caller)
         if not orders:
             # The caller may type the number instead of saying it: the voice layer runs this tool with it.
             context.request_digits("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, product=product)
             return {"orders": [], "say": "I couldn't find that order. Could you tell me the order number?"}
-        order = orders[0]
-        line = _matching_line(order, product)
-        when = order.created_at.strftime("%d %B").lstrip("0")
-        opening = "I couldn't find that product, but I found" if guessed else "I found"
-        say = f"{opening} your order {_digits(order.order_number)} from {when} with the {line.name}. Shall I start a return for it?"
-        proposal = _proposal("create_return", order_number=order.order_number, sku=line.sku, quantity=1)
-        return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
+        return _read_back(orders, product, guessed=guessed)
 
-    def create_return(
+    def _named(number: str) -> Order | None:
+        found = shop.find_orders(order_number=number, limit=1)
+        return found[0] if found else None
+
+    def _identified(context: ToolContext) -> str:
+        """The customer the caller ID names, where it counts at all."""
+        return shop.customer_key(_caller(context)) if policy.caller_id == "trusted" else ""
+
+    def _needs_verification(context: ToolContext, number: str, product: str | None) -> dict[str, Any]:
+        # The same answer whether or not the order exists, and nothing of it: no oracle for guessing numbers.
+        asked = {"order_number": number, **({"product": product} if product else {})}
+        # A postcode of digits may be typed as well: the voice layer runs this tool with it.
+        context.request_digits("find_order", "verification", ORDER_NUMBER_MAX_DIGITS, **asked)
+        return {
+            "verification": "needed",
+            "needs_verification": f"ask the caller: {policy.question!r}, then call find_order again with "
+            "this order_number and their answer as verification",
+            "say": policy.question,
+            "question": {"tool": "find_order", "arguments": asked, "answer": "verification"},
+        }
+
+    def _failed(context: ToolContext, state: CallState, number: str, product: str | None) -> dict[str, Any]:
+        if state.failures + 1 >= policy.max_attempts:
+            return {**_to_a_person(context), "verification": "failed"}
+        again = _needs_verification(context, number, product)
+        return {**again, "verification": "failed", "say": "I'm sorry, that doesn't match. " + policy.question}
+
+    async def create_return(
         context: ToolContext, order_number: str, sku: str, quantity: int = 1, reason: str = "", confirmed: bool = False
     ) -> dict[str, Any]:
         """Start a return of an item from an order. Only with confirmed=true after the caller clearly said yes.
@@ -111,13 +187,22 @@ def shop_tools(shop: Shop) -> list[Tool]:
             reason: why, in the caller's words
             confirmed: true only after the caller agreed
         """
+        state = call_state(context.session.events)
+        if state.exhausted(policy):
+            return _to_a_person(context)
+        number = spoken_digits(order_number) if isinstance(order_number, str) else ""
+        if number not in state.verified:
+            named = await asyncio.to_thread(_named, number) if number else None
+            if named is None or not _owns(_identified(context), named):
+                # Nothing is written, and nothing said of the order, for a caller not verified for it.
+                return _needs_verification(context, number, None)
         if not confirmed:
-            say = f"Shall I start the return of {quantity} item from order {_digits(order_number)}?"
-            proposal = _proposal("create_return", order_number=order_number, sku=sku, quantity=quantity, reason=reason)
+            say = f"Shall I start the return of {quantity} item from order {_digits(number)}?"
+            proposal = _proposal("create_return", order_number=number, sku=sku, quantity=quantity, reason=reason)
             return {"say": say, "needs_confirmation": True, "proposal": proposal}
         try:
-            made = shop.create_return(
-                order_number, sku, quantity, reason or "not given", f"{context.session_id}:{order_number}:{sku}"
+            made = await asyncio.to_thread(
+                shop.create_return, number, sku, quantity, reason or "not given", f"{context.session_id}:{number}:{sku}"
             )
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}

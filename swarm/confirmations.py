@@ -72,3 +72,24 @@ def proposal_in(message: Message) -> dict[str, Any] | None:
         return None
     proposal = result.get("proposal") if isinstance(result, dict) else None
     return proposal if isinstance(proposal, dict) and "tool" in proposal else None
+
+
+def pending_question(messages: Sequence[Message]) -> dict[str, Any] | None:
+    """The question the last tool result asked the caller, when the last message may answer it.
+
+    A tool that needs something only the caller can say (find_order's security question) returns, beside the
+    question it says, {"tool": ..., "arguments": ..., "answer": <argument>}: the caller's next words are that
+    argument of that call. Any brain can follow it; the offline router does (swarm.providers.offline)."""
+    for message in reversed(messages[:-1]):
+        if message.role == "user":
+            return None
+        if message.role == "tool":
+            try:
+                result = json.loads(message.content)
+            except ValueError:
+                return None
+            question = result.get("question") if isinstance(result, dict) else None
+            if isinstance(question, dict) and isinstance(question.get("tool"), str):
+                return question if isinstance(question.get("answer"), str) else None
+            return None
+    return None

@@ -15,7 +15,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from swarm.confirmations import normalise, pending_proposal, yes_or_no
+from swarm.confirmations import normalise, pending_proposal, pending_question, yes_or_no
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta
 
@@ -72,6 +72,11 @@ class OfflineRouter:
             if answer is False:
                 return Completion(self.declined)
         tool = self.best_tool(text, request.tools) if text else None
+        question = pending_question(request.messages) if text else None
+        if question is not None and tool is None:
+            # The caller answers what a tool asked ("It's 1 0 1 1 5."): their words are the asked argument. Words
+            # that ask for a tool themselves ("return something from order 2 3 4 5 6") are a new request.
+            return _call(question["tool"], {**question.get("arguments", {}), question["answer"]: text})
         if tool is not None:
             arguments = fill_arguments(tool, text)
             if arguments is not None:
@@ -97,6 +102,8 @@ class OfflineRouter:
         last = request.messages[-1] if request.messages else None
         if last is None or last.role != "user" or pending_proposal(request.messages):
             return None
+        if pending_question(request.messages):
+            return None  # the words may be the answer a tool asked for: the model (or route) decides
         said = normalise(last.content)
         if any(self._occurs(phrase, said) for phrase in self._doubtful):
             return None
