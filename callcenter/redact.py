@@ -16,6 +16,7 @@ its last digits, enough for a supervisor to tell two callers apart and no more:
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import phonenumbers
@@ -48,17 +49,25 @@ PHONE_MIN_DIGITS = 7
 # fails Luhn by one digit still gives the other fifteen away.
 CARD_WORDS = re.compile(r"\b(card|credit|debit|visa|mastercard|amex|american express|maestro)\b", re.IGNORECASE)
 CARD_WORDS_BEFORE = 40  # characters
+# No card or phone number is longer than 19 digits, and nothing the shop says is either: a longer run is
+# numbers said together ("4242 4242 4242 4242 4242 4242"), masked whole whatever its pieces are.
+LONGEST_NUMBER = 19
 
-_TOKEN = r"(?:\d+|(?:" + "|".join(DIGIT_WORDS) + r")\b)"
-# Digits separated by spaces, dashes, slashes, parentheses or commas ("4, 1, 1, 1" is how Whisper writes
-# digits read out slowly). Dots are not separators: "24.90" is a price and "01.12.2026" a date.
-_SEP = r"(?:[ \t]*[-/,][ \t]*|[ \t]+|[ \t]*\)[ \t]*|[ \t]*\([ \t]*)"
+# A digit token is any decimal digit (full-width "４１１１" too: \d is Unicode) and may be glued to letters
+# ("card4111...", "4111...x"); a digit word needs word boundaries ("someone" holds no "one").
+_TOKEN = r"(?:\d+|\b(?:" + "|".join(DIGIT_WORDS) + r")\b)"
+# Between the pieces of one number: up to 4 separator characters of any kind people and Whisper write (spaces,
+# dots, commas, dashes of every width, underscores, slashes, parentheses, bullets), but never a newline, nor
+# "@" or ":" (a SIP URI's host and port are not the rest of its user's number). Prices ("24.90") and dates
+# ("01.12.2026") are runs too short or shaped to be masked.
+_SEP_CHARS = r"[^\S\n]|[-‐‑‒–—―−－_.,/\\()·•|~]"
+_SEP = r"(?:" + _SEP_CHARS + r"){1,4}"
 _RUN = re.compile(
-    r"(?<![\w*])(?P<plus>\+[ \t]?|plus[ \t]+)?\(?(?P<body>" + _TOKEN + r"(?:" + _SEP + _TOKEN + r")*)(?![\w*])",
+    r"(?<![*])(?P<plus>\+[ \t]?|\bplus[ \t]+)?(?P<body>" + _TOKEN + r"(?:" + _SEP + _TOKEN + r")*)",
     re.IGNORECASE,
 )
 _PIECE = re.compile(_TOKEN, re.IGNORECASE)
-_DATE = re.compile(r"^(\d{1,2}[-/]\d{1,2}[-/](\d{2}|\d{4})|\d{4}[-/]\d{1,2}[-/]\d{1,2})$")
+_DATE = re.compile(r"^(\d{1,2}[-/.]\d{1,2}[-/.](\d{2}|\d{4})|\d{4}[-/.]\d{1,2}[-/.]\d{1,2})$", re.ASCII)
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b")
 _IN_SIP_USER = re.compile(r"sips?:[^\s<>\"@]*$", re.IGNORECASE)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?P<tld>[A-Za-z]{2,})\b")
@@ -126,7 +135,8 @@ def _pieces(match: re.Match[str]) -> list[_Piece]:
     found = []
     for piece in _PIECE.finditer(match["body"]):
         word = piece[0].lower()
-        found.append(_Piece(offset + piece.start(), offset + piece.end(), DIGIT_WORDS.get(word, word)))
+        digits = DIGIT_WORDS.get(word) or "".join(str(unicodedata.decimal(c)) for c in word)  # "４" -> "4"
+        found.append(_Piece(offset + piece.start(), offset + piece.end(), digits))
     return found
 
 
@@ -155,6 +165,12 @@ def _mask_run(match: re.Match[str], region: str) -> str:
                 break
         else:
             start += 1
+    total = sum(len(p.digits) for p in pieces)
+    shown = total - sum(len(p.digits) for first, stop, _ in masks for p in pieces[first:stop])
+    # Digits left beside a card or phone number found in the same run may be the rest of it (a card read on
+    # after a prefix that looked like a phone, or a longer number): the whole run is masked then.
+    if total > LONGEST_NUMBER or (masks and total >= 13 and shown > CARD_KEEP):
+        masks = [(0, len(pieces), CARD_KEEP)]
     if not masks:
         return match[0]
     return _apply(match, pieces, masks)
@@ -163,10 +179,14 @@ def _mask_run(match: re.Match[str], region: str) -> str:
 def _classify(pieces: list[_Piece], region: str, international: bool, card_context: bool, whole: bool) -> int | None:
     """How many digits to keep if these pieces are a card or phone number, else None."""
     digits = "".join(p.digits for p in pieces)
-    if international:  # "+" is a phone number's alone
-        return PHONE_KEEP if len(digits) >= PHONE_MIN_DIGITS and _is_phone(digits, region, True) else None
-    if 13 <= len(digits) <= 19 and _card_shaped(pieces) and (luhn.is_valid(digits) or card_context):
+    if international and len(digits) >= PHONE_MIN_DIGITS and _is_phone(digits, region, True):
+        return PHONE_KEEP
+    # A valid card number is one however it is split ("41 11 11 ..."); one that fails Luhn but follows "card"
+    # only when written as cards are.
+    if 13 <= len(digits) <= 19 and (luhn.is_valid(digits) or (card_context and _card_shaped(pieces))):
         return CARD_KEEP
+    if international:  # "+" is otherwise a phone number's alone
+        return None
     if len(digits) >= (PHONE_MIN_DIGITS if whole else PHONE_MIN_DIGITS + 2) and _is_phone(
         digits, region, international
     ):
@@ -226,6 +246,6 @@ def _apply(match: re.Match[str], pieces: list[_Piece], masks: list[tuple[int, in
 
 
 def _mask_piece(written: str, visible: int) -> str:
-    if not written.isdigit():
+    if not written.isdecimal():
         return written if visible else MASK  # a digit word: kept whole or masked whole
     return MASK * (len(written) - visible) + written[len(written) - visible :]

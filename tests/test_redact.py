@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from stdnum import luhn
 
@@ -44,6 +44,17 @@ MASKED = [
     ("zero one five one two three four five six seven eight nine", "* * * * * * * * * * eight nine"),
     # a run that is more than one number: the phone inside it is found
     ("that is 129 0151 23456789", "that is 129 **** ******89"),
+    # issue 25: runs longer than a card, other separators, full-width digits, digits glued to words
+    ("my order number is 4242 4242 4242 4242 4242 4242", "my order number is **** **** **** **** **** 4242"),
+    ("424242424242424242424242", "********************4242"),
+    ("4111.1111.1111.1111", "****.****.****.1111"),
+    ("4111_1111_1111_1111", "****_****_****_1111"),
+    ("4111 – 1111 – 1111 – 1111", "**** – **** – **** – 1111"),
+    ("４１１１ １１１１ １１１１ １１１１", "**** **** **** １１１１"),
+    ("card4111111111111111", "card************1111"),
+    ("4111111111111111x", "************1111x"),
+    ("41 11 11 11 11 11 11 11", "** ** ** ** ** ** 11 11"),
+    ("+4111111111111111", "+************1111"),
     # e-mail, written and spoken
     ("mail jane.doe@example.com ok", "mail ***@***.com ok"),
     ("it's jane dot doe at example dot com", "it's *** at *** dot com"),
@@ -62,6 +73,8 @@ KEPT = [
     "oh, I see",
     "GB82WEST12345698765431",  # mod 97 fails (and its digits fail Luhn): not an IBAN, not a card
     "call 12345",
+    "It costs 24.90 euros. 3 left",
+    "on 01.12.2026",
     "",
 ]
 
@@ -170,3 +183,41 @@ def test_stored_records_are_redacted_when_asked(tmp_path: Path, redaction: Calla
     with contextlib.closing(sqlite3.connect(tmp_path / "calls.db")) as conn:
         dump = "\n".join(conn.iterdump())
     assert dump.count(PHONE) == 1 and "4111" not in dump and "jane" not in dump  # the number: in the caller column only
+
+
+# ---- issue 25: a valid card never survives, whatever is around it and between its digits --------------------
+
+# What people and Whisper put between digits; the property draws 1 to 3 of them between any two digits.
+SEPARATORS = [" ", "  ", "\t", "\u00a0", ".", ". ", ",", ", ", "-", " - ", "–", "—", "_", "/", "(", ")", "·", "|"]
+FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+# Text around the card: anything but digits, digit words' letters run together are fine, newlines are not
+# separators (a new line is a new line of the transcript).
+AROUND = st.text(st.characters(blacklist_categories=("Nd", "Cs"), blacklist_characters="\n"), max_size=30)
+
+
+@st.composite
+def written_cards(draw: st.DrawFn) -> tuple[str, str]:
+    length = draw(st.integers(13, 19))
+    body = draw(st.text("0123456789", min_size=length - 1, max_size=length - 1))
+    card = body + luhn.calc_check_digit(body)
+    if draw(st.booleans()):
+        card = card.translate(FULL_WIDTH)
+    written = card[0]
+    for digit in card[1:]:
+        gap = draw(st.lists(st.sampled_from(SEPARATORS), max_size=2))
+        written += "".join(gap)[:4] + digit
+    return card, draw(AROUND) + written + draw(AROUND)
+
+
+def _visible_digits(text: str) -> int:
+    return sum(c.isdecimal() for c in text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(written_cards())
+def test_a_valid_card_never_survives_in_any_text_with_any_separators(drawn: tuple[str, str]) -> None:
+    card, text = drawn
+    masked = redact(text)
+    # The text around holds no digits: whatever digits are left are the card's, and at most its last four.
+    assert _visible_digits(masked) <= 4, masked
+    assert _visible_digits(text) == len(card)

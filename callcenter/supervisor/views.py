@@ -13,51 +13,40 @@ from callcenter.shop import Shop
 from callcenter.store.domain import Order, Return
 from swarm.events import Event, ToolCalled, UserText
 
-# Keys whose values are names and identifiers, never what a caller said: shown as they are.
-PLAIN_KEYS = frozenset(
-    {
-        "event",
-        "kind",
-        "who",
-        "via",
-        "state",
-        "agent",
-        "agents",
-        "name",
-        "disposition",
-        "end_reason",
-        "node",
-        "call_id",
-        "sku",
-        "status",
-        "order_number",
-        "return_number",
-    }
-)
+# The page's handle on a call (?id=, the buttons): shown as it is, or the page could not name the call. Everything
+# else is masked by what it holds, whatever its key: a card number spoken as an "order_number" is still a card.
+HANDLE_KEYS = frozenset({"call_id"})
 CALLER_KEYS = frozenset({"caller", "called"})
 SHOWN_DIGITS = 4
+# What a PBX puts where the caller's number would be when it has none: not an identity, shown as it is.
+NO_NUMBER = frozenset({"", "anonymous", "unknown", "unavailable", "restricted", "private", "withheld"})
 
 
 def masked_number(number: str) -> str:
-    """A phone number with only its last digits shown ("•••0321"); names such as "anonymous" stay."""
-    digits = re.sub(r"\D", "", number)
-    if not digits:
+    """A caller's identity with only the last digits of a number shown ("•••0321"); a name or a SIP user
+    without digits is an identity too ("•••"), only "anonymous" and the like stay."""
+    if number.strip().lower() in NO_NUMBER:
         return number
+    digits = re.sub(r"\D", "", number)
     shown = digits[-SHOWN_DIGITS:] if len(digits) > SHOWN_DIGITS + 2 else ""
     return "•" * 3 + shown
 
 
 def shown(value: Any, *, masked: bool, region: str = "DE", key: str = "") -> Any:
-    """The value with everything a caller may have said redacted (when masked), however deep; national phone
-    numbers as written in `region` (privacy.phone_region)."""
-    if not masked or key in PLAIN_KEYS:
+    """The value with everything a caller may have said redacted (when masked), however deep, under any key;
+    national phone numbers as written in `region` (privacy.phone_region)."""
+    if not masked or key in HANDLE_KEYS:
         return value
     if key in CALLER_KEYS and isinstance(value, str):
         return masked_number(value)
     if isinstance(value, str):
         return redact(value, region)
     if isinstance(value, dict):
-        return {k: shown(v, masked=masked, region=region, key=k) for k, v in value.items()}
+        # Keys are the tool's or the model's words too ({"4111 1111 1111 1111": ...} from a model that erred).
+        return {
+            redact(k, region) if isinstance(k, str) else k: shown(v, masked=masked, region=region, key=k)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [shown(v, masked=masked, region=region) for v in value]
     return value
