@@ -30,7 +30,11 @@ def test_a_card_under_any_key_is_masked_however_deep() -> None:
 
 
 def test_what_the_shop_says_and_the_calls_handle_stay_readable() -> None:
-    row = {"call_id": "a84b4c76e66710@4111111111111111.example", "order_number": "53030123", "sku": "HP-100"}
+    row: dict[str, object] = {
+        "call_id": "a84b4c76e66710@4111111111111111.example",
+        "order_number": "53030123",
+        "sku": "HP-100",
+    }
     row |= {"name": "Wireless headphones", "created_at": "2026-05-01T10:30:00+00:00", "total_cents": 2490}
     assert shown(row, masked=True) == row
 
