@@ -26,6 +26,7 @@ from aiohttp import WSMsgType, web
 
 from callcenter.app import App, open_app
 from callcenter.config import Config, WebConfig
+from callcenter.log_safety import printable
 from callcenter.supervisor.auth import (
     Failures,
     by_loopback_name,
@@ -113,7 +114,7 @@ async def _session(request: web.Request) -> web.WebSocketResponse:
 
 
 async def _converse(socket: web.WebSocketResponse, session: Session, config: WebConfig, client_id: str) -> None:
-    log.info("websocket session opened client=%s", _printable(client_id))
+    log.info("websocket session opened client=%s", printable(client_id))
     recent: deque[float] = deque(maxlen=config.messages_per_minute)
     try:
         async for message in socket:
@@ -152,16 +153,11 @@ async def _converse(socket: web.WebSocketResponse, session: Session, config: Web
                 break
     finally:
         session.dispose()
-        log.info("websocket session closed client=%s", _printable(client_id))
+        log.info("websocket session closed client=%s", printable(client_id))
 
 
 async def _error(socket: web.WebSocketResponse, error: str) -> None:
     await socket.send_json({"event": "error", "error": error})
-
-
-def _printable(text: str) -> str:
-    """A client's value as one log line can hold it: no newlines or other control characters (forged lines)."""
-    return text.encode("unicode_escape").decode("ascii")[:200]
 
 
 def _caller_text(data: str) -> str:

@@ -367,4 +367,9 @@ class SipCall:
 
 
 def _user(uri: SipUri) -> str:
-    return urllib.parse.unquote(uri.user) if uri.user else ""
+    """The URI's user, percent-decoded, except for control characters: a caller is a number or a name, and a
+    %0A decoded into it would reach every log line, record and page that shows the caller."""
+    if not uri.user:
+        return ""
+    decoded = urllib.parse.unquote(uri.user)
+    return "".join(c if c.isprintable() else urllib.parse.quote(c) for c in decoded)

@@ -8,6 +8,7 @@ import logging
 import signal
 
 from callcenter.config import Config
+from callcenter.log_safety import configure as configure_logging
 from callcenter.server import VoiceServer
 
 
@@ -19,7 +20,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 async def serve_forever(config: Config, listen: str | None, provider: str | None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(logging.INFO)  # escaped: a SIP header cannot write a log line of its own
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
