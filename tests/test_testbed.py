@@ -183,7 +183,8 @@ async def test_a_slow_turn_fails_its_budget(tmp_path):
 
 
 async def test_typed_digits_run_the_tool_that_asked_for_them(tmp_path):
-    # Bought from another phone: find_order by the caller's number fails and asks for the order number.
+    # Bought from another phone: find_order by the caller's number fails and asks for the order number, then
+    # for the postcode on the order (issue 29); both are typed.
     result = await trial(
         tmp_path,
         """
@@ -197,6 +198,9 @@ async def test_typed_digits_run_the_tool_that_asked_for_them(tmp_path):
         when = "asks_order_number"
         dtmf = "{orders.blender}#"
         [[turn]]
+        when = "asks_postcode"
+        dtmf = "{orders.blender.postcode}#"
+        [[turn]]
         when = "asks_to_confirm"
         say = "Yes."
         [[reference]]
@@ -206,7 +210,7 @@ async def test_typed_digits_run_the_tool_that_asked_for_them(tmp_path):
     """,
     )
     assert result.passed, result.failures
-    assert len(result.turn_latency_s) == 3  # the typed number is a turn of its own
+    assert len(result.turn_latency_s) == 4  # each typed number is a turn of its own
     assert any(who == "caller" and text.startswith("<dtmf ") for who, text in result.transcript)
 
 
@@ -245,8 +249,8 @@ def test_reference_state_ignores_numbers_and_times(tmp_path):
     untouched = read_state(tmp_path / "fresh.db", values)
     assert untouched.differences(first) == [
         "stock of KT-410 is 20, expected 21",
-        "unexpected order ('kettle', '079460321', 'delivered', 4500, (('KT-410', 1, 4500),))",
-        "missing order ('kettle', '079460321', 'returned', 4500, (('KT-410', 1, 4500),))",
+        "unexpected order ('kettle', '+442079460321', 'delivered', 4500, (('KT-410', 1, 4500),))",
+        "missing order ('kettle', '+442079460321', 'returned', 4500, (('KT-410', 1, 4500),))",
         "missing return ('kettle', 'KT-410', 1)",
     ]
 

@@ -85,7 +85,7 @@ async def agent_under_test(
             names = {
                 k.removeprefix("orders."): v
                 for k, v in values.items()
-                if k.startswith("orders.") and not k.endswith(".spoken")
+                if k.startswith("orders.") and k.count(".") == 1  # not .spoken, .postcode
             }
             yield AgentUnderTest(TextCall(session), shop, names)
         finally:

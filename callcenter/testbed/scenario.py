@@ -24,6 +24,8 @@ CONDITIONS = {
         r"|purchase|go ahead|start the return|return (it|them|this)))\b[^.!]*\?"
     ),
     "asks_order_number": r"\border number\b|\bnumber of (the|your) order\b",
+    # The security question before another phone's order is read (callcenter.verification).
+    "asks_postcode": r"\bpost ?code\b|\be-?mail address\b",
     "asks_buy_or_return": r"\bbuy\b.*\breturn\b|\breturn\b.*\bbuy\b",
     "asks_what_product": r"\b(what|which) (product|item)\b|\blooking for\b|\bdescribe\b",
 }
@@ -42,6 +44,8 @@ class SeedOrder:
     items: tuple[tuple[str, int], ...]
     days_ago: float = 6.0
     phone: str | None = None  # None: the scenario's caller
+    postcode: str = "10115"  # the delivery's, what a caller from another phone proves the order with
+    email: str = ""
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,10 @@ def render_value(value: Any, values: dict[str, str]) -> Any:
 
 def template_keys(orders: tuple[SeedOrder, ...]) -> set[str]:
     names = {o.name for o in orders}
-    return {"caller", *(f"orders.{n}" for n in names), *(f"orders.{n}.spoken" for n in names)}
+    return {
+        "caller",
+        *(f"orders.{n}{part}" for n in names for part in ("", ".spoken", ".postcode", ".postcode.spoken")),
+    }
 
 
 def load_suite(paths: list[str | Path]) -> list[Scenario]:
@@ -246,8 +253,15 @@ class _Reader:
             )
 
     def _seed(self, index: int, o: dict[str, Any]) -> SeedOrder:
-        self._only(o, {"name", "items", "days_ago", "phone"}, f"[[setup.orders]] #{index + 1}")
-        return SeedOrder(str(o["name"]), _items(o["items"]), float(o.get("days_ago", 6.0)), o.get("phone"))
+        self._only(o, {"name", "items", "days_ago", "phone", "postcode", "email"}, f"[[setup.orders]] #{index + 1}")
+        return SeedOrder(
+            str(o["name"]),
+            _items(o["items"]),
+            float(o.get("days_ago", 6.0)),
+            o.get("phone"),
+            str(o.get("postcode", SeedOrder.postcode)),
+            str(o.get("email", "")),
+        )
 
     def _turn(self, index: int, t: dict[str, Any]) -> Turn:
         self._only(t, {"say", "dtmf", "silence_s", "when", "budget_s"}, f"[[turn]] #{index + 1}")

@@ -54,9 +54,13 @@ def prepare_shop(path: Path, scenario: Scenario) -> tuple[Shop, dict[str, str]]:
     try:
         values = {"caller": scenario.caller}
         for seed in scenario.seed_orders:
-            order = shop.seed_demo_order(seed.phone or scenario.caller, list(seed.items), seed.days_ago)
+            order = shop.seed_demo_order(
+                seed.phone or scenario.caller, list(seed.items), seed.days_ago, postcode=seed.postcode, email=seed.email
+            )
             values[f"orders.{seed.name}"] = order.order_number
             values[f"orders.{seed.name}.spoken"] = " ".join(order.order_number)
+            values[f"orders.{seed.name}.postcode"] = seed.postcode
+            values[f"orders.{seed.name}.postcode.spoken"] = " ".join(seed.postcode)
         for sku in scenario.sold_out:
             product = shop.get_product(sku)
             if product is None:
@@ -106,7 +110,7 @@ def read_state(path: Path, values: dict[str, str]) -> ShopState:
     labels = {
         number: name.removeprefix("orders.")
         for name, number in values.items()
-        if name.startswith("orders.") and not name.endswith(".spoken")
+        if name.startswith("orders.") and name.count(".") == 1  # not .spoken, .postcode
     }
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         stock = dict(conn.execute("SELECT sku, stock FROM products").fetchall())
