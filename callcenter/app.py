@@ -32,13 +32,14 @@ class App:
 
 async def open_app(config: Config, provider: str | None = None) -> App:
     # Migrations and the catalogue may wait for a database server: not on the event loop.
-    shop = await asyncio.to_thread(Shop, config.database)
+    shop = await asyncio.to_thread(Shop, config.database, phone_region=config.callers.phone_region)
     llm_choice = await choose_llm(config, AGENTS, provider)
     registry = build_registry(
         shop,
         llm_choice.per_agent,
         fallback_to_offline=config.llm.fallback == "offline",
         route_first=config.llm.route_first,
+        verification=config.callers,
     )
     await prefill(registry, SWARM, llm_choice)
     return App(config, shop, registry, llm_choice.description, llm_choice)

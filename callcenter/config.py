@@ -13,6 +13,7 @@ from typing import Any
 
 from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from callcenter.redact import PHONE_REGIONS
+from callcenter.verification import Verification, VerificationError
 from swarm.registry import SessionConfig
 from swarm.tool_modes import TOOL_MODES
 from telephony.endpoint import EndpointConfig
@@ -245,6 +246,8 @@ class Config:
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     web: WebConfig = field(default_factory=WebConfig)
+    # [callers]: how callers are identified and verified before an order is read or changed (issue 29).
+    callers: Verification = field(default_factory=Verification)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -302,6 +305,7 @@ def _build(data: dict[str, Any]) -> Config:
     voice = _section(VoiceConfig, _table(data, "voice"), "voice")
     supervisor = _section(SupervisorConfig, _table(data, "supervisor"), "supervisor")
     privacy = _section(PrivacyConfig, _table(data, "privacy"), "privacy")
+    callers = _section(Verification, _table(data, "callers"), "callers")
     web = _section(WebConfig, _table(data, "web"), "web")
     if set(shop) - {"database"}:
         raise ConfigError(f"unknown keys in [shop]: {', '.join(sorted(set(shop) - {'database'}))}; allowed: database")
@@ -319,6 +323,7 @@ def _build(data: dict[str, Any]) -> Config:
         supervisor=supervisor,
         privacy=privacy,
         web=web,
+        callers=callers,
     )
 
 
@@ -406,6 +411,14 @@ def _validated(config: Config) -> Config:
     if config.privacy.phone_region not in PHONE_REGIONS:
         raise ConfigError(
             f"privacy.phone_region is {config.privacy.phone_region!r}; use a two-letter country code like DE or US"
+        )
+    try:
+        config.callers.check()
+    except VerificationError as error:
+        raise ConfigError(str(error)) from None
+    if config.callers.phone_region not in PHONE_REGIONS:
+        raise ConfigError(
+            f"callers.phone_region is {config.callers.phone_region!r}; use a two-letter country code like DE or US"
         )
     low, _, high = config.sip.rtp_ports.partition("-")
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):

@@ -5,6 +5,7 @@ and checked by the tools, three wrong answers to a person; with the offline rout
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from callcenter.agents import SWARM, build_registry
+from callcenter.config import ConfigError, load_config
 from callcenter.shop import Order, Shop
 from callcenter.shop_tools import shop_tools
 from callcenter.verification import Verification, VerificationError, proves
@@ -250,3 +252,28 @@ async def test_no_tool_reads_or_returns_another_customers_order_without_its_fact
             assert order.order_number not in seen, result
             assert "return_number" not in result, result
             assert " ".join(order.order_number) not in result.get("say", ""), result
+
+
+def test_the_callers_section_of_the_config(tmp_path: Path) -> None:
+    path = tmp_path / "voiceswarm.toml"
+    path.write_text('[callers]\ncaller_id = "claimed"\nverify_with = ["email", "phone_digits"]\nphone_region = "GB"\n')
+    callers = load_config(path, {}).callers
+    assert callers == Verification("claimed", ("email", "phone_digits"), 3, "GB")
+    assert load_config(None, {}).callers == Verification()  # trusted caller ID, postcode or e-mail, 3 tries
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('caller_id = "sure"', "callers.caller_id"),
+        ('verify_with = ["pin"]', "callers.verify_with"),
+        ("verify_with = []", "callers.verify_with"),
+        ("max_attempts = 0", "callers.max_attempts"),
+        ('phone_region = "XX"', "callers.phone_region"),
+    ],
+)
+def test_unusable_callers_settings_are_named(tmp_path: Path, table: str, message: str) -> None:
+    path = tmp_path / "voiceswarm.toml"
+    path.write_text(f"[callers]\n{table}\n")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path, {})
