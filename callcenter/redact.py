@@ -63,7 +63,7 @@ _TOKEN = r"(?:\d+|\b(?:" + "|".join(DIGIT_WORDS) + r")\b)"
 _SEP_CHARS = r"[^\S\n]|[-‐‑‒–—―−－_.,/\\()·•|~]"
 _SEP = r"(?:" + _SEP_CHARS + r"){1,4}"
 _RUN = re.compile(
-    r"(?<![*])(?P<plus>\+[ \t]?|\bplus[ \t]+)?(?P<body>" + _TOKEN + r"(?:" + _SEP + _TOKEN + r")*)",
+    r"(?P<plus>\+[ \t]?|\bplus[ \t]+)?(?P<body>" + _TOKEN + r"(?:" + _SEP + _TOKEN + r")*)",
     re.IGNORECASE,
 )
 _PIECE = re.compile(_TOKEN, re.IGNORECASE)
