@@ -277,3 +277,14 @@ def test_unusable_callers_settings_are_named(tmp_path: Path, table: str, message
     path.write_text(f"[callers]\n{table}\n")
     with pytest.raises(ConfigError, match=message):
         load_config(path, {})
+
+
+def test_orders_keyed_by_the_last_nine_digits_are_keyed_by_the_whole_number_on_opening(database_url: str) -> None:
+    with Shop(database_url) as before:
+        number = before.seed_demo_order(GERMAN, [("HP-100", 1)], days_ago=3).order_number
+        # What schema version 1 wrote: the number's last nine digits.
+        before.database.write(lambda conn: conn.execute("UPDATE orders SET phone_key = '930555555'"))
+        assert before.find_orders(customer_phone=GERMAN) == []
+    with Shop(database_url) as after:
+        assert [o.order_number for o in after.find_orders(customer_phone=GERMAN)] == [number]
+        assert after.find_orders(customer_phone=FRENCH) == []

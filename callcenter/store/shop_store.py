@@ -292,7 +292,8 @@ def _prepare(conn: Connection, catalogue_csv: str | Path | None, region: str) ->
 def _rekey_orders(conn: Connection, region: str) -> None:
     # Rows written before schema version 2 hold the number's last nine digits; a key of version 2 starts with
     # "+" or is empty, so only old rows are selected, once (a start-up scan, not a per-call cost).
-    rows = conn.all("SELECT id, customer_phone FROM orders WHERE phone_key <> '' AND phone_key NOT LIKE '+%'")
+    # substr, not LIKE '+%': a literal % would be a placeholder to psycopg.
+    rows = conn.all("SELECT id, customer_phone FROM orders WHERE phone_key <> '' AND substr(phone_key, 1, 1) <> '+'")
     conn.executemany(
         "UPDATE orders SET phone_key = ? WHERE id = ?",
         [(customer_key(row["customer_phone"], region), row["id"]) for row in rows],
