@@ -162,6 +162,12 @@ class VoiceConfig:
     # on real SIP calls with a 200 ms model (benchmarks/voice_to_voice.py --early-reply both): heard at the
     # caller 0.96 -> 0.85 s p50 at one call; with Whisper's full window it gained nothing (1.18, 1.22 s).
     early_reply: bool = True
+    # A turn whose answer has not begun this long after the end of the turn hears a short acknowledgement
+    # first ("One moment, please.", rendered at start-up), and something short again after every
+    # still_working_ms of silence that follows, so the caller never waits in silence for a slow model (0: off).
+    # A fast answer (a 200 ms model's, the router's) is heard before it: ~0.3 s after the end of the turn.
+    acknowledge_after_ms: int = 350
+    still_working_ms: int = 2000
     # A turn whose words at that pause are a finished sentence, heard confidently, ends after this much
     # silence instead of end_silence_ms, or as soon as those words are in (0: off; needs early_transcript_ms).
     # Off by default: with early_reply the reply waits for the model started at the pause, not for the end

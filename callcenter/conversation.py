@@ -20,12 +20,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from callcenter.acknowledgement import Acknowledger, Fillers
 from callcenter.config import VoiceConfig
 from callcenter.keypad import Keypad, run_with_digits
 from callcenter.playback import Playback
@@ -84,6 +85,15 @@ def _mid_sentence_wait_s(voice: VoiceConfig) -> float | None:
     return (voice.turn_max_silence_ms - voice.end_silence_ms) / 1000 if voice.mid_sentence_wait else None
 
 
+def _fillers(voice: VoiceConfig) -> Fillers | None:
+    if not voice.acknowledge_after_ms:
+        return None
+    return Fillers(voice.acknowledge_after_ms / 1000, voice.still_working_ms / 1000)
+
+
+DEFAULT_FILLERS = _fillers(VoiceConfig())
+
+
 @dataclass(frozen=True)
 class VoiceSettings:
     """What one call says and how long it waits. The fields [voice] configures take their defaults from
@@ -110,6 +120,8 @@ class VoiceSettings:
     # A turn whose words stop mid-sentence ("my order number is ...") waits this much longer for the rest
     # (None: answered at once): up to turn_max_silence_ms after the caller's voice.
     mid_sentence_wait_s: float | None = _mid_sentence_wait_s(VoiceConfig())
+    # What a slow answer's silence is filled with (callcenter.acknowledgement); None: nothing.
+    fillers: Fillers | None = DEFAULT_FILLERS
 
     @classmethod
     def from_config(cls, voice: VoiceConfig) -> VoiceSettings:
@@ -122,6 +134,7 @@ class VoiceSettings:
             max_call_s=voice.max_call_s,
             early_reply=voice.early_reply,
             mid_sentence_wait_s=_mid_sentence_wait_s(voice),
+            fillers=_fillers(voice),
         )
 
 
@@ -132,6 +145,7 @@ class TurnTiming:
     transcript_s: float | None = None  # end of speech -> transcript
     first_sentence_s: float | None = None  # end of speech -> the model's first sentence
     first_audio_s: float | None = None  # end of speech -> first reply audio handed to the call (voice-to-voice)
+    acknowledged_s: float | None = None  # end of speech -> an acknowledgement handed to the call, if the reply was slow
     early: bool = False  # the transcript was started at the caller's pause, before the end of the turn
     early_reply: bool = False  # so was the model's reply (the turn took the speculation started there)
 
@@ -143,6 +157,9 @@ class TurnTiming:
             "llm_s": llm,
             "tts_s": tts,
             "voice_to_voice_s": self.first_audio_s,
+            "acknowledged_s": self.acknowledged_s,
+            # What the caller waited in silence after the end of the turn: the first sound they heard.
+            "first_sound_s": min((s for s in (self.first_audio_s, self.acknowledged_s) if s is not None), default=None),
             "early_transcript": self.early,
             "early_reply": self.early_reply,
         }
@@ -220,7 +237,7 @@ class Transcript:
     def add(self, who: str, text: str, *, via: str | None = None) -> None:
         line: dict[str, Any] = {"at": time.time(), "who": who, "text": text}
         if via is not None:
-            line["via"] = via  # "keypad": typed, not said
+            line["via"] = via  # "keypad": typed, not said; "acknowledgement": heard, not in the model's history
         self.lines.append(line)
 
 
@@ -237,7 +254,9 @@ class Conversation:
         domain_prompt: str | None = None,
         on_turn: Callable[[TurnTiming], None] | None = None,
         language_check: LanguageChecking | None = None,
+        fillers_audio: Mapping[str, np.ndarray] | None = None,
     ) -> None:
+        """`fillers_audio`: the acknowledgements' audio rendered at start-up (callcenter.acknowledgement)."""
         self.call, self.session, self.settings = call, session, settings
         self.language_check = language_check
         self._language_checks = LANGUAGE_CHECKS if language_check is not None else 0
@@ -245,6 +264,10 @@ class Conversation:
         self.domain_prompt = domain_prompt
         self.on_turn = on_turn
         self.transcript = Transcript()
+        fillers = settings.fillers
+        self._acknowledger = (
+            Acknowledger(fillers, synthesizer, call.call_id, fillers_audio) if fillers is not None else None
+        )
         self.disposition = "completed"
         self._turn: asyncio.Task[None] | None = None
         self._spoken: list[tuple[str, int]] = []  # sentences of the running turn and the sample where each ends
@@ -805,9 +828,12 @@ class Conversation:
                     timing.first_sentence_s = time.monotonic() - ended
                 yield sentence
 
+        filling = self._fill_silence(ended, timing)
         try:
             await self._speak(sentences(), ended, timing)
         finally:  # an interrupted turn was still a turn, with its latencies
+            if filling is not None:
+                filling.cancel()
             if speculation is not None:
                 timing.early_reply = speculation.taken
                 speculation.cancel()  # also when this turn was replaced before it asked the model
@@ -820,6 +846,20 @@ class Conversation:
                 " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None),
             )
         await self._after_turn()
+
+    def _fill_silence(self, ended: float, timing: TurnTiming) -> asyncio.Task[None] | None:
+        """Acknowledge a slow answer (callcenter.acknowledgement): heard and recorded, not in the model's history."""
+        if self._acknowledger is None:
+            return None
+
+        def heard(text: str) -> None:
+            if timing.acknowledged_s is None:
+                timing.acknowledged_s = time.monotonic() - ended
+            self.transcript.add("agent", text, via="acknowledgement")
+
+        return asyncio.create_task(
+            self._acknowledger.fill(self._playback, ended, lambda: timing.first_audio_s is not None, heard)
+        )
 
     async def _speak(
         self, sentences: AsyncGenerator[str, None], ended: float | None = None, timing: TurnTiming | None = None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from callcenter.acknowledgement import render
 from callcenter.app import App
 from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
@@ -19,6 +20,7 @@ from callcenter.recording import OFF, CallRecorder, RecordingOutcome, Recordings
 from callcenter.records import CallRecord, CallRecords
 from callcenter.redact import redact
 from callcenter.supervisor.live import LiveCalls
+from callcenter.supervisor.views import masked_number
 from speech.endpointer import Endpointer
 from speech.language import LanguageCheck
 from speech.models import ModelError
@@ -157,13 +159,14 @@ class VoiceService:
     ) -> None:
         self.app, self.speech, self.records, self.metrics = app, speech, records, metrics
         self.recordings = recordings  # None: recording is off
-        self.region = app.config.privacy.phone_region  # for the caller's number, masked in the log
         voice = app.config.voice
+        self.region = app.config.privacy.phone_region  # for the caller's number, masked in the log
         self.settings = VoiceSettings.from_config(voice)
         # "announce": the notice comes first, on calls whose recording has started.
         self.announcing = replace(self.settings, greeting=f"{voice.recording_notice} {voice.greeting}")
         self.prompt = domain_prompt(app)
         self.live = LiveCalls()  # what the supervisor's page watches
+        self.fillers_audio: dict[str, np.ndarray] = {}  # the acknowledgements, rendered by warm_up()
         self._overflow: dict[str, bool] = {}  # call ids taken over the admission limits, to hand to a person
 
     def take_overflow(self, call_id: str) -> bool:
@@ -193,13 +196,14 @@ class VoiceService:
             domain_prompt=self.prompt,
             on_turn=self._observe,
             language_check=self.speech.language,
+            fillers_audio=self.fillers_audio,
         )
         self.metrics.active_calls.inc()
         self.live.add(call, conversation)
         log.info(
             "event=call_answered call=%s caller=%s called=%s",
             call.call_id,
-            redact(call.caller, self.region),
+            _logged_caller(call.caller, self.region),
             call.called,
         )
         disposition = "failed"
@@ -265,6 +269,9 @@ class VoiceService:
             else (settings.greeting,)
         )
         overflow = (settings.overload_notice,) if self.app.config.voice.overload == "transfer" else ()
+        if settings.fillers is not None:  # whole, kept apart from the synthesizer's cache: never rendered on a turn
+            for phrase in settings.fillers.phrases():
+                self.fillers_audio[phrase] = await render(self.speech.synthesizer, phrase)
         for text in (*greetings, *overflow, settings.repeat, settings.reprompt, settings.handover):
             audio += [chunk async for chunk in self.speech.synthesizer.synthesize_stream(text, "warm-up")]
         heard = np.concatenate(audio[:2])
@@ -275,3 +282,8 @@ class VoiceService:
 
     def _observe(self, timing: TurnTiming) -> None:
         self.metrics.observe_turn(timing.breakdown())
+
+
+def _logged_caller(caller: str, region: str) -> str:
+    """The caller's number masked for the log; a name or a SIP user without digits is an identity too."""
+    return redact(caller, region) if any(ch.isdigit() for ch in caller) else masked_number(caller)

@@ -51,3 +51,11 @@ def test_printable_values_are_one_bounded_line() -> None:
     assert printable("kiosk-1") == "kiosk-1"
     assert printable("a\nb\u2028c") == "a\\nb\\u2028c"
     assert len(printable("x" * 1000)) == 200
+
+
+def test_a_caller_without_digits_is_masked_in_the_call_log() -> None:
+    from callcenter.voice import _logged_caller
+
+    assert _logged_caller("alice.smith", "DE") == "•••"
+    assert _logged_caller("anonymous", "DE") == "anonymous"  # no identity to hide
+    assert "30123456" not in _logged_caller("+4930123456", "DE")
