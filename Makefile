@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-fast lint bench eval eval-audio clean
+.PHONY: demo test test-fast lint bench eval eval-audio clean system-packages
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,8 +16,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m callcenter.demo
 
-test: $(STAMP)
+# The real peers' Debian packages first (apt-get, as root or with sudo), so that no test skips for want of them.
+test: $(STAMP) system-packages
 	$(PY) -m pytest
+
+system-packages:
+	harness/system-packages.sh
 
 # The fakes and pure functions, without real SIP peers, speech models, LLMs or slow runs: under a minute.
 test-fast: $(STAMP)
