@@ -146,6 +146,7 @@ class TurnTiming:
     first_sentence_s: float | None = None  # end of speech -> the model's first sentence
     first_audio_s: float | None = None  # end of speech -> first reply audio handed to the call (voice-to-voice)
     acknowledged_s: float | None = None  # end of speech -> an acknowledgement handed to the call, if the reply was slow
+    behind_s: float = 0.0  # the reply's first audio waited this long behind an acknowledgement still playing
     early: bool = False  # the transcript was started at the caller's pause, before the end of the turn
     early_reply: bool = False  # so was the model's reply (the turn took the speculation started there)
 
@@ -160,6 +161,8 @@ class TurnTiming:
             "acknowledged_s": self.acknowledged_s,
             # What the caller waited in silence after the end of the turn: the first sound they heard.
             "first_sound_s": min((s for s in (self.first_audio_s, self.acknowledged_s) if s is not None), default=None),
+            # When the reply itself began to play (after any acknowledgement ahead of it).
+            "answer_s": None if self.first_audio_s is None else self.first_audio_s + self.behind_s,
             "early_transcript": self.early,
             "early_reply": self.early_reply,
         }
@@ -872,6 +875,7 @@ class Conversation:
                     async for chunk in chunks:
                         if timing is not None and ended is not None and timing.first_audio_s is None:
                             timing.first_audio_s = time.monotonic() - ended
+                            timing.behind_s = (self._playback.total - self._playback.heard) / PHONE_RATE
                         self._playback.play(chunk)
                 self._spoken.append((sentence, self._playback.total))
                 self.transcript.add("agent", sentence)
