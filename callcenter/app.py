@@ -32,7 +32,9 @@ class App:
 
 async def open_app(config: Config, provider: str | None = None) -> App:
     # Migrations and the catalogue may wait for a database server: not on the event loop.
-    shop = await asyncio.to_thread(Shop, config.database, phone_region=config.callers.phone_region)
+    shop = await asyncio.to_thread(
+        Shop, config.database, config.catalogue or None, phone_region=config.callers.phone_region
+    )
     llm_choice = await choose_llm(config, AGENTS, provider)
     registry = build_registry(
         shop,

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "callcenter.commands.say",
     "callcenter.commands.transcribe",
     "callcenter.commands.eval",
+    "callcenter.commands.shop",
 )
 
 

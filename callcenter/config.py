@@ -254,6 +254,9 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     # [callers]: how callers are identified and verified before an order is read or changed (issue 29).
     callers: Verification = field(default_factory=Verification)
+    # [shop] catalogue: the .csv or .json file a new shop database is filled from; empty: the demo catalogue.
+    # Read only when the database has no products yet: `voiceswarm shop import` changes a live one.
+    catalogue: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -313,13 +316,17 @@ def _build(data: dict[str, Any]) -> Config:
     privacy = _section(PrivacyConfig, _table(data, "privacy"), "privacy")
     callers = _section(Verification, _table(data, "callers"), "callers")
     web = _section(WebConfig, _table(data, "web"), "web")
-    if set(shop) - {"database"}:
-        raise ConfigError(f"unknown keys in [shop]: {', '.join(sorted(set(shop) - {'database'}))}; allowed: database")
+    if set(shop) - {"database", "catalogue"}:
+        unknown = ", ".join(sorted(set(shop) - {"database", "catalogue"}))
+        raise ConfigError(f"unknown keys in [shop]: {unknown}; allowed: catalogue, database")
     if data:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(data))}")
     database = shop.get("database", Config.database)
     if not isinstance(database, str):
         raise ConfigError(f"shop.database must be a path or a URL (sqlite:///..., postgresql://...), not {database!r}")
+    catalogue = shop.get("catalogue", "")
+    if not isinstance(catalogue, str) or (catalogue and Path(catalogue).suffix.lower() not in (".csv", ".json")):
+        raise ConfigError(f"shop.catalogue must be the path of a .csv or .json file, not {catalogue!r}")
     return Config(
         _section(LLMConfig, llm, "llm"),
         database,
@@ -330,6 +337,7 @@ def _build(data: dict[str, Any]) -> Config:
         privacy=privacy,
         web=web,
         callers=callers,
+        catalogue=catalogue,
     )
 
 

@@ -130,9 +130,9 @@ def test_own_catalogue_csv_is_loaded_instead(tmp_path: Path, db: str) -> None:
 @pytest.mark.parametrize(
     ("rows", "problem"),
     [
-        ("A-1,x,y,abc,1,z\n", r"line 2"),
-        ("A-1,x,y,1.00,1,z\nA-2,x,y,1.00,-1,z\n", r"line 3: the price and the stock"),
-        ("A-1,x,y,1.00,1,z\na-1,x,y,1.00,1,z\n", r"line 3: the sku A-1 appears twice"),
+        ("A-1,x,y,abc,1,z\n", r"line 2, price_eur: 'abc' is not a price"),
+        ("A-1,x,y,1.00,1,z\nA-2,x,y,1.00,-1,z\n", r"line 3, stock: -1: stock is zero or more"),
+        ("A-1,x,y,1.00,1,z\na-1,x,y,1.00,1,z\n", r"line 3, sku: A-1 is also on line 2"),
     ],
 )
 def test_broken_catalogue_names_file_and_line(tmp_path: Path, db: str, rows: str, problem: str) -> None:

@@ -37,8 +37,24 @@ class InvalidRequest(ShopError):
     """Arguments no order or return can be made of (no items, a quantity below one...)."""
 
 
+@dataclass(frozen=True, slots=True)
+class RowProblem:
+    """One thing wrong in a catalogue file: where (line, field; "" for the whole row or file) and why."""
+
+    line: int
+    field: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}, {self.field}: {self.why}" if self.field else f"line {self.line}: {self.why}"
+
+
 class CatalogueError(ShopError):
-    """The catalogue CSV cannot be loaded; the message names the file and the line."""
+    """A catalogue file cannot be loaded; the message names the file, and every bad row by line and field."""
+
+    def __init__(self, message: str, problems: tuple[RowProblem, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 @dataclass(frozen=True, slots=True)

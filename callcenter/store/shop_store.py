@@ -17,6 +17,7 @@ from typing import Any
 
 from callcenter.store import shop_schema
 from callcenter.store.catalogue import load_catalogue
+from callcenter.store.catalogue_import import ImportResult, import_products
 from callcenter.store.database import Connection, Database, open_database
 from callcenter.store.domain import (
     InvalidRequest,
@@ -48,6 +49,8 @@ DEMO_POSTCODE = "10115"
 class Shop:
     """The shop on the database a URL or a plain path names (a plain path is a SQLite file).
 
+    A new database (no products yet) is filled from `catalogue_csv` (a .csv or .json file), else from the
+    packaged demo catalogue; `seed_catalogue=False` leaves it empty (`voiceswarm shop import` fills it).
     `phone_region` is the country whose national numbers are read as its own: customers are found by the
     whole number in E.164, never by trailing digits.
     """
@@ -60,6 +63,7 @@ class Shop:
         busy_timeout_s: float = 10.0,
         database: Database | None = None,
         phone_region: str = DEFAULT_PHONE_REGION,
+        seed_catalogue: bool = True,
     ) -> None:
         self.path = str(path)
         self.phone_region = phone_region
@@ -69,7 +73,7 @@ class Shop:
                 self._db,
                 shop_schema.COMPONENT,
                 shop_schema.MIGRATIONS,
-                then=lambda conn: _prepare(conn, catalogue_csv, phone_region),
+                then=lambda conn: _prepare(conn, catalogue_csv, seed_catalogue, phone_region),
             )
         except BaseException:
             self._db.close()
@@ -126,6 +130,12 @@ class Shop:
 
     def get_product(self, sku: str) -> Product | None:
         return self._db.read(lambda conn: _find_product(conn, sku))
+
+    def import_catalogue(self, catalogue: str | Path, *, replace: bool = False) -> ImportResult:
+        """Add and update the products of a .csv or .json file, all or none (one transaction); `replace` also
+        removes the products the file does not list. Raises CatalogueError naming every bad row."""
+        products = load_catalogue(catalogue)  # every row checked before the first is written
+        return self._db.write(lambda conn: import_products(conn, products, replace=replace))
 
     # -- orders --
 
@@ -284,8 +294,9 @@ class Shop:
 # --- helpers (all run inside one read or write transaction) ---------------------------
 
 
-def _prepare(conn: Connection, catalogue_csv: str | Path | None, region: str) -> None:
-    _seed_catalogue(conn, catalogue_csv)
+def _prepare(conn: Connection, catalogue_csv: str | Path | None, seed: bool, region: str) -> None:
+    if seed:
+        _seed_catalogue(conn, catalogue_csv)
     _rekey_orders(conn, region)
 
 
