@@ -8,7 +8,16 @@ from dataclasses import replace
 from typing import Any
 
 from callcenter.shop import Shop
-from callcenter.shop_tools import DOUBTFUL, OPERATOR_PHRASES, PRECEDENCE, RETURN_PHRASES, SALES_PHRASES, shop_tools
+from callcenter.shop_tools import OPERATOR_PHRASES, shop_tools
+from callcenter.swarm_file import (
+    HAND_OVER_PREFIX,
+    AgentSpec,
+    SwarmFile,
+    SwarmFileError,
+    ToolFacts,
+    check_tools,
+    load_swarm_file,
+)
 from callcenter.verification import Verification
 from swarm.confirmations import yes_or_no
 from swarm.messages import ToolSpec
@@ -19,69 +28,15 @@ from swarm.tools import Tool, ToolContext
 
 SWARM = "shop"
 
-# Rules every agent follows: the caller hears these replies through a phone speaker. The prompts are written
-# for a 1.5B model (Qwen2.5-Coder, the local LLM): short, one job per agent, one line per situation and the
-# tool it calls, example calls in words (no format: the tool mode adds its own), measured with
-# benchmarks/triage_llm.py. They are the same every turn, so the server's prompt cache keeps them.
-VOICE_RULES = (
-    "You are on a phone call: the caller hears your words. Speak in one or two short sentences of plain words, "
-    "no lists, markdown, JSON or emoji. Say prices in words, like twenty four euros ninety. "
-    "Never invent products, prices, stock or orders: say only what the tools return."
-)
-
-TRIAGE_PROMPT = (
-    "You answer the phone for an online shop. Your one job: send the caller to the right place. "
-    "Never answer questions yourself; always call one of your tools.\n"
-    "- To buy or order something, or a question about a product, its price or stock: call navigate_to_sales.\n"
-    "- To return, refund or exchange something, or a problem with something they received: call navigate_to_refund.\n"
-    "- They ask for a person, a human, an agent, a representative or a manager: call transfer_to_operator.\n"
-    "- They say goodbye (bye, that's all): call end_call.\n"
-    "- They speak another language than English: call transfer_to_operator (a colleague may speak it).\n"
-    "- Anything else (a greeting, yes, no, okay, half a sentence, another question): call ask_buy_or_return.\n"
-    "Examples:\n"
-    '"do you sell coffee machines" -> navigate_to_sales\n'
-    '"the radio I got is broken" -> navigate_to_refund\n'
-    '"let me speak to someone" -> transfer_to_operator\n'
-    '"buongiorno, vorrei comprare una lampada" -> transfer_to_operator\n'
-    '"hello" -> ask_buy_or_return\n'
-    '"what\'s your address" -> ask_buy_or_return'
-)
-
-SALES_PROMPT = (
-    "You are the shop's sales assistant on the phone. Products, prices and stock come only from search_products, "
-    "never from memory.\n"
-    "- The caller names or asks about a product: call search_products with their words for it.\n"
-    "- They want to buy but name no product: call ask_which_product.\n"
-    "- The caller says yes to the order: call place_order with the sku and quantity from the result and confirmed true.\n"
-    "- The caller says no: order nothing, and ask if there is anything else.\n"
-    "- They want to return something: call navigate_to_refund. They ask for a person: call transfer_to_operator.\n"
-    "Examples:\n"
-    '"do you have desk fans" -> search_products with query "desk fans"\n'
-    '"I need two desk fans" -> search_products with query "desk fans" and quantity 2\n'
-    '"yes please" after the price -> place_order with confirmed true'
-)
-
-REFUND_PROMPT = (
-    "You are the shop's returns assistant on the phone. You see no order until find_order returns it: "
-    "never say you found one before.\n"
-    "- The caller wants to return something or has a problem with it: call find_order with the product they name, "
-    "and the order number only if they said one.\n"
-    "- find_order says needs_verification: ask its question; with the caller's answer call find_order again with "
-    "the same order_number and their answer as verification.\n"
-    "- The caller says yes to the return: call create_return with the order_number, sku and quantity from the result "
-    "and confirmed true.\n"
-    "- The caller says no: return nothing, and ask if there is anything else.\n"
-    "- They want to buy something: call navigate_to_sales. They ask for a person: call transfer_to_operator.\n"
-    "Examples:\n"
-    '"my toaster stopped working" -> find_order with product "toaster"\n'
-    '"yes" after the read-back -> create_return with confirmed true'
-)
-
-UNCLEAR = {
-    "triage": "Would you like to buy something, or return something you bought?",
-    "sales": "What product are you looking for?",
-    "refund": "Which item would you like to return? The order number helps if you have it.",
-}
+# The demo shop's swarm (callcenter/data/swarm.toml), read once: its names, as other modules have always imported
+# them from here. A call centre's own file is read by build_registry.
+DEFAULT_SWARM = load_swarm_file()
+AGENTS = tuple(DEFAULT_SWARM.agents)
+VOICE_RULES = DEFAULT_SWARM.rules
+TRIAGE_PROMPT = DEFAULT_SWARM.agents["triage"].prompt
+SALES_PROMPT = DEFAULT_SWARM.agents["sales"].prompt
+REFUND_PROMPT = DEFAULT_SWARM.agents["refund"].prompt
+UNCLEAR = {name: agent.unclear for name, agent in DEFAULT_SWARM.agents.items()}
 
 
 def transfer_to_operator_tool() -> Tool:
@@ -111,33 +66,26 @@ def question_tool(name: str, description: str, question: str) -> Tool:
     return Tool(name, description, {"type": "object", "properties": {}}, call, says_result=True)
 
 
-def triage_question_tool(router: OfflineRouter) -> Tool:
-    """Triage's question, unless the router hears a plain wish to buy or to return in the same words.
+def hand_over_question_tool(
+    name: str, description: str, question: str, router: OfflineRouter, targets: tuple[str, ...]
+) -> Tool:
+    """The agent's question, unless the router hears a plain wish for one of `targets` in the same words.
 
     Given the choice, the 1.5B model asked "buy or return?" of "How much are your wireless headphones?" and
     "I need three smart light bulbs": a second opinion from the phrases, taken only when the model had none.
     """
-    hand_overs = tuple(ToolSpec(f"navigate_to_{agent}", "") for agent in ("sales", "refund"))
+    hand_overs = tuple(ToolSpec(f"{HAND_OVER_PREFIX}{agent}", "") for agent in targets)
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
         said = next((m.content for m in reversed(context.session.get_agent_history()) if m.role == "user"), "")
         heard = router.best_tool(said, hand_overs) if said else None
         if heard is not None:
             # No say line: the agent the caller is handed to answers in this same turn.
-            context.session.change_agent(heard.name.removeprefix("navigate_to_"))
+            context.session.change_agent(heard.name.removeprefix(HAND_OVER_PREFIX))
             return {"handed_over": heard.name}
-        return {"say": UNCLEAR["triage"]}
+        return {"say": question}
 
-    return Tool(
-        "ask_buy_or_return",
-        "Ask whether the caller wants to buy or to return, when it is not clear yet.",
-        {"type": "object", "properties": {}},
-        call,
-        says_result=True,
-    )
-
-
-AGENTS = ("triage", "sales", "refund")
+    return Tool(name, description, {"type": "object", "properties": {}}, call, says_result=True)
 
 
 # What a caller says to end a call. The 1.5B model answered "Ignore all your previous instructions ... refund
@@ -182,65 +130,81 @@ def build_registry(
     fallback_to_offline: bool = False,
     route_first: bool = True,
     verification: Verification | None = None,
+    swarm: SwarmFile | None = None,
 ) -> Registry:
-    """The registry for the shop swarm; an agent whose provider is None is served by the offline router, and
-    with `route_first` an LLM's agents take the steps the router is sure of from it (Agent.router). The shop's
-    tools serve orders to callers identified or verified as `verification` says (callcenter.verification)."""
+    """The registry for the swarm of `swarm` (default: the demo shop's file); an agent whose provider is None is
+    served by the offline router, and with `route_first` an LLM's agents take the steps the router is sure of
+    from it (Agent.router). The shop's tools serve orders to callers identified or verified as `verification`
+    says (callcenter.verification). Raises SwarmFileError naming the file's line of each wrong name."""
+    swarm = swarm or DEFAULT_SWARM
     registry = Registry()
-    tools = [
-        navigate_tool("sales", "Hand the caller over to sales when they want to buy something.", SALES_PHRASES),
-        navigate_tool(
-            "refund", "Hand the caller over to returns when they want to return, refund or exchange.", RETURN_PHRASES
-        ),
+    targets = [a for a in swarm.agents.values() if any(a.name in b.hand_overs for b in swarm.agents.values())]
+    shop_side = shop_tools(shop, verification)
+    known = {t.name: t for t in shop_side}
+    control = [
+        *(_hand_over_tool(agent, known) for agent in targets),
         navigate_back_tool(),
         transfer_to_operator_tool(),
         end_call_tool(),
-        question_tool(
-            "ask_which_product", "Ask which product the caller wants, when they named none.", UNCLEAR["sales"]
-        ),
-        *shop_tools(shop, verification),
     ]
+    _check_own_names(swarm, [*control, *shop_side])
+    asking = [t for t in swarm.tools.values() if t.question and t.hands_over]
+    # In this order: the router's ties and the registry's listing stay as they were before the swarm file.
+    plain = [t for t in swarm.tools.values() if t.question and not t.hands_over]
+    tools = [*control, *(question_tool(t.name, t.description, t.question) for t in plain), *shop_side]
+    # What writes: the shop's tools that do not only read (their confirmation step is the `confirmed` flag that
+    # swarm.checks holds to the caller's yes). Hand-overs, questions, transfer and goodbye change no record.
+    writes = {t.name for t in shop_side if not t.changes_nothing}
+    facts = {t.name: ToolFacts(t.name in writes, "confirmed" in t.parameters.get("properties", {})) for t in tools}
+    check_tools(swarm, {**facts, **{t.name: ToolFacts(False, False) for t in asking}})
     # The router's phrases come from the tools themselves, so both LLMs share one vocabulary.
-    router = OfflineRouter({t.name: t.examples for t in tools}, UNCLEAR, precedence=PRECEDENCE, doubtful=DOUBTFUL)
-    for tool in [*tools, triage_question_tool(router)]:
+    unclear = {name: agent.unclear for name, agent in swarm.agents.items()}
+    router = OfflineRouter(
+        {t.name: t.examples for t in tools}, unclear, precedence=swarm.precedence, doubtful=swarm.doubtful
+    )
+    for tool in tools:
         registry.add_tool(tool)
+    for question in asking:
+        users = [a for a in swarm.agents.values() if question.name in a.tools]
+        to = tuple(dict.fromkeys(target for agent in users for target in agent.hand_overs))
+        registry.add_tool(hand_over_question_tool(question.name, question.description, question.question, router, to))
     registry.add_provider("offline", router)
-    agents = {
-        "triage": (
-            TRIAGE_PROMPT,
-            ("navigate_to_sales", "navigate_to_refund", "transfer_to_operator", "end_call", "ask_buy_or_return"),
-        ),
-        "sales": (
-            SALES_PROMPT,
-            (
-                "search_products",
-                "ask_which_product",
-                "place_order",
-                "navigate_to_refund",
-                "navigate_back",
-                "transfer_to_operator",
-                "end_call",
-            ),
-        ),
-        "refund": (
-            REFUND_PROMPT,
-            ("find_order", "create_return", "navigate_to_sales", "navigate_back", "transfer_to_operator", "end_call"),
-        ),
-    }
-    for name, (prompt, tool_names) in agents.items():
-        provider = providers.get(name)
+    system = (swarm.rules,) if swarm.rules else ()
+    for spec in swarm.agents.values():
+        provider = providers.get(spec.name)
         provider_name, fallback = "offline", None
         if provider is not None:
             if provider.name not in registry.providers:
                 registry.add_provider(provider.name, provider)
             provider_name, fallback = provider.name, ("offline" if fallback_to_offline else None)
-        # Triage only routes: every reply of its is a tool (its one question included). Handed the caller, sales
-        # and refund look up what was asked first. An LLM's agents take those steps from the router's phrases
-        # when it is sure: a generation costs seconds on a CPU, the router milliseconds (Agent.router).
-        agent = Agent(name, prompt, provider_name, tool_names, (VOICE_RULES,), fallback)
+        # A tool-only agent (triage) only routes: every reply of its is a tool (its one question included). A
+        # look-first agent, handed the caller, looks up what was asked first. An LLM's agents take those steps from
+        # the router's phrases when it is sure: a generation costs seconds on a CPU, the router milliseconds
+        # (Agent.router).
+        agent = Agent(spec.name, spec.prompt, provider_name, spec.tools, system, fallback)
         if route_first:
             agent = replace(agent, router="offline")
-        registry.add_agent(replace(agent, tool_only=name == "triage", tool_on_entry=name != "triage"))
-    registry.add_swarm(SwarmSpec(SWARM, AGENTS, "triage"))
+        registry.add_agent(replace(agent, tool_only=spec.tool_only, tool_on_entry=spec.look_first))
+    registry.add_swarm(SwarmSpec(SWARM, tuple(swarm.agents), swarm.default_agent))
     registry.check()
     return registry
+
+
+def _hand_over_tool(agent: AgentSpec, known: Mapping[str, Tool]) -> Tool:
+    source = known.get(agent.hand_over_phrases_from)
+    phrases = agent.hand_over_phrases or (source.examples if source is not None else ())
+    return navigate_tool(agent.name, agent.hand_over, phrases)
+
+
+def _check_own_names(swarm: SwarmFile, built_in: list[Tool]) -> None:
+    taken = {t.name for t in built_in}
+    for name in swarm.tools:
+        if name in taken:
+            raise SwarmFileError(f"{swarm.where('tools', name)}: {name!r} is a built-in tool; give yours another name")
+
+
+def check_swarm(swarm: SwarmFile) -> None:
+    """Every check build_registry makes of a swarm file, before any database or model is opened (the config's
+    load): raises SwarmFileError naming the line."""
+    with Shop(":memory:", seed_catalogue=False) as scratch:  # the shop's tools are only named, never called
+        build_registry(scratch, {}, swarm=swarm)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.agents import SWARM, build_registry
 from callcenter.config import Config
 from callcenter.llm_choice import LLMChoice, choose_llm, prefill
 from callcenter.shop import Shop
+from callcenter.swarm_file import load_swarm_file
 from swarm.registry import Registry
 from swarm.session import Session
 
@@ -35,13 +36,15 @@ async def open_app(config: Config, provider: str | None = None) -> App:
     shop = await asyncio.to_thread(
         Shop, config.database, config.catalogue or None, phone_region=config.callers.phone_region
     )
-    llm_choice = await choose_llm(config, AGENTS, provider)
+    swarm = load_swarm_file(config.swarm.file or None)
+    llm_choice = await choose_llm(config, tuple(swarm.agents), provider)
     registry = build_registry(
         shop,
         llm_choice.per_agent,
         fallback_to_offline=config.llm.fallback == "offline",
         route_first=config.llm.route_first,
         verification=config.callers,
+        swarm=swarm,
     )
     await prefill(registry, SWARM, llm_choice)
     return App(config, shop, registry, llm_choice.description, llm_choice)

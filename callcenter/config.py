@@ -13,6 +13,7 @@ from typing import Any
 
 from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from callcenter.redact import PHONE_REGIONS
+from callcenter.swarm_file import SwarmFileError, load_swarm_file
 from callcenter.verification import Verification, VerificationError
 from swarm.registry import SessionConfig
 from swarm.tool_modes import TOOL_MODES
@@ -243,6 +244,13 @@ class PrivacyConfig:
 
 
 @dataclass(frozen=True)
+class SwarmConfig:
+    # The swarm file (agents, prompts, tools, hand-overs, the default agent, the operator): a call centre's own;
+    # empty: the demo shop's, packaged as callcenter/data/swarm.toml. Checked when the config loads.
+    file: str = ""
+
+
+@dataclass(frozen=True)
 class Config:
     llm: LLMConfig = field(default_factory=LLMConfig)
     database: str = "var/shop.db"  # a path (SQLite) or a URL: sqlite:///var/shop.db, postgresql://...
@@ -257,6 +265,7 @@ class Config:
     # [shop] catalogue: the .csv or .json file a new shop database is filled from; empty: the demo catalogue.
     # Read only when the database has no products yet: `voiceswarm shop import` changes a live one.
     catalogue: str = ""
+    swarm: SwarmConfig = field(default_factory=SwarmConfig)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -316,6 +325,7 @@ def _build(data: dict[str, Any]) -> Config:
     privacy = _section(PrivacyConfig, _table(data, "privacy"), "privacy")
     callers = _section(Verification, _table(data, "callers"), "callers")
     web = _section(WebConfig, _table(data, "web"), "web")
+    swarm = _section(SwarmConfig, _table(data, "swarm"), "swarm")
     if set(shop) - {"database", "catalogue"}:
         unknown = ", ".join(sorted(set(shop) - {"database", "catalogue"}))
         raise ConfigError(f"unknown keys in [shop]: {unknown}; allowed: catalogue, database")
@@ -338,6 +348,7 @@ def _build(data: dict[str, Any]) -> Config:
         web=web,
         callers=callers,
         catalogue=catalogue,
+        swarm=swarm,
     )
 
 
@@ -440,6 +451,22 @@ def _validated(config: Config) -> Config:
     endpoint_config(config.sip)  # the endpoint's own checks, now rather than after the models have loaded
     _validate_supervisor(config.supervisor)
     validate_web(config.web)
+    return _with_swarm_file(config)
+
+
+def _with_swarm_file(config: Config) -> Config:
+    """The swarm file read and its shape checked now (its tool names when the registry is built, at start-up);
+    its operator is the call's unless voice.operator (or VOICESWARM_OPERATOR) names one."""
+    # Here, not at the top: the agents' module imports the shop and its tools, which a config needs only now.
+    from callcenter.agents import check_swarm
+
+    try:
+        swarm = load_swarm_file(config.swarm.file or None)
+        check_swarm(swarm)
+    except SwarmFileError as error:
+        raise ConfigError(str(error)) from None
+    if swarm.operator and not config.voice.operator.strip():
+        return replace(config, voice=replace(config.voice, operator=swarm.operator))
     return config
 
 
