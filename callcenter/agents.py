@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from callcenter.function_tools import function_tools
 from callcenter.shop import Shop
 from callcenter.shop_tools import OPERATOR_PHRASES, shop_tools
 from callcenter.swarm_file import (
@@ -151,10 +152,11 @@ def build_registry(
     asking = [t for t in swarm.tools.values() if t.question and t.hands_over]
     # In this order: the router's ties and the registry's listing stay as they were before the swarm file.
     plain = [t for t in swarm.tools.values() if t.question and not t.hands_over]
-    tools = [*control, *(question_tool(t.name, t.description, t.question) for t in plain), *shop_side]
+    own = function_tools(swarm)
+    tools = [*control, *(question_tool(t.name, t.description, t.question) for t in plain), *shop_side, *own]
     # What writes: the shop's tools that do not only read (their confirmation step is the `confirmed` flag that
     # swarm.checks holds to the caller's yes). Hand-overs, questions, transfer and goodbye change no record.
-    writes = {t.name for t in shop_side if not t.changes_nothing}
+    writes = {t.name for t in shop_side if not t.changes_nothing} | {t.name for t in swarm.tools.values() if t.writes}
     facts = {t.name: ToolFacts(t.name in writes, "confirmed" in t.parameters.get("properties", {})) for t in tools}
     check_tools(swarm, {**facts, **{t.name: ToolFacts(False, False) for t in asking}})
     # The router's phrases come from the tools themselves, so both LLMs share one vocabulary.

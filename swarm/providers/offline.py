@@ -129,8 +129,21 @@ def fill_arguments(tool: ToolSpec, text: str) -> dict[str, Any] | None:
             arguments[name] = re.sub(r"\D", "", digits.group())
         elif name == "quantity" and (count := _COUNT.search(normalise(text))) and not _DIGITS.search(text):
             arguments[name] = _COUNTS.get(count.group(1)) or int(count.group(1))
+        elif (choice := _one_choice(properties[name], text)) is not None:
+            arguments[name] = choice
     missing = [n for n in tool.parameters.get("required", []) if n not in arguments]
     return None if missing else arguments
+
+
+def _one_choice(schema: Any, text: str) -> str | None:
+    """The one value of a string enum ("monday", "tuesday") the caller's words name; None for none or several:
+    a call centre's own typed tools (Literal[...]) get their choice from the words as the shop's get numbers."""
+    choices = schema.get("enum") if isinstance(schema, dict) else None
+    if not choices or not all(isinstance(c, str) for c in choices):
+        return None
+    words = f" {normalise(text)} "
+    named = [c for c in choices if f" {normalise(c).strip()} " in words]
+    return named[0] if len(named) == 1 else None
 
 
 def _speak(content: str) -> str:
