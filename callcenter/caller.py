@@ -60,8 +60,9 @@ class Exchange:
 
 @dataclass(frozen=True)
 class CallerTiming:
-    # The agent has finished its turn after this long without speech.
-    agent_done_after_s: float = 1.6
+    # The agent has finished its turn after this long without speech: longer than the silence between the
+    # acknowledgements of a slow answer (voice.still_working_ms), which the agent fills while it thinks.
+    agent_done_after_s: float = 2.5
     # The longest we wait for the agent to start or finish a turn.
     turn_timeout_s: float = 45.0
 

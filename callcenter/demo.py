@@ -99,7 +99,7 @@ async def main() -> int:
                 )
                 await converse(caller, f"sip:shop@{host}:{port}", lines, ANSWERS[title], written(server.app.shop))
             await asyncio.sleep(0.5)  # the server writes its call records as the calls end
-            show_rows(server.app.shop, server.records)
+            show_rows(server.app.shop, server.records, server.config.voice.end_silence_ms / 1000)
         speech.close()
     return 0
 
@@ -122,14 +122,25 @@ async def converse(caller: TestCaller, uri: str, lines: list[str], answer: str, 
         for line in lines:
             await caller.say(line)
             await caller.agent_turn()
+            show_wait(caller)
         for _ in range(MAX_ANSWERS):
             if done():
                 break
             await caller.say(answer)
             await caller.agent_turn()
+            show_wait(caller)
 
 
-def show_rows(shop, records: CallRecords) -> None:  # the demo's Shop
+def show_wait(caller: TestCaller) -> None:
+    """What the caller waited after their last line, from what their phone received: the end of their voice to the
+    first sound of the agent (an acknowledgement counts)."""
+    _, ended = caller.exchange.spoken[-1]
+    first = caller.exchange.first_sound(ended)
+    waited = "nothing heard" if first is None else f"{first - ended:.2f} s"
+    print(f"         {'':>6}  (the caller waited {waited} from the end of their voice to the first sound)", flush=True)
+
+
+def show_rows(shop, records: CallRecords, end_silence_s: float) -> None:  # the demo's Shop
     print("\n=== what the shop's database holds now")
     for order in shop.find_orders(customer_phone=CALLER):
         items = ", ".join(f"{line.quantity} x {line.name}" for line in order.lines)
@@ -145,9 +156,12 @@ def show_rows(shop, records: CallRecords) -> None:  # the demo's Shop
             f"orders {record.orders or '-'}; returns {record.returns or '-'}"
         )
         for turn in record.turns:
-            v2v = turn.get("voice_to_voice_s")
-            if v2v is not None:
-                print(f"      turn: voice-to-voice {v2v:.2f} s (speech-to-text {turn['stt_s']:.2f} s)")
+            first, answer = turn.get("first_sound_s"), turn.get("answer_s")
+            if first is not None and answer is not None:
+                print(
+                    f"      turn: first sound {first:.2f} s, the answer {answer:.2f} s after the end of the turn (the "
+                    f"server's clock; the caller's voice ended {end_silence_s:.2f} s before it)"
+                )
 
 
 if __name__ == "__main__":

@@ -78,8 +78,6 @@ async def test_a_slow_answer_is_acknowledged_first_and_the_model_never_sees_it()
     assert timing.acknowledged_s is not None and timing.first_audio_s is not None
     assert timing.acknowledged_s < timing.first_audio_s
     assert timing.breakdown()["first_sound_s"] == timing.acknowledged_s
-    # The answer was queued behind the acknowledgement's audio, which the fake plays 40 times faster.
-    assert timing.breakdown()["answer_s"] == timing.first_audio_s + timing.behind_s
     said = [e.text for e in line.session.events if isinstance(e, AssistantText)]
     assert ACKNOWLEDGEMENTS[0] not in " ".join(said)
 

@@ -1,0 +1,265 @@
+"""What a caller waits for with the local model, heard at the caller: real SIP calls, one at a time.
+
+The server is VoiceSwarm with its default brain, the packaged Qwen2.5-Coder-1.5B in llama.cpp's server, on this
+machine's cores; the caller is the built-in SIP caller (callcenter/caller.py: real SIP, real RTP through its
+jitter buffer, Piper's voice) in a process of its own. Each call says one sentence from
+tests/data/triage_unseen.jsonl (written blind, never used to tune the router, the prompts or anything else;
+SENTENCES names which), then "Yes, please." to whatever the agent asked. Every caller has a past order of
+four products, so a return has something to find.
+
+Per caller turn, from the caller's own clock (the frames it received, 20 ms each, speech above -40 dBFS):
+  first sound   the end of the caller's voice -> the first frame of speech heard (an acknowledgement counts)
+  silence max   the longest run without speech from the end of their voice to the last frame the agent said
+                before the caller's next line (the target: never over 2 s)
+  answer        the end of their voice -> the start of the answer itself. Placed on the caller's clock from the
+                first sound: + (answer_s - first_sound_s) of the server's own turn record, which knows how much
+                acknowledgement audio was queued ahead of the answer (TurnTiming.behind_s); with no acknowledgement
+                the two are the same frame.
+Variants, each a fresh server (and model) in the same run, so they are compared side by side:
+  model         llm.route_first off, no acknowledgement: every step is the model's (the state before issue 27)
+  +router       the router takes the steps it is sure of (triage's hand-over, the first lookup)
+  +ack          and an acknowledgement 350 ms after the end of turn when the answer is not there yet (default)
+
+Usage: .venv/bin/python benchmarks/heard_latency.py [--variants model,+router,+ack] [--calls 8] [--llm-threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from callcenter.caller import SILENCE_DBFS, CallerTiming, TestCaller  # noqa: E402
+from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig  # noqa: E402
+from callcenter.server import VoiceServer  # noqa: E402
+from callcenter.voice import SpeechModels  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "triage_unseen.jsonl"
+# Chosen from the blind set before the first run: six name a product of the demo catalogue, two do not.
+SENTENCES = (
+    "yeah i wanna get the fast charger thing the thirty watt one how much is it",
+    "uh hello I need to buy a kettle for my mum's birthday can you gift wrap it",
+    "whats the cheapest printer you've got that does double sided",
+    "I'd like to buy three of the desk lamps, the brass ones, please.",
+    "The coffee grinder you sent me is making a horrible screeching noise and I want my money back.",
+    "hi um I want to return a toaster I bought last week it doesn't fit on my counter",
+    "yeah so the headphones I got from you the left side stopped working after three days can I get a refund",
+    "uh yeah the microwave I got off you last month just stopped heating is it still under warranty",
+)
+ANSWER = "Yes, please."
+PAST_ORDER = [("CF-420", 1), ("KT-410", 1), ("TB-430", 1), ("HP-100", 1)]
+VARIANTS = {
+    "model": {"route_first": False, "acknowledge_after_ms": 0},
+    "+router": {"route_first": True, "acknowledge_after_ms": 0},
+    "+ack": {"route_first": True, "acknowledge_after_ms": VoiceConfig.acknowledge_after_ms},
+}
+CALLER_TIMING = CallerTiming(agent_done_after_s=3.0, turn_timeout_s=90.0)
+CALL_TIMEOUT_S = 400.0
+
+
+@dataclass
+class Heard:
+    """One caller turn, at the caller."""
+
+    first_sound: float | None
+    silence_max: float | None
+    answer: float | None = None
+    model_calls: int = 0
+
+
+@dataclass
+class Variant:
+    name: str
+    turns: list[Heard] = field(default_factory=list)
+    mismatched: int = 0  # calls whose server turns could not be paired with the caller's lines
+    apologies: int = 0  # calls where a turn ran into the model's timeout (llm.timeout): an apology, a transfer
+    load: list[float] = field(default_factory=list)
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else math.nan
+
+
+def _sentences() -> tuple[str, ...]:
+    blind = {json.loads(line)["text"] for line in DATA.read_text().splitlines()}
+    missing = [s for s in SENTENCES if s not in blind]
+    if missing:
+        raise SystemExit(f"not in {DATA.name}: {missing}")
+    return SENTENCES
+
+
+# --- the caller's process -------------------------------------------------------------------------------------
+
+
+async def caller_main(uri: str, sentence: str, number: str) -> int:
+    """Child process: one call; prints per line said what the caller heard after it (JSON)."""
+    speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model="tiny.en"))
+    try:
+        caller = TestCaller(speech, caller_id=number, transcribe=False, timing=CALLER_TIMING)
+        caller.prepare(sentence, ANSWER)
+        exchange = await caller.call(uri, [sentence, ANSWER])
+    finally:
+        speech.close()
+    starts = [start for start, _ in exchange.spoken[1:]] + [math.inf]
+    out = []
+    for (_, ended), until in zip(exchange.spoken, starts, strict=True):
+        loud = [at for at, level in exchange.levels if ended <= at < until and level > SILENCE_DBFS]
+        if not loud:
+            out.append({"first_sound": None, "silence_max": None})
+            continue
+        gaps = np.diff([ended, *loud])
+        out.append({"first_sound": loud[0] - ended, "silence_max": float(gaps.max())})
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--dial",
+        uri,
+        "--sentence",
+        sentence,
+        "--number",
+        number,
+        stdout=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, _ = await asyncio.wait_for(child.communicate(), CALL_TIMEOUT_S)
+    except TimeoutError:
+        child.kill()
+        await child.wait()
+        raise RuntimeError(f"the call did not end within {CALL_TIMEOUT_S} s") from None
+    if child.returncode != 0:
+        raise RuntimeError(f"the caller failed (exit {child.returncode})")
+    result: list[dict[str, Any]] = json.loads(out.decode().strip().splitlines()[-1])
+    return result
+
+
+# --- the server's side ----------------------------------------------------------------------------------------
+
+
+async def run_variant(speech: SpeechModels, name: str, sentences: tuple[str, ...], threads: int) -> Variant:
+    variant = Variant(name)
+    settings = VARIANTS[name]
+    with tempfile.TemporaryDirectory() as folder:
+        config = Config(
+            llm=LLMConfig(provider="local", route_first=settings["route_first"], local_threads=threads),
+            database=str(Path(folder) / "shop.db"),
+            sip=SipConfig(listen="127.0.0.1:0"),
+            voice=VoiceConfig(
+                calls_database=str(Path(folder) / "calls.db"),
+                metrics_listen="",
+                shutdown_deadline_s=5.0,
+                acknowledge_after_ms=settings["acknowledge_after_ms"],
+            ),
+        )
+        async with VoiceServer(config, speech=speech) as server:
+            host, port = server.address
+            for index, sentence in enumerate(sentences):
+                number = f"+4930555{index:04d}"
+                server.app.shop.seed_demo_order(number, PAST_ORDER, days_ago=5)
+                heard = await dial(f"sip:shop@{host}:{port}", sentence, number)
+                record = await _record(server, number)
+                turns = record.turns if record is not None else []
+                said = " ".join(line["text"] for line in record.transcript) if record is not None else ""
+                variant.apologies += config.session.apology in said
+                if len(turns) != len(heard):
+                    variant.mismatched += 1
+                    log_line = f"  {name}: call {index}: {len(heard)} lines, {len(turns)} server turns: not paired"
+                    print(log_line, flush=True)
+                    continue
+                for at_caller, at_server in zip(heard, turns, strict=True):
+                    variant.turns.append(_turn(at_caller, at_server))
+                variant.load.append(os.getloadavg()[0])
+    return variant
+
+
+async def _record(server: VoiceServer, number: str) -> Any:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for record in server.records.recent(5):
+            if record.caller == number:
+                return record
+        await asyncio.sleep(0.2)
+    return None
+
+
+def _turn(at_caller: dict[str, Any], at_server: dict[str, Any]) -> Heard:
+    first = at_caller["first_sound"]
+    heard = Heard(first, at_caller["silence_max"])
+    answer_s, sound_s = at_server.get("answer_s"), at_server.get("first_sound_s")
+    if first is not None and answer_s is not None and sound_s is not None:
+        heard.answer = first + (answer_s - sound_s)
+    return heard
+
+
+HEADER = (
+    "| variant | turns | first sound p50 | p95 | max | answer p50 | p95 | max | silence max p50 | max "
+    "| turns with > 2 s silence | timeouts | unpaired calls | load |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def row(v: Variant) -> str:
+    first = [t.first_sound for t in v.turns if t.first_sound is not None]
+    answer = [t.answer for t in v.turns if t.answer is not None]
+    silence = [t.silence_max for t in v.turns if t.silence_max is not None]
+    unheard = sum(t.first_sound is None for t in v.turns)
+    long_silences = sum(s > 2.0 for s in silence) + unheard
+    return (
+        f"| {v.name} | {len(v.turns)} | {pct(first, 50):.2f} | {pct(first, 95):.2f} | {max(first, default=math.nan):.2f} "
+        f"| {pct(answer, 50):.2f} | {pct(answer, 95):.2f} | {max(answer, default=math.nan):.2f} "
+        f"| {pct(silence, 50):.2f} | {max(silence, default=math.nan):.2f} | {long_silences} | {v.apologies} | {v.mismatched} "
+        f"| {max(v.load, default=math.nan):.1f} |"
+    )
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--calls", type=int, default=len(SENTENCES), help="how many of the sentences, in order")
+    parser.add_argument("--llm-threads", type=int, default=LLMConfig().local_threads)
+    parser.add_argument("--dial", metavar="URI", help=argparse.SUPPRESS)  # the caller's process
+    parser.add_argument("--sentence", help=argparse.SUPPRESS)
+    parser.add_argument("--number", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.dial:
+        return await caller_main(args.dial, args.sentence, args.number)
+    sentences = _sentences()[: args.calls]
+    print(
+        f"{os.cpu_count()} cores, llama.cpp threads {args.llm_threads}; load average before: "
+        f"{os.getloadavg()[0]:.2f}; {len(sentences)} calls a variant, one at a time, 2 caller turns each; "
+        "seconds from the end of the caller's voice, at the caller\n",
+        flush=True,
+    )
+    speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig())
+    try:
+        print(HEADER, flush=True)
+        for name in args.variants.split(","):
+            print(row(await run_variant(speech, name, sentences, args.llm_threads)), flush=True)
+    finally:
+        speech.close()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
