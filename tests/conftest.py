@@ -65,7 +65,9 @@ def local_15b() -> Iterator[LocalServer]:
 # A test is marked by the fixtures it uses, else by its module (a module may be in several tiers); a few
 # seconds-long tests inside fast modules carry their own @pytest.mark.slow or @pytest.mark.peers.
 PEER_FIXTURES = {"peers", "postgres", "start_kamailio"}  # sipp/baresip, PostgreSQL, Kamailio
-MODEL_FIXTURES = {"local_05b", "local_15b"}
+# The local LLM here; Silero VAD, Whisper and Piper, Piper's voice (tests/speech_fixtures.py). A module of fakes is
+# fast by default, and a test in it that loads a model is tiered by the fixture, not the module by hand.
+MODEL_FIXTURES = {"local_05b", "local_15b", "model", "speech", "piper"}
 MODULE_TIERS = {
     # real SIP peers (sipp, baresip, Kamailio) or PostgreSQL, started by the test
     "test_dispatcher": ("peers", "models"),
@@ -79,11 +81,10 @@ MODULE_TIERS = {
     "test_sip_tcp_tls": ("peers",),
     "test_srtp_interop": ("peers",),
     "test_voice_e2e": ("peers", "models"),
-    # Whisper, Piper, Silero VAD, Smart Turn or the local LLM
-    "test_conversation": ("models",),
+    # Whisper, Piper, Silero VAD, Smart Turn or the local LLM. Not test_conversation or test_local_llm: their
+    # fakes are the fast tier's, and a test of theirs that runs a model says so (a mark, a fixture above).
     "test_endpointer": ("models",),
     "test_language": ("models",),
-    "test_local_llm": ("models",),
     "test_models": ("models",),
     "test_synthesizer": ("models",),
     "test_transcriber": ("models",),

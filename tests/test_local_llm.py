@@ -218,6 +218,7 @@ async def test_auto_without_ollama_or_local_model_is_the_offline_router_and_says
     )
 
 
+@pytest.mark.models  # starts llama.cpp's server, which fails on the file
 async def test_auto_with_a_local_model_that_fails_to_start_is_the_offline_router(tmp_path: Path) -> None:
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + bytes(100))
@@ -270,6 +271,7 @@ async def test_auto_without_ollama_starts_the_local_model() -> None:
 
 
 @needs_runtime
+@pytest.mark.models  # starts llama.cpp's server
 def test_a_server_that_cannot_load_its_model_says_why(tmp_path: Path) -> None:
     model = tmp_path / "bad.gguf"
     model.write_bytes(b"not a model at all")

@@ -3,11 +3,13 @@ deselects (so `make test-fast` imports no model runtime, and `-m llm` still find
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import MODULE_TIERS, deselects_whole
+from tests import conftest
+from tests.conftest import MODEL_FIXTURES, MODULE_TIERS, PEER_FIXTURES, deselects_whole
 
 FAST = "not peers and not models and not slow"
 
@@ -15,6 +17,14 @@ FAST = "not peers and not models and not slow"
 def test_every_tiered_module_exists() -> None:
     here = Path(__file__).parent
     assert [name for name in MODULE_TIERS if not (here / f"{name}.py").exists()] == []
+
+
+def test_every_fixture_that_tiers_a_test_exists() -> None:
+    """A renamed fixture would silently put its tests in the fast tier."""
+    defined = {
+        name for plugin in (conftest, *map(importlib.import_module, conftest.pytest_plugins)) for name in dir(plugin)
+    }
+    assert sorted((PEER_FIXTURES | MODEL_FIXTURES) - defined) == []
 
 
 @pytest.mark.parametrize(
