@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+import speech
 from callcenter.acknowledgement import Acknowledger, Fillers
 from callcenter.config import VoiceConfig
 from callcenter.keypad import Keypad, run_with_digits
@@ -58,14 +59,18 @@ MAX_JOINED_SAMPLES = 20 * PHONE_RATE
 MAX_GAP_SAMPLES = PHONE_RATE // 2  # of the silence between two breaths: enough for Whisper to hear a pause
 
 
+# What a call needs of speech's parts (speech.Transcriber, LanguageCheck, Synthesizer, Endpointer), so that
+# tests/voice_fakes.py can stand in for them.
 class Transcribing(Protocol):
-    async def transcribe(self, pcm16_8k: np.ndarray, *, prompt: str | None = None, call_id: str = "-") -> Any: ...
+    async def transcribe(
+        self, pcm16_8k: np.ndarray, *, prompt: str | None = None, call_id: str = "-"
+    ) -> speech.Transcript: ...
 
 
 class LanguageChecking(Protocol):
     min_speech_s: float  # shorter utterances are not judged ("Hallo." is also "Hello.")
 
-    async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> Any: ...
+    async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> speech.Language | None: ...
 
 
 class Synthesizing(Protocol):
@@ -73,7 +78,7 @@ class Synthesizing(Protocol):
 
 
 class Endpointing(Protocol):
-    def feed(self, frame: np.ndarray) -> list[Any]: ...
+    def feed(self, frame: np.ndarray) -> list[speech.EndpointerEvent]: ...
 
     def finish(self) -> None:
         """The words before the current silence are a finished sentence: the turn may end sooner."""
@@ -283,11 +288,11 @@ class Conversation:
         # Utterances being transcribed; one at a time, so the caller's words reach the model in order.
         self._hearing: set[asyncio.Task[None]] = set()
         self._transcribing = asyncio.Lock()
-        self._early: tuple[SpeechPaused, asyncio.Task[Any], _Heard] | None = None  # a transcription started at a pause
+        self._early: tuple[SpeechPaused, asyncio.Task[speech.Transcript], _Heard] | None = None  # begun at a pause
         self._speculation: Speculation | None = None  # the model started on that transcription
         # Short sounds over the agent heard a second time, by the id of their SpeechEnded (one per utterance:
         # a second sound can end while the first is still being heard).
-        self._again: dict[int, asyncio.Task[Any]] = {}
+        self._again: dict[int, asyncio.Task[speech.Transcript]] = {}
         self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
         self._answered: _Answered | None = None  # what the running turn answers
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
@@ -377,7 +382,7 @@ class Conversation:
             task.add_done_callback(self._pause_heard)
             self._early = (pause, task, heard)
 
-    def _pause_heard(self, task: asyncio.Task[Any]) -> None:
+    def _pause_heard(self, task: asyncio.Task[speech.Transcript]) -> None:
         """The pause's transcript is in. Words of a finished sentence end the turn sooner (the endpointer's
         finished_silence_ms), and the model starts on them (early_reply), if the caller is still silent and
         nothing else is going on (the agent talking or thinking, a keypad request, the words of a barge-in to
@@ -410,7 +415,9 @@ class Conversation:
             self._speculation.cancel()
             self._speculation = None
 
-    def _take_early(self, turn: SpeechEnded) -> tuple[asyncio.Task[Any], Speculation | None, _Heard] | None:
+    def _take_early(
+        self, turn: SpeechEnded
+    ) -> tuple[asyncio.Task[speech.Transcript], Speculation | None, _Heard] | None:
         """The transcription started at this turn's last pause (and the model's start on it), if it heard
         exactly the turn's audio (the caller said nothing more since) after the words held now."""
         early, self._early = self._early, None
@@ -441,7 +448,7 @@ class Conversation:
     async def _transcribe(
         self,
         turn: SpeechEnded,
-        early: asyncio.Task[Any] | None,
+        early: asyncio.Task[speech.Transcript] | None,
         heard: _Heard | None,
         ended: float,
         speculation: Speculation | None = None,
@@ -457,7 +464,7 @@ class Conversation:
     async def _answer(
         self,
         turn: SpeechEnded,
-        early: asyncio.Task[Any] | None,
+        early: asyncio.Task[speech.Transcript] | None,
         heard: _Heard | None,
         ended: float,
         speculation: Speculation | None,
@@ -492,8 +499,8 @@ class Conversation:
     async def _answer_words(
         self,
         turn: SpeechEnded,
-        transcript: Any,
-        language: Any,
+        transcript: speech.Transcript,
+        language: speech.Language | None,
         heard: _Heard,
         timing: TurnTiming,
         ended: float,
@@ -504,9 +511,7 @@ class Conversation:
             return False
         if language is not None:
             self.transcript.add("caller", text)
-            log.info(
-                "event=caller_language call=%s language=%s", self.call.call_id, getattr(language, "text", language)
-            )
+            log.info("event=caller_language call=%s language=%s", self.call.call_id, language.text)
             self.hand_to_person("caller_language")  # nothing is answered: a colleague may speak it
             return False
         if self._playback.paused:
@@ -571,7 +576,7 @@ class Conversation:
             return False  # a short question, nearly all heard: the words answer it
         return heard <= WENT_ON_SAMPLES and (first_end is None or heard < first_end)
 
-    async def _another_language(self, turn: SpeechEnded, transcript: Any) -> Any:
+    async def _another_language(self, turn: SpeechEnded, transcript: speech.Transcript) -> speech.Language | None:
         """At the call's start, words unclear to English ears that the detector hears in a language the agents
         do not serve: that language (the caller goes to a person), else None. A clear English utterance, or
         the second one judged, ends the checks; a detector that fails or lags only loses the check."""
@@ -581,7 +586,7 @@ class Conversation:
         if not transcript.text.strip():
             return None  # noise: the detector names a language for a cough too
         self._language_checks -= 1
-        if transcript.confident and not getattr(transcript, "retried", False):
+        if transcript.confident and not transcript.retried:
             self._language_checks = 0  # clear English
             return None
         try:
@@ -647,7 +652,7 @@ class Conversation:
             task.add_done_callback(lambda done: done.cancelled() or done.exception())  # unused: not lost
             self._again[id(turn)] = task
 
-    async def _barge_in(self, transcript: Any, text: str, turn: SpeechEnded) -> bool:
+    async def _barge_in(self, transcript: speech.Transcript, text: str, turn: SpeechEnded) -> bool:
         """Whether the words over the paused agent stop it: a short sound stops it only if its second hearing,
         prompted with backchannels, says so too (tiny.en writes hums as words)."""
         again = self._again.get(id(turn))

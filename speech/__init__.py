@@ -5,7 +5,8 @@ Offline only: the models come from a configured path or from the model packages 
 
 What a user imports from here: `Transcriber` (Whisper), `Synthesizer` (Piper), `VadModel` and `Endpointer`
 (when a caller's turn starts and ends, with its events), `TurnModel` (Smart Turn), `EchoCanceller`,
-`normalize_for_speech`, the WAV helpers and the errors. Each is loaded on first use: importing `speech` (or
+`LanguageCheck` (the language a caller speaks, as a `Language`), `normalize_for_speech`, the WAV helpers and
+the errors; `Transcript` and `EndpointerEvent` are what a transcriber and an endpointer give back. Each is loaded on first use: importing `speech` (or
 `speech.audio`) does not load faster-whisper, Piper or onnxruntime.
 """
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from speech.audio import WavError, read_wav, resample, write_wav
     from speech.echo import EchoCanceller
     from speech.endpointer import Endpointer, FrameError, SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
+    from speech.endpointer import Event as EndpointerEvent
+    from speech.language import Language, LanguageCheck
     from speech.models import ModelError
     from speech.normalize import normalize_for_speech
     from speech.synthesizer import Synthesizer, SynthesizerConfig, SynthesizerError
@@ -32,11 +35,14 @@ _HOMES = {
     "write_wav": "audio",
     "EchoCanceller": "echo",
     "Endpointer": "endpointer",
+    "EndpointerEvent": "endpointer",
     "FrameError": "endpointer",
     "SpeechEnded": "endpointer",
     "SpeechPaused": "endpointer",
     "SpeechResumed": "endpointer",
     "SpeechStarted": "endpointer",
+    "Language": "language",
+    "LanguageCheck": "language",
     "ModelError": "models",
     "normalize_for_speech": "normalize",
     "Synthesizer": "synthesizer",
@@ -50,10 +56,14 @@ _HOMES = {
     "VadModel": "vad",
     "VadModelError": "vad",
 }
+_NAMES_AT_HOME = {"EndpointerEvent": "Event"}  # a name too plain for the package's face
 __all__ = [
     "EchoCanceller",
     "Endpointer",
+    "EndpointerEvent",
     "FrameError",
+    "Language",
+    "LanguageCheck",
     "ModelError",
     "SpeechEnded",
     "SpeechPaused",
@@ -81,4 +91,4 @@ def __getattr__(name: str) -> Any:
     """Import a public name's module on first use (PEP 562), so that light users do not load the models' runtimes."""
     if name not in _HOMES:
         raise AttributeError(f"module 'speech' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"speech.{_HOMES[name]}"), name)
+    return getattr(importlib.import_module(f"speech.{_HOMES[name]}"), _NAMES_AT_HOME.get(name, name))

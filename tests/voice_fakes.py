@@ -9,12 +9,11 @@ import contextlib
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from speech.endpointer import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
-from speech.transcriber import Transcript
+from speech import EndpointerEvent, Language, SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted, Transcript
 from speech.turn_words import BACKCHANNEL_PROMPT
 from telephony.call import EndReason, MediaTap
 
@@ -139,10 +138,10 @@ class FakeEndpointer:
     """Gives back, for each frame fed, the next list of events the test queued (none when there are none)."""
 
     def __init__(self) -> None:
-        self.pending: deque[list[Any]] = deque()
+        self.pending: deque[list[EndpointerEvent]] = deque()
         self.finished = 0  # calls of finish(): the conversation heard a finished sentence at a pause
 
-    def feed(self, frame: np.ndarray) -> list[Any]:
+    def feed(self, frame: np.ndarray) -> list[EndpointerEvent]:
         return self.pending.popleft() if self.pending else []
 
     def finish(self) -> None:
@@ -192,12 +191,13 @@ class FakeLanguageCheck:
     judged: list[str] = field(default_factory=list)
     broken: bool = False  # the detector raises, as a model whose pool was shut down
 
-    async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> str | None:
+    async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> Language | None:
         text = self.transcriber.texts[int(pcm16_8k[0])]
         self.judged.append(text)
         if self.broken:
             raise RuntimeError("cannot schedule new futures after shutdown")
-        return self.foreign_texts.get(text)
+        code = self.foreign_texts.get(text)
+        return None if code is None else Language(code, probability=1.0, served_probability=0.0)
 
 
 @dataclass
@@ -287,3 +287,12 @@ async def running(conversation: Any) -> AsyncIterator[asyncio.Task[str]]:
             conversation.call.hang_up_remote()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, 5)
+
+
+if TYPE_CHECKING:
+    from callcenter.conversation import Endpointing, LanguageChecking, Synthesizing, Transcribing
+
+    def _the_fakes_fit_the_call(
+        endpointer: FakeEndpointer, transcriber: FakeTranscriber, language: FakeLanguageCheck, piper: FakeSynthesizer
+    ) -> tuple[Endpointing, Transcribing, LanguageChecking, Synthesizing]:
+        return endpointer, transcriber, language, piper  # mypy: each fake stands in for the part it fakes
