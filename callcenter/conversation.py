@@ -48,7 +48,8 @@ DRAIN_GRACE_S = 5.0
 # a clear English one ends the checks.
 LANGUAGE_CHECKS = 2
 LANGUAGE_CHECK_S = 3.0  # ~0.6 s each on 2 cores; longer means calls queue for it: answer instead
-# A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it.
+# A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it (except
+# the greeting's: see _answers_question).
 QUESTION_END_SAMPLES = 8000
 TAKE_BACK_S = 1.0  # for a cancelled reply to unwind before it is taken back
 # A caller who speaks again this early into a reply (its first words, plus the ~0.25 s the VAD takes to pause
@@ -301,6 +302,7 @@ class Conversation:
         self._caller_quiet = asyncio.Event()  # clear while the caller is in the middle of an utterance
         self._caller_quiet.set()
         self.drained = False  # ended by end_for_drain(): the node went away
+        self._greeting: asyncio.Task[None] | None = None  # the turn that opens the call
 
     async def run(self, *, overflow: bool = False) -> str:
         """Serve the call until it ends; returns the disposition: completed, transferred, abandoned (the caller
@@ -310,6 +312,7 @@ class Conversation:
         helpers = [asyncio.create_task(c) for c in (self._listen(), self._keys(), self._watch(started))]
         try:
             self._start_turn(self._overflow() if overflow else self._say_prepared(self.settings.greeting))
+            self._greeting = None if overflow else self._turn
             closed = asyncio.create_task(self.call.closed.wait())
             finished = asyncio.create_task(self._finished.wait())
             await asyncio.wait({closed, finished}, return_when=asyncio.FIRST_COMPLETED)
@@ -672,7 +675,9 @@ class Conversation:
         return stops_agent(text, confident, " ".join(sentence for sentence, _ in self._spoken[-3:]), duration_s)
 
     def _answers_question(self) -> bool:
-        if self._turn is None or not self._turn.done() or not self._spoken:
+        # The greeting's "How can I help you today?" asks for the caller's errand: an "okay" or a "yeah" over its
+        # end acknowledges the hello (the question itself mostly unheard), and the greeting goes on.
+        if self._turn is None or not self._turn.done() or not self._spoken or self._turn is self._greeting:
             return False
         last, end = self._spoken[-1]
         return last.rstrip().endswith("?") and end - self._playback.heard <= QUESTION_END_SAMPLES

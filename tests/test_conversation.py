@@ -323,6 +323,21 @@ async def test_yeah_to_the_agents_last_question_is_an_answer(app) -> None:
     assert [m.content for m in line.session.get_user_history()][-1] == "Yeah."
 
 
+@pytest.mark.parametrize("sound", ["Okay.", "Yeah.", "Mm-hm."])
+async def test_a_backchannel_over_the_greetings_question_is_no_answer_and_the_greeting_resumes(app, sound) -> None:
+    # The caller has not heard "How can I help you today?" yet: their "Okay." only acknowledges the hello.
+    line = Line(app, speed=10.0)
+    async with running(line.conversation):
+        playback = line.conversation._playback
+        await until(lambda: line.call.playing and playback.total - playback.heard < 4000, what="the greeting's end")
+        await line.caller.start()
+        await line.caller.end(sound, 0.4)
+        await line.agent_done()
+    assert line.call.heard_tags() == [1] * greeting_frames(line)  # resumed where it stopped, heard to its end
+    assert line.said() == [SETTINGS.greeting] and line.caller_lines() == []
+    assert line.session.get_user_history() == []  # nothing went to the model: no triage question
+
+
 def test_more_words_than_a_short_sound_could_hold_are_whispers_invention() -> None:
     from speech.turn_words import stops_agent
 
