@@ -62,10 +62,10 @@ SENTENCES = (
 )
 ANSWER = "Yes, please."
 PAST_ORDER = [("CF-420", 1), ("KT-410", 1), ("TB-430", 1), ("HP-100", 1)]
-VARIANTS = {
-    "model": {"route_first": False, "acknowledge_after_ms": 0},
-    "+router": {"route_first": True, "acknowledge_after_ms": 0},
-    "+ack": {"route_first": True, "acknowledge_after_ms": VoiceConfig.acknowledge_after_ms},
+VARIANTS: dict[str, tuple[bool, int]] = {  # llm.route_first, voice.acknowledge_after_ms
+    "model": (False, 0),
+    "+router": (True, 0),
+    "+ack": (True, VoiceConfig.acknowledge_after_ms),
 }
 CALLER_TIMING = CallerTiming(agent_done_after_s=3.0, turn_timeout_s=90.0)
 CALL_TIMEOUT_S = 400.0
@@ -115,7 +115,7 @@ async def caller_main(uri: str, sentence: str, number: str) -> int:
     finally:
         speech.close()
     starts = [start for start, _ in exchange.spoken[1:]] + [math.inf]
-    out = []
+    out: list[dict[str, float | None]] = []
     for (_, ended), until in zip(exchange.spoken, starts, strict=True):
         loud = [at for at, level in exchange.levels if ended <= at < until and level > SILENCE_DBFS]
         if not loud:
@@ -157,17 +157,17 @@ async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
 
 async def run_variant(speech: SpeechModels, name: str, sentences: tuple[str, ...], threads: int) -> Variant:
     variant = Variant(name)
-    settings = VARIANTS[name]
+    route_first, acknowledge_after_ms = VARIANTS[name]
     with tempfile.TemporaryDirectory() as folder:
         config = Config(
-            llm=LLMConfig(provider="local", route_first=settings["route_first"], local_threads=threads),
+            llm=LLMConfig(provider="local", route_first=route_first, local_threads=threads),
             database=str(Path(folder) / "shop.db"),
             sip=SipConfig(listen="127.0.0.1:0"),
             voice=VoiceConfig(
                 calls_database=str(Path(folder) / "calls.db"),
                 metrics_listen="",
                 shutdown_deadline_s=5.0,
-                acknowledge_after_ms=settings["acknowledge_after_ms"],
+                acknowledge_after_ms=acknowledge_after_ms,
             ),
         )
         async with VoiceServer(config, speech=speech) as server:

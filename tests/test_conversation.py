@@ -17,6 +17,7 @@ import pytest
 from callcenter.app import App, open_app
 from callcenter.config import Config, LLMConfig
 from callcenter.conversation import MAX_GAP_SAMPLES, MAX_JOINED_SAMPLES, Conversation, VoiceSettings, join_breaths
+from callcenter.store.shop_store import DEMO_POSTCODE
 from speech.turn_words import BACKCHANNEL_PROMPT
 from swarm.events import CallEnded, Escalated, ToolCalled
 from swarm.tools import Tool, ToolContext
@@ -195,13 +196,21 @@ async def test_digits_a_tool_asked_for_are_its_input_and_in_the_transcript(app) 
         line.call.press(number)
         line.call.press("#")
         await line.agent_done()
+        # An order named from another phone is read back only to a caller who proves it is theirs (issue 29).
+        assert line.said()[-1].startswith("For your security"), line.said()
+        line.call.press(DEMO_POSTCODE)
+        line.call.press("#")
+        await line.agent_done()
     said = " ".join(line.said())
     assert " ".join(number) in said and "Shall I start a return" in said, said
     typed = [entry for entry in line.caller_lines() if entry.get("via") == "keypad"]
-    assert [entry["text"] for entry in typed] == [number]
-    # find_order ran with the typed number (and the product from its first call); its result is the agent's.
+    assert [entry["text"] for entry in typed] == [number, DEMO_POSTCODE]
+    # find_order ran with the typed number (and the product from its first call), then with the typed postcode too;
+    # its result is the agent's.
     calls = [e for e in line.session.events if isinstance(e, ToolCalled) and e.name == "find_order"]
-    assert calls[-1].arguments == {"product": calls[0].arguments["product"], "order_number": number}, calls
+    product = calls[0].arguments["product"]
+    assert calls[1].arguments == {"product": product, "order_number": number}, calls
+    assert calls[-1].arguments == {"product": product, "order_number": number, "verification": DEMO_POSTCODE}
     assert line.call.transfers == []
 
 
@@ -214,7 +223,8 @@ async def test_a_pause_ends_the_digits_and_0_is_a_digit_while_they_are_asked_for
         line.call.press("90")  # no such order: the tool asks again
         await settle(SETTINGS.digit_timeout_s + 0.1)
         await line.agent_done()
-        assert line.said()[-1].endswith("Could you tell me the order number?")
+        # No such order, and the same question as for a real one (no oracle for guessing numbers, issue 29).
+        assert line.said()[-1].startswith("For your security"), line.said()
         assert [entry["text"] for entry in line.caller_lines() if entry.get("via")] == ["90"]
         line.call.press("0")  # asked again: still a digit
         await settle(SETTINGS.digit_timeout_s + 0.1)
