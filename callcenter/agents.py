@@ -9,6 +9,7 @@ from typing import Any
 
 from callcenter.function_tools import function_tools
 from callcenter.shop import Shop
+from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools import OPERATOR_PHRASES, shop_tools
 from callcenter.swarm_file import (
     HAND_OVER_PREFIX,
@@ -125,7 +126,7 @@ def end_call_tool() -> Tool:
 
 
 def build_registry(
-    shop: Shop,
+    shop: ShopBackend,
     providers: Mapping[str, Provider | None],
     *,
     fallback_to_offline: bool = False,

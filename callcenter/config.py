@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from callcenter.http_shop import HttpShopConfig, MappingError, load_mapping
 from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from callcenter.redact import PHONE_REGIONS
 from callcenter.swarm_file import SwarmFileError, load_swarm_file
@@ -266,6 +267,9 @@ class Config:
     # Read only when the database has no products yet: `voiceswarm shop import` changes a live one.
     catalogue: str = ""
     swarm: SwarmConfig = field(default_factory=SwarmConfig)
+    # [shop.http]: the call centre's own order system over HTTP serves the agents' shop tools (callcenter.http_shop);
+    # None: the built-in store at `database`.
+    shop_http: HttpShopConfig | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -311,7 +315,19 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
                 data.setdefault(section, {})[key] = kind(value)
             except ValueError as error:
                 raise ConfigError(f"{variable}={value!r} is not a valid {kind.__name__}") from error
-    return _validated(_build(data))
+    http = data.get("shop", {}).pop("http", None) if isinstance(data.get("shop"), dict) else None
+    config = _validated(_build(data))
+    if http is None:
+        return config
+    # Its OpenAPI document is found beside the config file; its secret is read from the environment, now.
+    base = Path(path).parent if path is not None else Path.cwd()
+    try:
+        if not isinstance(http, dict):
+            raise MappingError(f"[shop.http] must be a table of keys, not {http!r}")
+        mapping = load_mapping(http, base, environ)
+    except MappingError as error:
+        raise ConfigError(str(error)) from None
+    return replace(config, shop_http=mapping)
 
 
 def _build(data: dict[str, Any]) -> Config:

@@ -11,7 +11,9 @@ from typing import Any
 
 from num2words import num2words
 
-from callcenter.shop import Order, Product, Shop, ShopError, spoken_digits
+from callcenter.shop import Order, Product, ShopError, spoken_digits
+from callcenter.shop_backend import ShopBackend
+from callcenter.store.domain import ForAPerson, ShopUnavailable
 from callcenter.verification import CallState, Verification, call_state, proves
 from swarm.events import Escalated
 from swarm.tools import Tool, ToolContext, tool_from_function
@@ -41,6 +43,15 @@ def _to_a_person(context: ToolContext) -> dict[str, Any]:
     return {"say": "I'm sorry, I can't confirm that order with you. I'll put you through to a colleague, please hold."}
 
 
+def _system_down(context: ToolContext, error: ShopUnavailable) -> dict[str, Any]:
+    # The shop's own system (over HTTP) did not answer or refused: an apology, and a person takes over; the tool's
+    # result keeps what the system answered, for the call record (never said: it may be JSON or a status line).
+    if not any(isinstance(event, Escalated) for event in context.session.events):
+        context.session.escalate("backend_unavailable", error.detail[:300])
+    say = f"I'm sorry, {error} I'll put you through to a colleague, please hold."
+    return {"error": str(error), "backend": error.detail[:300], "say": say}
+
+
 def _read_back(orders: list[Order], product: str | None, *, guessed: bool = False) -> dict[str, Any]:
     order = orders[0]
     line = _matching_line(order, product)
@@ -51,19 +62,22 @@ def _read_back(orders: list[Order], product: str | None, *, guessed: bool = Fals
     return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
 
 
-def shop_tools(shop: Shop, verification: Verification | None = None) -> list[Tool]:
+def shop_tools(shop: ShopBackend, verification: Verification | None = None) -> list[Tool]:
     """The sales and refund tools, bound to one shop; orders are read and returned only for a caller
     identified or verified as `verification` says (callcenter.verification)."""
     policy = verification or Verification()
 
-    def search_products(query: str, quantity: int = 1) -> dict[str, Any]:
+    def search_products(context: ToolContext, query: str, quantity: int = 1) -> dict[str, Any]:
         """Search the catalogue for products matching what the caller asked for.
 
         Args:
             query: the caller's words about the product, e.g. "wireless headphones"
             quantity: how many the caller wants, if they said
         """
-        found = shop.search(query, limit=3)
+        try:
+            found = shop.search(query, limit=3)
+        except ShopUnavailable as error:
+            return _system_down(context, error)
         if not found:
             return {"products": [], "say": "I'm sorry, I couldn't find that. Could you describe it another way?"}
         best, quantity = found[0], max(1, quantity)
@@ -79,6 +93,12 @@ def shop_tools(shop: Shop, verification: Verification | None = None) -> list[Too
             quantity: how many, at least 1
             confirmed: true only after the caller agreed to the read-back
         """
+        try:
+            return _place_order(context, sku, quantity, confirmed)
+        except ShopUnavailable as error:
+            return _system_down(context, error)
+
+    def _place_order(context: ToolContext, sku: str, quantity: int, confirmed: bool) -> dict[str, Any]:
         product = shop.get_product(sku)
         if product is None:
             return {"error": f"no product {sku!r}", "say": "I'm sorry, I can't find that product."}
@@ -94,6 +114,8 @@ def shop_tools(shop: Shop, verification: Verification | None = None) -> list[Too
             }
         try:
             order = shop.place_order(_caller(context), [(sku, quantity)], f"{context.session_id}:{sku}:{quantity}")
+        except ShopUnavailable:
+            raise
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
         say = f"Your order is placed. The order number is {_digits(order.order_number)}, and the total is {total}."
@@ -114,6 +136,14 @@ def shop_tools(shop: Shop, verification: Verification | None = None) -> list[Too
             product: words about the product the order contained
             verification: the caller's answer to the security question (the postcode or e-mail they said)
         """
+        try:
+            return await _find_order(context, order_number, product, verification)
+        except ShopUnavailable as error:
+            return _system_down(context, error)
+
+    async def _find_order(
+        context: ToolContext, order_number: str | None, product: str | None, verification: str | None
+    ) -> dict[str, Any]:
         state = call_state(context.session.events)
         if state.exhausted(policy):
             return _to_a_person(context)
@@ -187,6 +217,14 @@ def shop_tools(shop: Shop, verification: Verification | None = None) -> list[Too
             reason: why, in the caller's words
             confirmed: true only after the caller agreed
         """
+        try:
+            return await _create_return(context, order_number, sku, quantity, reason, confirmed)
+        except ShopUnavailable as error:
+            return _system_down(context, error)
+
+    async def _create_return(
+        context: ToolContext, order_number: str, sku: str, quantity: int, reason: str, confirmed: bool
+    ) -> dict[str, Any]:
         state = call_state(context.session.events)
         if state.exhausted(policy):
             return _to_a_person(context)
@@ -204,6 +242,14 @@ def shop_tools(shop: Shop, verification: Verification | None = None) -> list[Too
             made = await asyncio.to_thread(
                 shop.create_return, number, sku, quantity, reason or "not given", f"{context.session_id}:{number}:{sku}"
             )
+        except ForAPerson as error:
+            # The shop's system takes no returns by phone (django-oscar has no returns API): a colleague registers
+            # it there; the channel transfers once this is said.
+            if not any(isinstance(event, Escalated) for event in context.session.events):
+                context.session.escalate("staff_only", "returns")
+            return {"error": "returns are registered by a person", "say": f"I'm sorry, {error}"}
+        except ShopUnavailable:
+            raise
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
         say = (

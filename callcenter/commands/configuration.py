@@ -43,6 +43,8 @@ def printable_config(config: Config) -> dict[str, Any]:
     for section, key in SECRETS:
         if data.get(section, {}).get(key):
             data[section][key] = MASKED
+    if data.get("shop_http"):  # [shop.http]'s token or user:password, read from the environment
+        data["shop_http"]["secret"] = MASKED
     # A database URL may carry its password: postgresql://user:secret@host/db
     data["database"] = re.sub(r"(//[^/:@]*:)[^/@]*@", rf"\g<1>{MASKED}@", data["database"])
     return data

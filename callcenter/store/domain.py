@@ -37,6 +37,20 @@ class InvalidRequest(ShopError):
     """Arguments no order or return can be made of (no items, a quantity below one...)."""
 
 
+class ForAPerson(ShopError):
+    """A request the shop's system takes from staff only (an order system without a returns API): the message says
+    so to the caller, and the tool hands the call to a person."""
+
+
+class ShopUnavailable(ShopError):
+    """The shop's system did not answer, or answered what cannot be used; the message can be said, `detail` is what
+    the system answered (for the call record and the log, never for the caller)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
 @dataclass(frozen=True, slots=True)
 class RowProblem:
     """One thing wrong in a catalogue file: where (line, field; "" for the whole row or file) and why."""
