@@ -33,6 +33,7 @@ pytest_plugins = [
     "harness.certs",
     "harness.kamailio",
     "harness.postgres",
+    "harness.oscar",
     "tests.speech_fixtures",
     "tests.fake_openai",
     "callcenter.testbed.pytest_plugin",
@@ -64,7 +65,8 @@ def local_15b() -> Iterator[LocalServer]:
 # --- tiers: `make test-fast` runs what is marked none of peers, models, slow (pyproject.toml's markers) ----------
 # A test is marked by the fixtures it uses, else by its module (a module may be in several tiers); a few
 # seconds-long tests inside fast modules carry their own @pytest.mark.slow or @pytest.mark.peers.
-PEER_FIXTURES = {"peers", "postgres", "start_kamailio"}  # sipp/baresip, PostgreSQL, Kamailio
+# sipp/baresip, PostgreSQL, Kamailio, django-oscar
+PEER_FIXTURES = {"peers", "postgres", "start_kamailio", "oscar_shop"}
 # The local LLM here; Silero VAD, Whisper and Piper, Piper's voice (tests/speech_fixtures.py). A module of fakes is
 # fast by default, and a test in it that loads a model is tiered by the fixture, not the module by hand.
 MODEL_FIXTURES = {"local_05b", "local_15b", "model", "speech", "piper"}
