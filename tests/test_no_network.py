@@ -217,3 +217,25 @@ async def test_redaction_records_and_metrics_connect_nowhere(tmp_path: Path) -> 
     assert all("*" in text for text in masked) and stored and "4111" not in stored.transcript[0]["text"]
     assert b"voiceswarm_sip_requests_received_total" in page
     assert seen == [] and _lookups == []
+
+
+async def test_an_order_over_http_connects_only_to_the_shops_host(oscar_shop: Any, tmp_path: Path) -> None:
+    """[shop.http] (the reference oscar shop, harness/oscar.py): a purchase through the agents reaches the shop's
+    host and port, and nothing else (no proxy, no DNS beyond the address)."""
+    from callcenter.config import load_config
+    from harness.oscar import TOKEN_ENV
+
+    config = replace(
+        load_config(oscar_shop.config_file(tmp_path), {TOKEN_ENV: oscar_shop.token}), database=str(tmp_path / "l.db")
+    )
+    with recording() as seen:
+        app = await open_app(config)
+        try:
+            session = app.session("net-http-shop", CALLER)
+            await session.complete("I'd like to buy a new phone charger.")
+            reply = await session.complete("yes")
+        finally:
+            app.close()
+    assert reply.startswith("Your order is placed.")
+    assert seen and set(seen) == {("127.0.0.1", oscar_shop.port)}
+    assert set(_lookups) <= {"127.0.0.1"}
