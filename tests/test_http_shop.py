@@ -37,6 +37,7 @@ class OrderApi:
     product: dict[str, Any] = field(default_factory=lambda: dict(PRODUCT))
     orders: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Callable[[web.Request], web.StreamResponse]] = field(default_factory=dict)
+    returned: list[dict[str, Any]] = field(default_factory=list)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._record])
@@ -44,6 +45,7 @@ class OrderApi:
         app.router.add_get("/api/products/{pk}", self._product)
         app.router.add_get("/api/orders", self._orders)
         app.router.add_post("/api/orders", self._order)
+        app.router.add_post("/api/returns", self._return)
         return app
 
     @web.middleware
@@ -83,6 +85,10 @@ class OrderApi:
         )
         return web.json_response({"order": {"number": number}})
 
+    async def _return(self, request: web.Request) -> web.Response:
+        self.returned.append(await request.json())
+        return web.json_response({"rma": str(7000 + len(self.returned))})
+
     def count(self, method: str, path: str) -> int:
         return sum(1 for r in self.requests if r.method == method and r.path == path)
 
@@ -110,6 +116,7 @@ DOCUMENT = {
             "get": {"operationId": "listOrders", "responses": _ok(["number", "phone", "placed", "lines"], True)},
             "post": {"operationId": "createOrder", "responses": _ok(["order"])},
         },
+        "/returns": {"post": {"operationId": "createReturn", "responses": _ok(["rma"])}},
     },
 }
 
@@ -373,3 +380,34 @@ async def test_a_failing_order_system_is_an_apology_and_a_person(running: Runnin
     escalation = session.escalated()
     assert escalation is not None and escalation.reason == "backend_unavailable" and "500 busy" in escalation.detail
     assert "{" not in reply and running.api.count("GET", "/api/products") == 1  # a 500 is not a busy gateway
+
+
+async def test_a_searching_api_is_asked_and_a_filtering_one_given_the_number(running: Running) -> None:
+    products = {**mapping_table("")["products"], "query": "q"}
+    orders = {**mapping_table("")["orders"], "phone_query": "phone"}
+    shop = running.shop(products=products, orders=orders)
+    await asyncio.to_thread(shop.search, "a desk lamp please")
+    listed = [r for r in running.api.requests if r.path == "/api/products"]
+    assert len(listed) == 1 and listed[0].query["q"] == "a desk lamp please"
+    await asyncio.to_thread(shop.find_orders, customer_phone="030 90182077")
+    assert running.api.requests[-1].query["phone"] == "+493090182077"
+    # A code of dots would walk up the API's paths: no request at all.
+    before = len(running.api.requests)
+    assert await asyncio.to_thread(shop.get_product, "..") is None and len(running.api.requests) == before
+    assert await asyncio.to_thread(shop.get_product, "NOPE-1") is None  # a 404
+    shop.close()
+
+
+async def test_a_mapped_return_is_written_once(running: Running) -> None:
+    step = {
+        "operation": "createReturn",
+        "body": {"order": "{order_number}", "sku": "{sku}", "quantity": "{quantity}", "why": "{reason}"},
+        "return_number": "rma",
+    }
+    shop = running.shop(create_return=[step])
+    order = await asyncio.to_thread(shop.place_order, CALLER, [("LMP-7", 2)], "buy")
+    made = await asyncio.to_thread(shop.create_return, order.order_number, "LMP-7", 1, "too bright", "ret-1")
+    again = await asyncio.to_thread(shop.create_return, order.order_number, "LMP-7", 1, "too bright", "ret-1")
+    assert made == again and made.return_number == "7001" and made.refund_cents == 3450
+    assert running.api.returned == [{"order": "55501", "sku": "LMP-7", "quantity": 1, "why": "too bright"}]
+    shop.close()

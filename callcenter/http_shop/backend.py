@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -23,7 +24,7 @@ from typing import Any
 import httpx
 from rapidfuzz import fuzz
 
-from callcenter.http_shop.client import NOT_UNDERSTOOD, Refused, ShopClient
+from callcenter.http_shop.client import NOT_UNDERSTOOD, NotFound, Refused, ShopClient
 from callcenter.http_shop.fields import FieldMissing, fill, flatten, placeholders, value_at
 from callcenter.http_shop.mapping import HttpShopConfig, Operation, Orders, Products, Step
 from callcenter.store.domain import (
@@ -45,6 +46,8 @@ from callcenter.store.terms import query_terms
 RETURNS_BY_A_PERSON = (
     "returns are registered by a colleague in our order system. I'll put you through to one, please hold."
 )
+# Idempotency keys (and their orders) kept per process; a call repeats its key within minutes.
+REMEMBERED_KEYS = 10_000
 # A caller's misheard product name still finds it ("handphones"), as in the built-in store's search.
 _FUZZY_FLOOR = 75
 
@@ -61,9 +64,10 @@ class HttpShop:
         self._client = ShopClient(config, transport)
         # Written orders by idempotency key: the same key again answers the first order and writes nothing, also
         # when the API ignores Idempotency-Key. One lock per key: two threads with one key write once.
-        self._written: dict[str, Order] = {}
-        self._returned: dict[str, Return] = {}
-        self._keys: dict[str, threading.Lock] = {}
+        # Bounded: a key is repeated within its call (minutes), not after thousands of later orders.
+        self._written: OrderedDict[str, Order] = OrderedDict()
+        self._returned: OrderedDict[str, Return] = OrderedDict()
+        self._keys: OrderedDict[str, threading.Lock] = OrderedDict()
         self._guard = threading.Lock()
 
     def close(self) -> None:
@@ -98,15 +102,13 @@ class HttpShop:
 
     def _product_record(self, sku: str) -> Any | None:
         code = str(sku).strip()
-        if not code or not all(c.isalnum() or c in "-_." for c in code):
-            return None  # a code the model made up with a slash or a space names no product, and no other path
+        if not any(c.isalnum() for c in code) or not all(c.isalnum() or c in "-_." for c in code):
+            return None  # a code the model made up with a slash, a space or only dots names no product, and no path
         path = _path(self._products.get, {self._products.get.path_parameters[0]: code})
         try:
             return self._client.get(self._client.url(path))
-        except ShopUnavailable as error:
-            if " 404 " in error.detail:
-                return None
-            raise
+        except NotFound:
+            return None
 
     def _product(self, record: Any, fetch: _Links) -> Product:
         """A Product of a list item or a product's record: what the list item lacks is read from the product's."""
@@ -180,7 +182,7 @@ class HttpShop:
                 postcode=postcode,
                 email=email,
             )
-            self._written[idempotency_key] = order
+            _remember(self._written, idempotency_key, order)
             return order
 
     def find_orders(
@@ -199,8 +201,10 @@ class HttpShop:
         mapping = self._orders
         fetch = _Links(self._client)
         found: list[tuple[datetime, Any]] = []
+        # An API that filters by phone is asked to; its answer is still filtered here by the whole number.
+        params = {mapping.phone_query: key} if mapping.phone_query and key else None
         try:
-            for item in _items(fetch.get(self._client.url(mapping.list.path)), mapping.items):
+            for item in _items(fetch.get(self._client.url(mapping.list.path), params), mapping.items):
                 if number is not None and spoken_digits(str(value_at(item, mapping.number, fetch))) != number:
                     continue
                 # The whole number in E.164, never trailing digits: the store's rule (callcenter.store.phones).
@@ -273,7 +277,7 @@ class HttpShop:
                 number, orders[0].order_number, line.sku, line.name, quantity, reason, datetime.now(UTC),
                 quantity * line.unit_price_cents,
             )  # fmt: skip
-            self._returned[idempotency_key] = made
+            _remember(self._returned, idempotency_key, made)
             return made
 
     def find_return(self, return_number: str) -> Return | None:
@@ -324,7 +328,17 @@ class HttpShop:
 
     def _lock(self, key: str) -> threading.Lock:
         with self._guard:
-            return self._keys.setdefault(key, threading.Lock())
+            lock = self._keys.setdefault(key, threading.Lock())
+            self._keys.move_to_end(key)
+            while len(self._keys) > REMEMBERED_KEYS:
+                self._keys.popitem(last=False)
+            return lock
+
+
+def _remember(ledger: OrderedDict[str, Any], key: str, value: Any) -> None:
+    ledger[key] = value
+    while len(ledger) > REMEMBERED_KEYS:
+        ledger.popitem(last=False)
 
 
 class _Links:

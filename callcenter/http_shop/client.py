@@ -36,6 +36,10 @@ class Refused(ShopUnavailable):
         self.status = status
 
 
+class NotFound(ShopUnavailable):
+    """A GET answered 404: no such record (a product code the model made up)."""
+
+
 class ShopClient:
     def __init__(self, config: HttpShopConfig, transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
@@ -151,6 +155,8 @@ class ShopClient:
             log.warning("%s %s answered %d: %s", method, url, status, text)
             if 400 <= status < 500 and method != "GET":
                 raise Refused("our order system did not accept it.", f"{method} {url}: {status} {text}", status)
+            if status == 404:
+                raise NotFound(NOT_UNDERSTOOD, f"{method} {url}: 404 {text}")
             raise ShopUnavailable(NOT_ANSWERING, f"{method} {url}: {status} {text}")
         if not content:
             return None

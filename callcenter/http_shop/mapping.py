@@ -90,6 +90,7 @@ class Orders:
     line_name: str
     line_quantity: str
     line_total: str  # the line's price for all its items
+    phone_query: str = ""  # the list's query parameter for the caller's number (E.164), if it filters by phone
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,7 @@ def _products(table: Mapping[str, Any], operations: dict[str, Operation]) -> Pro
 def _orders(table: Mapping[str, Any], operations: dict[str, Operation]) -> Orders:
     key = "shop.http.orders"
     optional = ("status", "total", "postcode", "email")
-    _unknown(table, {"list", "items", *_ORDER_FIELDS, *optional}, key)
+    _unknown(table, {"list", "items", "phone_query", *_ORDER_FIELDS, *optional}, key)
     listing = _operation(operations, table.get("list"), f"{key}.list", read=True)
     top = {
         name: _field(table, name, key, listing, required=True) for name in _ORDER_FIELDS if not name.startswith("line_")
@@ -309,7 +310,7 @@ def _orders(table: Mapping[str, Any], operations: dict[str, Operation]) -> Order
     # A line's fields are in the lines' own responses, which the document may describe elsewhere.
     lines = {name: _checked_path(table, name, key) for name in _ORDER_FIELDS if name.startswith("line_")}
     rest = {name: _field(table, name, key, listing, required=False) for name in optional}
-    return Orders(listing, _items(table, key), **top, **lines, **rest)
+    return Orders(listing, _items(table, key), **top, **lines, **rest, phone_query=_text(table, "phone_query", key))
 
 
 def _checked_path(table: Mapping[str, Any], name: str, key: str) -> str:
