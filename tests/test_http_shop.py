@@ -411,3 +411,29 @@ async def test_a_mapped_return_is_written_once(running: Running) -> None:
     assert made == again and made.return_number == "7001" and made.refund_cents == 3450
     assert running.api.returned == [{"order": "55501", "sku": "LMP-7", "quantity": 1, "why": "too bright"}]
     shop.close()
+
+
+async def test_a_refused_order_is_an_apology_and_the_record_keeps_the_answer(running: Running, tmp_path: Path) -> None:
+    """The system refuses the write (a 406, as oscar answers a basket it cannot fill): the caller hears no JSON, a
+    person takes over, and the tool's recorded result holds what the system said."""
+    from swarm.events import ToolCalled
+
+    running.api.extra["POST /api/orders"] = lambda r: web.json_response({"reason": "not enough stock"}, status=406)
+    mapping = load_mapping(mapping_table(running.url), running.directory, {"ORDERS_TOKEN": TOKEN})
+    config = replace(Config(llm=LLMConfig(provider="offline"), database=str(tmp_path / "shop.db")), shop_http=mapping)
+    app = await open_app(config)
+    try:
+        session = app.session("refused-1", CALLER)
+        offer = await session.complete("I'd like to buy a desk lamp.")
+        reply = await session.complete("yes")
+    finally:
+        app.close()
+    assert offer.startswith("We have the Desk lamp for 34 euros 50.")
+    assert reply == (
+        "I'm sorry, our order system did not accept the order. I'll put you through to a colleague, please hold."
+    )
+    [placed] = [
+        e for e in session.events if isinstance(e, ToolCalled) and e.name == "place_order" and "error" in e.result
+    ]
+    assert "406" in placed.result and "not enough stock" in placed.result
+    assert running.api.count("POST", "/api/orders") == 1 and session.escalated() is not None

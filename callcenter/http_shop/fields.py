@@ -85,5 +85,5 @@ def flatten(prefix: str, body: Any, fetch: Callable[[str], Any], wanted: set[str
     for name in wanted:
         head, _, rest = name.partition(".")
         if head == prefix and rest:
-            found[name] = value_at(body, rest.replace(".", "."), fetch)
+            found[name] = value_at(body, rest, fetch)
     return found
