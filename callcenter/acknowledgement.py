@@ -38,7 +38,7 @@ class Fillers:
     silence that follows each."""
 
     after_s: float = 0.35
-    still_s: float = 2.0
+    still_s: float = 1.5
     first: tuple[str, ...] = ACKNOWLEDGEMENTS
     again: tuple[str, ...] = STILL_WORKING
 

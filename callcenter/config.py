@@ -169,7 +169,9 @@ class VoiceConfig:
     # still_working_ms of silence that follows, so the caller never waits in silence for a slow model (0: off).
     # A fast answer (a 200 ms model's, the router's) is heard before it: ~0.3 s after the end of the turn.
     acknowledge_after_ms: int = 350
-    still_working_ms: int = 2000
+    # 1.5 s: heard at the caller over real calls, a 2 s gap made silences of up to 2.34 s (the phrase's own
+    # trailing silence and the jitter buffer add to it); benchmarks/heard_latency.py.
+    still_working_ms: int = 1500
     # A turn whose words at that pause are a finished sentence, heard confidently, ends after this much
     # silence instead of end_silence_ms, or as soon as those words are in (0: off; needs early_transcript_ms).
     # Off by default: with early_reply the reply waits for the model started at the pause, not for the end
