@@ -135,7 +135,7 @@ class VoiceServer:
         sources = Sources(
             self.service.live,
             self.records,
-            self.app.shop,
+            self.app.backend or self.app.shop,  # the orders a call made: in the order system over HTTP, if one
             lambda: {"node": self.records.node, **self.node.health()},
             masked=supervisor.redact,
             region=self.config.privacy.phone_region,

@@ -14,7 +14,7 @@ from aiohttp import WSMsgType, web
 
 from callcenter.config import SupervisorConfig
 from callcenter.records import CallRecords
-from callcenter.shop import Shop
+from callcenter.shop_backend import ShopBackend
 from callcenter.supervisor.auth import guard, security_headers
 from callcenter.supervisor.live import LiveCalls
 from callcenter.supervisor.views import past_call, shown, summary
@@ -29,7 +29,7 @@ class Sources:
 
     live: LiveCalls
     records: CallRecords
-    shop: Shop
+    shop: ShopBackend
     health: Callable[[], dict[str, Any]]
     masked: bool = True
     region: str = "DE"  # privacy.phone_region

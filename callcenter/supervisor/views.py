@@ -9,7 +9,7 @@ from typing import Any
 
 from callcenter.records import CallRecord
 from callcenter.redact import redact
-from callcenter.shop import Shop
+from callcenter.shop_backend import ShopBackend
 from callcenter.store.domain import Order, Return
 from swarm.events import Event, ToolCalled, UserText
 
@@ -67,7 +67,7 @@ def summary(record: CallRecord) -> dict[str, Any]:
     }
 
 
-def past_call(record: CallRecord, events: list[Event], shop: Shop) -> dict[str, Any]:
+def past_call(record: CallRecord, events: list[Event], shop: ShopBackend) -> dict[str, Any]:
     """A finished call: its transcript with the tool calls in place, the shop rows it made, its latencies."""
     details = asdict(record)
     details.pop("events")
