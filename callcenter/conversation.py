@@ -12,6 +12,10 @@ A caller who goes on before hearing a word of the reply is not talked over: the 
 it go on, words take it back (when it changed nothing) and the whole sentence is answered as one turn. So
 do words over the reply's first second, before its first sentence has been heard to its end: the caller
 was finishing their own sentence.
+
+What the call does around the caller's turns (greeting, re-prompts, time limit, keypad and "0 for a person",
+hand-over, goodbye, drain) is decided by the call rules (callcenter.call.rules), the same for every channel:
+this loop feeds them the call's events and its clock, and does what they say.
 """
 
 from __future__ import annotations
@@ -27,23 +31,40 @@ from typing import Any, Protocol
 import numpy as np
 
 import speech
-from callcenter.acknowledgement import Acknowledger, Fillers
-from callcenter.config import VoiceConfig
-from callcenter.keypad import Keypad, run_with_digits
+from callcenter.acknowledgement import Acknowledger
+from callcenter.call.rules import (
+    Action,
+    CallRules,
+    Disposition,
+    EndCall,
+    Escalate,
+    HangUp,
+    Interrupt,
+    KeypadClosed,
+    KeypadOpened,
+    LetHear,
+    RunDigits,
+    Say,
+    StartTurn,
+    Step,
+    Transfer,
+    WaitForCaller,
+    WaitForDigits,
+)
+from callcenter.call.settings import VoiceSettings
+from callcenter.keypad import run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
 from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, heard_unfinished, stops_agent
 from speech.vad import PHONE_RATE
-from swarm.events import DigitsRequested, EndReason, EscalationReason
+from swarm.events import DigitsRequested, EscalationReason
 from swarm.session import Session
 from swarm.speculation import Speculation
 from telephony.call import Call
 
 log = logging.getLogger(__name__)
 
-# At a drain's deadline, a caller who is talking gets this long to finish before the goodbye.
-DRAIN_GRACE_S = 5.0
 # The call's first utterances long enough to judge are checked for another language (speech.language);
 # a clear English one ends the checks.
 LANGUAGE_CHECKS = 2
@@ -84,64 +105,6 @@ class Endpointing(Protocol):
     def finish(self) -> None:
         """The words before the current silence are a finished sentence: the turn may end sooner."""
         ...
-
-
-def _mid_sentence_wait_s(voice: VoiceConfig) -> float | None:
-    """From the end of the turn (end_silence_ms after the voice) up to turn_max_silence_ms after it."""
-    return (voice.turn_max_silence_ms - voice.end_silence_ms) / 1000 if voice.mid_sentence_wait else None
-
-
-def _fillers(voice: VoiceConfig) -> Fillers | None:
-    if not voice.acknowledge_after_ms:
-        return None
-    return Fillers(voice.acknowledge_after_ms / 1000, voice.still_working_ms / 1000)
-
-
-DEFAULT_FILLERS = _fillers(VoiceConfig())
-
-
-@dataclass(frozen=True)
-class VoiceSettings:
-    """What one call says and how long it waits. The fields [voice] configures take their defaults from
-    VoiceConfig, so each default is written once (config.py); the rest are not configurable."""
-
-    greeting: str = VoiceConfig.greeting
-    reprompt_after_s: float = VoiceConfig.reprompt_after_s
-    reprompts_before_hangup: int = VoiceConfig.reprompts_before_hangup
-    reprompt: str = "Are you still there? How can I help you?"
-    silence_goodbye: str = "I can't hear anything, so I'll end the call now. Please call again. Goodbye."
-    repeat: str = "Sorry, I didn't catch that. Could you say it again?"
-    max_call_s: float = VoiceConfig.max_call_s
-    max_call_goodbye: str = "I'm sorry, we have to end the call here. Please call again. Goodbye."
-    # Where a person takes over (a number or SIP URI of the operator queue); None: nobody.
-    operator: str | None = VoiceConfig.operator or None
-    handover: str = "Please hold, I'm putting you through to a colleague."
-    no_operator: str = "I'm sorry, no colleague can take your call right now. Please call again later. Goodbye."
-    # A call the node took over its admission limits (voice.overload = "transfer") hears this instead of the greeting.
-    overload_notice: str = "All our agents are busy, I'm putting you through to a colleague."
-    # Digits a tool asked for end with #, at the tool's maximum, or after this pause.
-    digit_timeout_s: float = 3.0
-    digits_not_taken: str = "Sorry, I couldn't use those digits. Could you say the number instead?"
-    early_reply: bool = VoiceConfig.early_reply
-    # A turn whose words stop mid-sentence ("my order number is ...") waits this much longer for the rest
-    # (None: answered at once): up to turn_max_silence_ms after the caller's voice.
-    mid_sentence_wait_s: float | None = _mid_sentence_wait_s(VoiceConfig())
-    # What a slow answer's silence is filled with (callcenter.acknowledgement); None: nothing.
-    fillers: Fillers | None = DEFAULT_FILLERS
-
-    @classmethod
-    def from_config(cls, voice: VoiceConfig) -> VoiceSettings:
-        """The one mapping from [voice] to a call's settings."""
-        return cls(
-            greeting=voice.greeting,
-            operator=voice.operator or None,
-            reprompt_after_s=voice.reprompt_after_s,
-            reprompts_before_hangup=voice.reprompts_before_hangup,
-            max_call_s=voice.max_call_s,
-            early_reply=voice.early_reply,
-            mid_sentence_wait_s=_mid_sentence_wait_s(voice),
-            fillers=_fillers(voice),
-        )
 
 
 @dataclass
@@ -277,13 +240,12 @@ class Conversation:
         self._acknowledger = (
             Acknowledger(fillers, synthesizer, call.call_id, fillers_audio) if fillers is not None else None
         )
-        self.disposition = "completed"
+        self.disposition: Disposition = "completed"
         self._turn: asyncio.Task[None] | None = None
         self._spoken: list[tuple[str, int]] = []  # sentences of the running turn and the sample where each ends
         self._playback = Playback(call)  # the running turn's audio: paused, resumed or stopped by the caller
         self._echo = EchoCanceller()
-        self._last_activity = time.monotonic()
-        self._keypad: Keypad | None = None  # a tool asked for digits and the caller may type them
+        self.rules = CallRules(settings, time.monotonic())  # greeting, re-prompts, keypad, hand-over, goodbye, drain
         self._keypad_pause: asyncio.TimerHandle | None = None
         self._finished = asyncio.Event()
         # Utterances being transcribed; one at a time, so the caller's words reach the model in order.
@@ -297,21 +259,18 @@ class Conversation:
         self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
         self._answered: _Answered | None = None  # what the running turn answers
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
-        self._closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
-        self._reprompts = 0  # since the caller last said something
         self._caller_quiet = asyncio.Event()  # clear while the caller is in the middle of an utterance
         self._caller_quiet.set()
-        self.drained = False  # ended by end_for_drain(): the node went away
         self._greeting: asyncio.Task[None] | None = None  # the turn that opens the call
 
     async def run(self, *, overflow: bool = False) -> str:
         """Serve the call until it ends; returns the disposition: completed, transferred, abandoned (the caller
         hung up before any turn, or stayed silent), or failed (no operator took an escalation, media stopped).
         An `overflow` call (the node is over its limits) is handed to the operator after the overload notice."""
-        started = time.monotonic()
-        helpers = [asyncio.create_task(c) for c in (self._listen(), self._keys(), self._watch(started))]
+        opening = self.rules.start(time.monotonic(), overflow=overflow)
+        helpers = [asyncio.create_task(c) for c in (self._listen(), self._keys(), self._watch())]
         try:
-            self._start_turn(self._overflow() if overflow else self._say_prepared(self.settings.greeting))
+            self._act(opening)
             self._greeting = None if overflow else self._turn
             closed = asyncio.create_task(self.call.closed.wait())
             finished = asyncio.create_task(self._finished.wait())
@@ -334,7 +293,7 @@ class Conversation:
                 self.transcript.add("caller", self._held.text)  # said, if never answered: the record keeps it
             await asyncio.gather(*tasks, return_exceptions=True)
             self._keep_heard("call_ended")
-            self._close_keypad("call_ended")
+            self._act(self.rules.call_ended())
             self.session.dispose()
         if self.call.end_reason == "transferred":
             self.disposition = "transferred"  # the call may end before transfer() has returned to us
@@ -351,12 +310,14 @@ class Conversation:
             frame = self._echo.process(frame, self._playback.sent(frame.size))
             for event in self.endpointer.feed(frame):
                 if isinstance(event, SpeechStarted):
-                    self._last_activity = time.monotonic()
+                    self.rules.activity(time.monotonic())
                     if self._held is not None:
                         self._held.cancel()  # the caller goes on: the rest comes with their next words
                     self._caller_quiet.clear()
                     # A reply not yet heard waits too: an agent does not start talking over the caller.
-                    if not self._closing and (self._playback.pause() or (self._answered and self._playback.hold())):
+                    if not self.rules.closing and (
+                        self._playback.pause() or (self._answered and self._playback.hold())
+                    ):
                         # Silent within the VAD's onset; whether it was an interruption, the words will tell.
                         log.info(
                             "event=agent_paused call=%s heard=%d/%d",
@@ -369,13 +330,13 @@ class Conversation:
                 elif isinstance(event, SpeechResumed):
                     self._drop_early()  # a short pause inside a sentence: its transcript and reply are moot
                 elif isinstance(event, SpeechEnded):
-                    self._last_activity = time.monotonic()
+                    self.rules.activity(time.monotonic())
                     self._caller_quiet.set()
                     self._hear(event)
 
     def _transcribe_early(self, pause: SpeechPaused) -> None:
         self._drop_early()  # the caller spoke again since the last pause
-        if not self._closing:
+        if not self.rules.closing:
             heard = self._heard(pause.audio, pause.start_s)
             task = asyncio.create_task(
                 self.transcriber.transcribe(heard.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
@@ -395,7 +356,7 @@ class Conversation:
         transcript = task.result()
         text = transcript.text.strip()
         busy = self._turn is not None and not self._turn.done()
-        if not text or not transcript.confident or busy or self._hearing or self._keypad or self._closing:
+        if not text or not transcript.confident or busy or self._hearing or self.rules.keypad or self.rules.closing:
             return
         if self._playback.paused or self._playback.talking:
             return
@@ -439,7 +400,7 @@ class Conversation:
         return None
 
     def _hear(self, turn: SpeechEnded) -> None:
-        if self._closing:
+        if self.rules.closing:
             self._drop_early()
             return
         early, speculation, heard = self._take_early(turn) or (None, None, None)
@@ -510,7 +471,7 @@ class Conversation:
         speculation: Speculation | None,
     ) -> bool:
         text = transcript.text.strip()
-        if self._closing:
+        if self.rules.closing:
             return False
         if language is not None:
             self.transcript.add("caller", text)
@@ -525,7 +486,7 @@ class Conversation:
                 self._playback.resume()
                 return False
             await self._interrupt_reply()
-            if self._closing:
+            if self.rules.closing:
                 return False  # a goodbye or a hand-over began meanwhile
         held, self._held = self._held, None
         if held is not None:
@@ -536,13 +497,12 @@ class Conversation:
         if self._hold(words, ended, transcript.confident):
             return False
         text = words.text
-        self._reprompts = 0
-        self._close_keypad("spoken")  # the caller said it instead of typing it
+        self._act(self.rules.spoke())  # the caller said it instead of typing it
         self.transcript.add("caller", text)
         if not transcript.confident:
             log.info("event=low_confidence call=%s chars=%d", self.call.call_id, len(text))
             log.debug("event=low_confidence call=%s text=%r", self.call.call_id, text)
-            self._start_turn(self._say_prepared(self.settings.repeat))
+            self._start_turn(self._run(self.rules.repeat()))
             return False
         self._start_reply(words, ended, timing, speculation)
         return True
@@ -614,7 +574,7 @@ class Conversation:
         parts of the ride." for "The parcel arrived but the"), and heard with the rest it may be clear; a
         caller who says no more is asked to repeat after the wait, not in their pause."""
         wait = self.settings.mid_sentence_wait_s
-        if wait is None or self._keypad is not None or (confident and not heard_unfinished(held.text)):
+        if wait is None or self.rules.keypad is not None or (confident and not heard_unfinished(held.text)):
             return False
         held.unclear = not confident
         if self._turn is not None and not self._turn.done():
@@ -633,14 +593,13 @@ class Conversation:
     def _release_held(self) -> None:
         """The caller said no more: their words are answered as they are."""
         held = self._held
-        if held is None or self._closing or self._more_words_coming():
+        if held is None or self.rules.closing or self._more_words_coming():
             return  # more words came after all: the next utterance takes the held ones along
         self._held = None
-        self._reprompts = 0
-        self._close_keypad("spoken")
+        self._act(self.rules.spoke())
         self.transcript.add("caller", held.text)
         if held.unclear:
-            self._start_turn(self._say_prepared(self.settings.repeat))
+            self._start_turn(self._run(self.rules.repeat()))
             return
         # The turn's clock starts here, when it is answered: the wait was chosen, not latency.
         self._start_reply(held, time.monotonic(), TurnTiming())
@@ -709,44 +668,36 @@ class Conversation:
 
     async def _keys(self) -> None:
         async for key in self.call.dtmf_in:
-            self._last_activity = time.monotonic()
-            if self._closing:
-                continue
-            if self._keypad is not None:
-                self._press(self._keypad, key)
-            elif key == "0":
+            actions = self.rules.key(key, time.monotonic(), self._playback.talking)
+            if any(isinstance(action, Escalate) and action.reason == "caller_pressed_0" for action in actions):
                 log.info("event=dtmf_operator call=%s", self.call.call_id)
-                self.hand_to_person("caller_pressed_0")
+            self._act(actions)
 
     def hand_to_person(self, reason: EscalationReason) -> bool:
         """Transfer the caller to the operator now (keypad 0, the supervisor's button); False when the call is
         already ending."""
-        if self._closing:
-            return False
-        self.session.escalate(reason)
-        self._start_turn(self._handover())
-        return True
+        actions = self.rules.person(reason)
+        self._act(actions)
+        return bool(actions)
 
     def end_for_drain(self, goodbye: str) -> bool:
         """The node is going away: stop the agent, let the caller finish the sentence they are in (up to
         DRAIN_GRACE_S; what they say is not answered), say `goodbye`, hang up. False when already ending."""
-        if self._closing:
-            return False
-        self._closing = self.drained = True
-        self._start_turn(self._drain_goodbye(goodbye))
-        return True
+        actions = self.rules.drain(goodbye)
+        self._act(actions)
+        return bool(actions)
 
-    async def _drain_goodbye(self, goodbye: str) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._caller_quiet.wait(), DRAIN_GRACE_S)
-        await self._goodbye(goodbye, "drained")
+    @property
+    def drained(self) -> bool:
+        """Ended by end_for_drain(): the node went away."""
+        return self.rules.drained
 
     @property
     def state(self) -> str:
         """What the call is doing now, as the supervisor's page shows it."""
-        if self._closing:
+        if self.rules.closing:
             return "handing over" if self.session.escalated() else "ending"
-        if self._keypad is not None:
+        if self.rules.keypad is not None:
             return "keypad"
         if self._playback.talking:
             return "agent speaking"
@@ -754,65 +705,80 @@ class Conversation:
             return "thinking"
         return "listening"
 
-    def _press(self, keypad: Keypad, key: str) -> None:
-        if not keypad.digits and self._playback.talking:
-            self._interrupt("keypad")  # a caller who types has heard enough of the question
-        if self._keypad_pause is not None:
-            self._keypad_pause.cancel()
-        if keypad.press(key):
-            self._submit_digits()
-        else:
-            self._keypad_pause = asyncio.get_running_loop().call_later(
-                self.settings.digit_timeout_s, self._submit_digits
-            )
-
-    def _submit_digits(self) -> None:
-        keypad = self._close_keypad("typed")
-        if keypad is not None and keypad.digits and not self._closing:
-            self._start_turn(self._typed(keypad.request, keypad.digits))
-
-    def _open_keypad(self, request: DigitsRequested) -> None:
-        log.info(
-            "event=keypad_open call=%s tool=%s argument=%s max_digits=%d",
-            self.call.call_id,
-            request.tool,
-            request.argument,
-            request.max_digits,
-        )
-        self._keypad = Keypad(request)
-
-    def _close_keypad(self, reason: str) -> Keypad | None:
-        keypad, self._keypad = self._keypad, None
-        if self._keypad_pause is not None:
-            self._keypad_pause.cancel()
-            self._keypad_pause = None
-        if keypad is not None:
-            log.info("event=keypad_closed call=%s reason=%s digits=%d", self.call.call_id, reason, len(keypad.digits))
-        return keypad
-
-    async def _watch(self, started: float) -> None:
-        """Re-prompt a silent caller, end a call that stays silent or runs too long."""
-        while True:
+    async def _watch(self) -> None:
+        """The call rules' clock: re-prompts of a silent caller, the end of a call that stays silent or runs too
+        long."""
+        while not self.rules.clock_stopped:
             await asyncio.sleep(0.25)
-            now = time.monotonic()
-            if now - started > self.settings.max_call_s:
-                self._start_turn(self._goodbye(self.settings.max_call_goodbye, "max_duration"))
-                return
             # A caller in the middle of a long sentence is not silent (seen: "Are you still there?" 8 s into one).
             speaking = not self._caller_quiet.is_set()
             answering = self._turn is not None and not self._turn.done()
             busy = answering or self._playback.talking or bool(self._hearing) or speaking
-            if busy or self._closing:
-                self._last_activity = now
-                continue
-            if now - self._last_activity < self.settings.reprompt_after_s:
-                continue
-            self._reprompts += 1
-            self._last_activity = now
-            if self._reprompts > self.settings.reprompts_before_hangup:
-                self._start_turn(self._goodbye(self.settings.silence_goodbye, "caller_silent", "abandoned"))
-                return
-            self._start_turn(self._say_prepared(self.settings.reprompt))
+            self._act(self.rules.tick(time.monotonic(), busy))
+
+    # --- what the call rules say to do ------------------------------------------------------------------------
+
+    def _act(self, actions: list[Action]) -> None:
+        """Do the call rules' actions now."""
+        for action in actions:
+            if isinstance(action, StartTurn):
+                self._start_turn(self._run(action.steps))
+            elif isinstance(action, Interrupt):
+                self._interrupt(action.reason)
+            elif isinstance(action, WaitForDigits):
+                self._cancel_keypad_pause()
+                self._keypad_pause = asyncio.get_running_loop().call_later(action.timeout_s, self._digits_due)
+            elif isinstance(action, Escalate):
+                self.session.escalate(action.reason)
+            else:
+                self._note(action)
+
+    async def _run(self, steps: tuple[Step, ...]) -> None:
+        """Do a turn's steps, one after the other."""
+        for step in steps:
+            if isinstance(step, Say):
+                await self._say_prepared(step.text)
+            elif isinstance(step, LetHear):
+                self._playback.resume()  # what is said now is said to its end
+                await self.call.wait_played()
+            elif isinstance(step, EndCall):
+                self.session.end_call(step.reason)
+            elif isinstance(step, WaitForCaller):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._caller_quiet.wait(), step.timeout_s)
+            elif isinstance(step, RunDigits):
+                await self._typed(step.request, step.digits)
+            elif isinstance(step, Transfer):
+                await self._transfer(step.target)
+            elif isinstance(step, HangUp):
+                await self._hang_up(step.disposition)
+            elif isinstance(step, Escalate):
+                self.session.escalate(step.reason)
+            else:
+                self._note(step)
+
+    def _note(self, note: KeypadOpened | KeypadClosed) -> None:
+        if isinstance(note, KeypadOpened):
+            request = note.request
+            log.info(
+                "event=keypad_open call=%s tool=%s argument=%s max_digits=%d",
+                self.call.call_id,
+                request.tool,
+                request.argument,
+                request.max_digits,
+            )
+        else:
+            self._cancel_keypad_pause()
+            log.info("event=keypad_closed call=%s reason=%s digits=%d", self.call.call_id, note.reason, note.digits)
+
+    def _digits_due(self) -> None:
+        self._keypad_pause = None
+        self._act(self.rules.digits_due())
+
+    def _cancel_keypad_pause(self) -> None:
+        if self._keypad_pause is not None:
+            self._keypad_pause.cancel()
+            self._keypad_pause = None
 
     # --- the agent's side -------------------------------------------------------------------------------------
 
@@ -827,12 +793,12 @@ class Conversation:
         try:
             await work
         except Exception:
-            log.exception("event=turn_failed call=%s closing=%s", self.call.call_id, self._closing)
-            if self._closing:
+            log.exception("event=turn_failed call=%s closing=%s", self.call.call_id, self.rules.closing)
+            if self.rules.closing:
                 await self._hang_up("failed")
                 return
             with contextlib.suppress(Exception):
-                await self._say_prepared(self.settings.repeat)
+                await self._run(self.rules.repeat())
 
     async def _reply(self, text: str, ended: float, timing: TurnTiming, speculation: Speculation | None = None) -> None:
         async def sentences() -> AsyncGenerator[str, None]:
@@ -894,9 +860,8 @@ class Conversation:
     async def _typed(self, request: DigitsRequested, digits: str) -> None:
         """The digits a tool asked for: the tool runs with them, and its answer is said."""
         self.transcript.add("caller", digits, via="keypad")
-        self._reprompts = 0
         say = await run_with_digits(self.session, request, digits)
-        await self._say_prepared(say or self.settings.digits_not_taken)
+        await self._run(self.rules.digits_answered(say))
         await self._after_turn()
 
     async def _say_prepared(self, text: str) -> None:
@@ -908,30 +873,16 @@ class Conversation:
         await self._speak(one())
 
     async def _after_turn(self) -> None:
-        request = self.session.digit_request()
-        if request is not None:
-            self._open_keypad(request)
-        if self.session.escalated():
-            await self._handover()
-        elif self.session.ended():
-            self._closing = True
-            self._playback.resume()  # a goodbye is said to its end
-            await self.call.wait_played()
-            await self._hang_up("completed")
-
-    async def _handover(self) -> None:
-        self._closing = True
-        self._playback.resume()
-        await self.call.wait_played()
-        target = self.settings.operator
-        if target is None:
-            await self._goodbye(self.settings.no_operator, "no_operator", "failed")
-            return
         escalation = self.session.escalated()
-        if escalation is None or escalation.reason in ("caller_pressed_0", "supervisor", "caller_language"):
-            # Nobody in the conversation said so yet (an agent's transfer tool and the apology do).
-            await self._say_prepared(self.settings.handover)
-            await self.call.wait_played()
+        await self._run(
+            self.rules.after_turn(
+                escalation.reason if escalation else None,
+                self.session.ended() is not None,
+                self.session.digit_request(),
+            )
+        )
+
+    async def _transfer(self, target: str) -> None:
         try:
             transferred = await self.call.transfer(target)
         except ValueError as error:  # a malformed operator target in the config
@@ -940,22 +891,9 @@ class Conversation:
         if transferred:
             self._finished.set()
         else:
-            await self._goodbye(self.settings.no_operator, "no_operator", "failed")
+            await self._run(self.rules.transfer_failed())
 
-    async def _overflow(self) -> None:
-        self._closing = True  # the notice is said to its end
-        self.session.escalate("overload")
-        await self._say_prepared(self.settings.overload_notice)
-        await self._handover()
-
-    async def _goodbye(self, text: str, end: EndReason, disposition: str = "completed") -> None:
-        self._closing = True
-        self.session.end_call(end)
-        await self._say_prepared(text)
-        await self.call.wait_played()
-        await self._hang_up(disposition)
-
-    async def _hang_up(self, disposition: str) -> None:
+    async def _hang_up(self, disposition: Disposition) -> None:
         self.disposition = disposition
         await self.call.hangup()
         self._finished.set()

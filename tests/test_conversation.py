@@ -232,7 +232,7 @@ async def test_a_pause_ends_the_digits_and_0_is_a_digit_while_they_are_asked_for
         assert line.call.transfers == []
         await line.caller.say("Never mind, goodbye.")  # speaking ends the keypad state
         await line.agent_done()
-    assert line.conversation._keypad is None
+    assert line.conversation.rules.keypad is None
 
 
 async def test_0_reaches_a_person_once_the_caller_said_the_number_instead(app) -> None:
