@@ -1,9 +1,16 @@
-"""The call rules (callcenter.call.rules) in milliseconds: events and a clock in, what to do out."""
+"""The call rules (callcenter.call.rules) in milliseconds: events and a clock in, what to do out; and one rule
+changed once changes the phone's calls and the testbed's text calls alike."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
+
+from callcenter.app import App, open_app
+from callcenter.call import rules as rules_module
 from callcenter.call.rules import (
     DRAIN_GRACE_S,
     CallRules,
@@ -23,7 +30,11 @@ from callcenter.call.rules import (
     WaitForDigits,
 )
 from callcenter.call.settings import VoiceSettings
+from callcenter.config import Config, LLMConfig
+from callcenter.conversation import Conversation
+from callcenter.testbed.textcall import TextCall
 from swarm.events import DigitsRequested, EndReason
+from tests.voice_fakes import FakeCall, FakeEndpointer, FakeSynthesizer, FakeTranscriber, running, until
 
 SETTINGS = VoiceSettings(operator="7000", reprompt_after_s=8.0, reprompts_before_hangup=2, max_call_s=600.0)
 ASKED = DigitsRequested(agent="refunds", tool="find_order", argument="order_number", max_digits=4)
@@ -164,3 +175,55 @@ def test_the_text_calls_clock_is_the_callers_silence() -> None:
     rules.start(0.0)
     rules.activity(5.0)
     assert rules.due() == 13.0
+
+
+# --- one implementation for both channels -----------------------------------------------------------------------
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[App]:
+    app = await open_app(Config(llm=replace(LLMConfig(), provider="offline"), database=str(tmp_path / "shop.db")))
+    yield app
+    app.close()
+
+
+async def press_0_on_the_phone(app: App) -> list[str]:
+    call = FakeCall()
+    session = app.session(call.call_id, call.caller)
+    conversation = Conversation(call, session, FakeEndpointer(), FakeTranscriber(), FakeSynthesizer(), SETTINGS)
+    async with running(conversation) as task:
+        await until(lambda: not call.playing and conversation.transcript.lines, what="the greeting said")
+        call.press("0")
+        await until(task.done, what="the call handed over")
+    assert call.transfers == ["7000"]
+    return [line["text"] for line in conversation.transcript.lines if line["who"] == "agent"]
+
+
+async def press_0_in_text(app: App) -> list[str]:
+    call = TextCall(app.session("text-1", "+442079460321"), SETTINGS)
+    await call.dtmf("0")
+    assert call.ended_by == "transfer"
+    return [text for who, text in call.transcript if who != "caller"]
+
+
+async def test_a_rule_changed_once_changes_the_phone_and_the_text_call(app, monkeypatch) -> None:
+    assert await press_0_on_the_phone(app) == [SETTINGS.greeting, SETTINGS.handover]
+    assert await press_0_in_text(app) == [SETTINGS.greeting, SETTINGS.handover]
+    # The rule: a caller who pressed 0 hears the hand-over line. Without it, neither channel says it.
+    monkeypatch.setattr(rules_module, "ANNOUNCED_BY_US", frozenset())
+    assert await press_0_on_the_phone(app) == [SETTINGS.greeting]
+    assert await press_0_in_text(app) == [SETTINGS.greeting]
+
+
+async def test_a_text_call_has_the_phones_clock_and_keys(app) -> None:
+    settings = replace(SETTINGS, max_call_s=20.0, reprompts_before_hangup=5)
+    call = TextCall(app.session("text-2", "+442079460321"), settings)
+    assert call.silence(9).reply == settings.reprompt
+    assert call.silence(12).reply == f"{settings.reprompt} {settings.max_call_goodbye}"  # at 16 s, then at 20 s
+    assert call.ended_by == "goodbye"
+    call = TextCall(app.session("text-3", "+442079460321"), settings)
+    result = await call.dtmf("50")  # a key nobody asked for, then 0: a person, as on the phone
+    assert result.reply == settings.handover and call.transferred and call.ended_by == "transfer"
+    call = TextCall(app.session("text-4", "+442079460321"), replace(settings, operator=None))
+    result = await call.dtmf("0")  # nobody to take the call: the caller hears so, and the call ends
+    assert result.reply == settings.no_operator and call.ended_by == "transfer"
