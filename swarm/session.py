@@ -378,7 +378,7 @@ class Session:
         log.info("event=routed client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
         if tool.finds is None:
             return _Outcome((call,))
-        context = self._context(agent)
+        context, control = self._context(agent), (self._escalation, self._ending)
         try:
             result = await asyncio.wait_for(tool.call(call.arguments, context), self.config.tool_timeout)
         except Exception as error:  # noqa: BLE001 - the lookup was only a head start: the model decides
@@ -386,8 +386,9 @@ class Session:
                 "event=lookup_failed client=%s tool=%s error=%s", self.client_id, call.name, type(error).__name__
             )
             return None
-        if not (isinstance(result, dict) and result.get(tool.finds)):
-            return None
+        found = isinstance(result, dict) and result.get(tool.finds)
+        if not found and control == (self._escalation, self._ending):
+            return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
         text = result_text(result)
         self._record_tool(agent, call, text, context)
         return _Outcome((call,), {call.id: text})

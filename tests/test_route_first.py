@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from callcenter.agents import AGENTS, SWARM, build_registry
 from callcenter.shop import Shop
+from callcenter.store.domain import ShopUnavailable
 from swarm.messages import CompletionRequest
 from swarm.providers.scripted import ScriptedProvider, reply
 
@@ -64,3 +65,19 @@ async def test_words_naming_two_wishes_leave_the_router_unsure() -> None:
     session = session_with(model)
     await session.complete("I want to return a kettle and buy a toaster.")
     assert model.requests[0].agent == "triage"
+
+
+async def test_a_lookup_that_finds_the_shop_down_is_said_and_hands_over() -> None:
+    # Its "nothing found" is the shop's system failing: the tool's apology and hand-over stand, the model is not asked.
+    shop = Shop(":memory:")
+
+    def down(text: str, limit: int = 3) -> list:
+        raise ShopUnavailable("I'm sorry, our order system is not answering.", "connection refused")
+
+    shop.search = down  # type: ignore[method-assign]
+    model = ScriptedProvider(asks_which, name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    answer = await session.complete("I'd like to buy a new phone charger.")
+    assert model.requests == []
+    assert session.escalated() is not None and "not answering" in answer
