@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from swarm.confirmations import proposal_in, yes_or_no
+from swarm.confirmations import changes_quantity, proposal_in, yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.providers.base import Completion
 from swarm.toolcall_parse import IDENTIFIER
@@ -78,6 +78,9 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
         proposal = proposal_in(message) if message.role == "tool" else None
         if proposal and proposal.get("tool") == call.name:
             wanted = proposal.get("arguments", {})
+            if changes_quantity(history[users[-1]].content, proposal):
+                # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations)
+                return [f"the caller changed the quantity: call {call.name} without confirmed to read it back"]
             if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
                 return []
     return [f"the caller has not agreed to these arguments: call {call.name} without confirmed to read it back first"]

@@ -5,13 +5,17 @@ read-back ("That is one yoga mat for 25 euros. Shall I place the order?"). When 
 a plain yes ("Yes, please.", "Great, go ahead."), nothing is left for a model to decide, and a small one
 decided it badly: Qwen2.5-Coder 1.5B answered "Yes, please." with the wrong quantity, with speech, or with
 another agent's words. Anything more than a plain yes ("Yes, two of them." to one) still goes to the model.
+
+Consent is for what was read back: a yes inside a changed request ("I want 100 ... yes", "yes but make it two")
+is no consent to the old read-back but a new request, read back again (consent, shared by the session's
+shortcut, the offline router and the write check of swarm.checks).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swarm.messages import Message
@@ -22,9 +26,11 @@ _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
 _PLAIN = frozenset(
     "yes yeah yep yup sure correct okay ok absolutely right confirm please do it go ahead that's that "
     "great perfect lovely fine good sounds thanks thank you i'll i'd i will i would like take them order is "
-    "for me one the and buy return start place of".split()
+    "for me the and buy return start place of".split()
 )
-_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+# "one" names the thing read back ("yes, that one"), not how many, after these words.
+_THAT_ONE = re.compile(r"\b(that|this|the) one\b")
+_NUMBER_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
 
 
 def normalise(text: str) -> str:
@@ -42,12 +48,45 @@ def yes_or_no(text: str) -> bool | None:
     return None
 
 
+def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
+    """The caller's answer to a read-back of `proposal`: True for a yes to exactly what was read back, False
+    for a no (a no anywhere wins), None for anything else. A yes inside a changed request ("I want 100 ...
+    yes", "yes but make it two") is None: a new request, to be read back again, never the old one's consent."""
+    answer = yes_or_no(text)
+    if answer is not True:
+        return answer
+    return True if plain_yes(text, proposal_quantity(proposal)) else None
+
+
 def plain_yes(text: str, quantity: int | None = None) -> bool:
     """A yes and nothing else: no other product, no condition, and no number but the read-back's own
-    `quantity` ("Yes, three please." to three light bulbs; "Yes, two of them." to one is a change)."""
+    `quantity` ("Yes, three please." to three light bulbs; "Yes, two of them." or "Yes, one." to three is a
+    change). Only listed words pass, so a change said in words never seen here is a change too."""
+    said = _THAT_ONE.sub(r"\1", normalise(text))
     return yes_or_no(text) is True and all(
-        word in _PLAIN or (quantity is not None and _number(word) == quantity) for word in normalise(text).split()
+        word in _PLAIN or (quantity is not None and _number(word) == quantity) for word in said.split()
     )
+
+
+def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
+    """The words name a number other than the read-back's quantity ("yes, make it two" to three)."""
+    quantity = proposal_quantity(proposal)
+    if quantity is None:
+        return False
+    numbers = [_number(word) for word in _THAT_ONE.sub(r"\1", normalise(text)).split()]
+    # Numbers said one after another are a code ("order 1 2 3 4 5"), not how many.
+    alone = [
+        n
+        for i, n in enumerate(numbers)
+        if n is not None and all(x is None for x in numbers[max(i - 1, 0) : i] + numbers[i + 1 : i + 2])
+    ]
+    return any(n != quantity for n in alone)
+
+
+def proposal_quantity(proposal: Mapping[str, Any]) -> int | None:
+    arguments = proposal.get("arguments")
+    quantity = arguments.get("quantity") if isinstance(arguments, Mapping) else None
+    return quantity if isinstance(quantity, int) and not isinstance(quantity, bool) else None
 
 
 def _number(word: str) -> int | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarm.checks import spoken_text_errors, tool_call_errors
-from swarm.confirmations import pending_proposal, plain_yes
+from swarm.confirmations import consent, pending_proposal
 from swarm.events import (
     AgentChanged,
     AssistantText,
@@ -487,9 +487,8 @@ class Session:
         proposal = pending_proposal(history)
         if proposal is None or not history:
             return None
-        quantity = proposal.get("arguments", {}).get("quantity")  # "Yes, three please." to three is plain
-        if not plain_yes(history[-1].content, quantity if isinstance(quantity, int) else None):
-            return None
+        if consent(history[-1].content, proposal) is not True:  # "Yes, three please." to three is consent
+            return None  # a no, or a yes inside a changed request: the model decides (and reads a change back)
         tools = self._tools(agent)
         call = ToolCall("agreed_0", str(proposal["tool"]), {**proposal.get("arguments", {}), "confirmed": True})
         if tool_call_errors(Completion("", (call,)), tools, self._context(agent)):

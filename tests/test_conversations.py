@@ -170,3 +170,29 @@ async def test_goodbye_ends_the_call_and_a_short_no_does_not(tmp_path):
     assert session.ended() is None
     reply = await session.complete("No thanks, that's all. Goodbye!")
     assert (ending := session.ended()) and ending.reason == "goodbye" and "Goodbye" in reply
+
+
+@pytest.mark.parametrize(
+    ("answer", "read_back_again"),
+    [
+        ("I want 100 yes", "That is 3 USB-C phone charger"),  # the issue's: it placed the earlier order
+        ("yes but make it two", "That is 2 USB-C phone charger"),
+        ("Yes, one please.", "That is 1 USB-C phone charger"),
+        ("yes, actually I want a yoga mat instead", "That is 3 USB-C phone charger"),
+    ],
+)
+async def test_a_yes_inside_a_changed_request_is_read_back_again_not_consent(
+    tmp_path: Path, answer: str, read_back_again: str
+) -> None:
+    # Consent is for what was read back (issue 25): the offline router and the session's plain-yes shortcut
+    # share the rule (swarm.confirmations.consent); nothing is written until the new read-back is agreed.
+    app, db = await make_app(tmp_path, provider="offline")
+    session = app.session("call-change", CALLER)
+    assert "Shall I order three" in await session.complete("I'd like to buy three phone chargers")
+    orders_before = len(rows(db, "orders"))
+    reply = await session.complete(answer)
+    assert reply.startswith(read_back_again) and reply.endswith("Shall I place the order?")
+    assert len(rows(db, "orders")) == orders_before
+    await session.complete("yes")
+    quantity = int(read_back_again.split()[2])
+    assert [(r["sku"], r["quantity"]) for r in rows(db, "order_lines")][orders_before:] == [("CH-110", quantity)]

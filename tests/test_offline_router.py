@@ -9,7 +9,7 @@ import pytest
 
 from callcenter.agents import SWARM, build_registry
 from callcenter.shop import Shop
-from swarm.confirmations import yes_or_no
+from swarm.confirmations import changes_quantity, consent, yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion
 from swarm.providers.offline import OfflineRouter, fill_arguments
@@ -107,6 +107,63 @@ def test_yes_runs_the_proposal_with_confirmation_and_no_drops_it():
     # A proposal from an earlier turn is not confirmed by a later, unrelated yes.
     later = (*history, Message("user", "hmm"), Message("assistant", "What are you looking for?", agent="sales"))
     assert router.route(_request(*later, Message("user", "yes"))).tool_calls == ()
+
+
+ORDER_SPEC = ToolSpec(
+    "place_order",
+    "",
+    {
+        "type": "object",
+        "properties": {"sku": {"type": "string"}, "quantity": {"type": "integer"}, "confirmed": {"type": "boolean"}},
+        "required": ["sku"],
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "routed"),
+    [
+        ("yes please", {"sku": "K-1", "quantity": 3, "confirmed": True}),
+        ("Yes, three please.", {"sku": "K-1", "quantity": 3, "confirmed": True}),
+        ("yes but make it two", {"sku": "K-1", "quantity": 2}),  # the change read back, not the old order
+        ("Yes, one please.", {"sku": "K-1", "quantity": 1}),
+        ("I want 100 yes", {"sku": "K-1", "quantity": 3}),  # the issue's: read back again, nothing placed
+        ("yes, that sounds wonderful", {"sku": "K-1", "quantity": 3}),
+        ("no, make it two", None),  # a no anywhere wins
+    ],
+)
+def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: dict | None) -> None:
+    router = OfflineRouter({}, {"sales": "What are you looking for?"})
+    read_back = {
+        "say": "Three kettles?",
+        "proposal": {"tool": "place_order", "arguments": {"sku": "K-1", "quantity": 3}},
+    }
+    history = (
+        Message("user", "three kettles"),
+        Message("tool", json.dumps(read_back), agent="sales", tool_call_id="c", tool_name="place_order"),
+        Message("assistant", "Three kettles?", agent="sales"),
+    )
+    completion = router.route(_request(*history, Message("user", said), tools=(ORDER_SPEC,)))
+    assert [(c.name, c.arguments) for c in completion.tool_calls] == ([("place_order", routed)] if routed else [])
+    assert routed is not None or completion.text == router.declined
+
+
+@pytest.mark.parametrize(
+    ("said", "agreed", "changed"),
+    [
+        ("Yes, three please.", True, False),
+        ("Yes, that one.", True, False),
+        ("yes but make it two", None, True),
+        ("I want 100 yes", None, True),
+        ("Yes, one.", None, True),
+        ("yes, the order 1 2 3 4 5", None, False),  # digits one after another are a code, not how many
+        ("no", False, False),
+    ],
+)
+def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:
+    proposal = {"tool": "place_order", "arguments": {"sku": "K-1", "quantity": 3}}
+    assert consent(said, proposal) is agreed
+    assert changes_quantity(said, proposal) is changed
 
 
 def test_router_speaks_only_tool_say_lines_or_fixed_questions():

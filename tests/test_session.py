@@ -220,6 +220,50 @@ async def test_a_yes_that_repeats_the_read_backs_own_quantity_is_plain(answer: s
     assert ORDERED == [3] and len(sales.requests) == 1
 
 
+@pytest.mark.parametrize(
+    ("answer", "model_asked"),
+    [
+        ("Yes, that one please.", False),  # "that one" is the lamp read back, not how many
+        ("Yes, one please.", True),  # a plain yes once: "one" was a word of agreement
+        ("I want 100 yes", True),
+        ("yes but make it two", True),
+    ],
+)
+async def test_a_yes_inside_a_changed_request_is_no_consent_to_the_read_back(answer: str, model_asked: bool) -> None:
+    # Consent is for what was read back (issue 25): the shortcut runs the proposal only on a yes to it.
+    ORDERED.clear()
+    registry, _, sales = build([], [reply("", ("order_lamp", {"quantity": 3})), "How many lamps would you like?"])
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("three lamps") == "3 lamp, twenty euros. Shall I order it?"
+    said = await session.complete(answer)
+    if model_asked:
+        assert said == "How many lamps would you like?" and ORDERED == [] and len(sales.requests) == 2
+    else:
+        assert said == "Ordered." and ORDERED == [3] and len(sales.requests) == 1
+
+
+async def test_a_model_that_confirms_the_old_read_back_over_a_changed_quantity_is_refused() -> None:
+    # "Yes, but make it two" to three: a model that places three anyway is told to read the change back.
+    ORDERED.clear()
+    script = [
+        reply("", ("order_lamp", {"quantity": 3})),
+        reply("", ("order_lamp", {"quantity": 3, "confirmed": True})),
+        reply("", ("order_lamp", {"quantity": 2})),
+    ]
+    registry, _, sales = build([], script)
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    await session.complete("three lamps")
+    assert await session.complete("Yes, but make it two.") == "2 lamp, twenty euros. Shall I order it?"
+    assert ORDERED == []
+    assert "changed the quantity" in json.dumps([m.content for m in sales.requests[2].messages])
+
+
 async def test_a_plain_yes_does_not_wait_for_the_prompt_cache_and_reads_stay_one_at_a_time():
     # The read-back's say line ended the turn and its history is being read into the server's cache; a plain
     # yes asks no model, so it does not wait for that read (seen: 4-7 s more for "Yes, please."). Its own say

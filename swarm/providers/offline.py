@@ -3,7 +3,8 @@
 It is the demo's model when no LLM server answers and the fallback when one fails mid-call. It speaks
 only what tools return in a "say" field, or a fixed line per agent, so it can never invent facts.
 Tool results may carry a "proposal" ({"tool": ..., "arguments": ...}): the action the "say" text asked
-the caller to confirm; a yes runs it with confirmed=true, a no drops it.
+the caller to confirm; a yes to it runs it with confirmed=true, a no drops it. A yes inside a changed request
+("yes but make it two") is a new request (swarm.confirmations.consent): the change is read back again.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from swarm.confirmations import normalise, pending_proposal, pending_question, yes_or_no
+from swarm.confirmations import consent, normalise, pending_proposal, pending_question
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta
 
@@ -66,11 +67,13 @@ class OfflineRouter:
         text = last.content if last is not None and last.role == "user" else ""
         proposal = pending_proposal(request.messages)
         if proposal and text:
-            answer = yes_or_no(text)
+            answer = consent(text, proposal)
             if answer is True:
                 return _call(proposal["tool"], {**proposal.get("arguments", {}), "confirmed": True})
             if answer is False:
                 return Completion(self.declined)
+            if (changed := _read_back_again(proposal, text, request.tools)) is not None:
+                return changed  # the proposal's own tool, unconfirmed, with the caller's change: read back again
         tool = self.best_tool(text, request.tools) if text else None
         question = pending_question(request.messages) if text else None
         if question is not None and tool is None:
@@ -81,6 +84,8 @@ class OfflineRouter:
             arguments = fill_arguments(tool, text)
             if arguments is not None:
                 return _call(tool.name, arguments)
+        if proposal and text and (again := _read_back_again(proposal, text, request.tools, unchanged=True)):
+            return again  # neither a plain yes nor a no nor another request: the read-back is asked again
         return Completion(self._unclear.get(request.agent, "How can I help you?"))
 
     def scores(self, text: str, names: list[str]) -> dict[str, float]:
@@ -118,8 +123,30 @@ class OfflineRouter:
         return best if best is not None and scores[best.name] > 0 else None
 
 
+def _read_back_again(
+    proposal: Mapping[str, Any], text: str, tools: tuple[ToolSpec, ...], *, unchanged: bool = False
+) -> Completion | None:
+    """The proposal's tool without confirmed, its arguments changed by what the words give for sure ("make it
+    two"): its read-back is heard again. None when the words change none of them (unless `unchanged`) or the
+    tool is not this agent's."""
+    tool = next((t for t in tools if t.name == proposal.get("tool")), None)
+    arguments = proposal.get("arguments", {})
+    if tool is None or not isinstance(arguments, Mapping):
+        return None
+    given = {k: v for k, v in _given_arguments(tool, text).items() if k not in _FREE_TEXT and k != "confirmed"}
+    if not unchanged and all(arguments.get(k) == v for k, v in given.items()):
+        return None
+    return _call(tool.name, {k: v for k, v in {**arguments, **given}.items() if k != "confirmed"})
+
+
 def fill_arguments(tool: ToolSpec, text: str) -> dict[str, Any] | None:
     """Arguments the caller's words give for sure, or None if a required one is missing."""
+    arguments = _given_arguments(tool, text)
+    missing = [n for n in tool.parameters.get("required", []) if n not in arguments]
+    return None if missing else arguments
+
+
+def _given_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
     properties: dict[str, Any] = tool.parameters.get("properties", {})
     arguments: dict[str, Any] = {}
     for name in properties:
@@ -131,8 +158,7 @@ def fill_arguments(tool: ToolSpec, text: str) -> dict[str, Any] | None:
             arguments[name] = _COUNTS.get(count.group(1)) or int(count.group(1))
         elif (choice := _one_choice(properties[name], text)) is not None:
             arguments[name] = choice
-    missing = [n for n in tool.parameters.get("required", []) if n not in arguments]
-    return None if missing else arguments
+    return arguments
 
 
 def _one_choice(schema: Any, text: str) -> str | None:
