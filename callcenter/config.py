@@ -218,6 +218,11 @@ class SupervisorConfig:
     token: str = ""  # better set with VOICESWARM_SUPERVISOR_TOKEN than in the file
     # Mask card numbers, IBANs, phone numbers and e-mail addresses (and the caller's number) on the page.
     redact: bool = True
+    # Browsers reach the page over HTTPS through a proxy that ends TLS: the token's cookie is always Secure.
+    behind_tls: bool = False
+    # Proxies (addresses or networks, "10.0.0.5", "10.0.0.0/24") whose X-Forwarded-Proto and X-Forwarded-For
+    # are believed: the cookie is Secure when they say https, and wrong tokens are counted per client behind them.
+    trusted_proxies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -510,6 +515,13 @@ def _validate_supervisor(supervisor: SupervisorConfig) -> None:
         return
     host, _ = _host_port(supervisor.listen, "supervisor.listen")
     _check_secret(supervisor.token, "supervisor.token")
+    for proxy in supervisor.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"supervisor.trusted_proxies: {proxy!r} is not an address or network like 10.0.0.5 or 10.0.0.0/24"
+            ) from None
     if not supervisor.token and not is_loopback(host):
         raise ConfigError(
             f"supervisor.listen is {supervisor.listen!r}, not a loopback address: set supervisor.token "
