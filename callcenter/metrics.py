@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from callcenter.verification import OUTCOMES
 from telephony.endpoint import SipEndpoint
 from telephony.rtp import IntervalHistogram, RtpStats
 from telephony.sip.metrics import SipMetrics
@@ -50,6 +52,14 @@ class VoiceMetrics:
         self.admission_refusals = Gauge(
             "voiceswarm_admission_refusals", "New calls and probes refused for overload", registry=r
         )
+        self.verifications = Counter(
+            "voiceswarm_verifications",
+            "Answers to the security question (passed, failed) and questions left open at the end of a call (gave_up)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in OUTCOMES:  # each series from 0, so a rate over the first failures is not lost
+            self.verifications.labels(outcome)
         # The last turns' speech-to-text times, which admission control reads (a histogram keeps no recent values).
         self.recent_stt: deque[float] = deque(maxlen=20)
 
@@ -66,6 +76,12 @@ class VoiceMetrics:
         stt = breakdown.get("stt_s")
         if isinstance(stt, float):
             self.recent_stt.append(stt)
+
+    def count_verifications(self, verifications: Iterable[dict[str, Any]]) -> None:
+        """Count an ended call's verifications (CallRecord.verifications)."""
+        for attempt in verifications:
+            if attempt.get("outcome") in OUTCOMES:
+                self.verifications.labels(attempt["outcome"]).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -20,6 +20,7 @@ from typing import Any
 from callcenter.store import Database, Migration, migrate, open_database
 from callcenter.store.database import Connection
 from callcenter.store.spoken import phone_key
+from callcenter.verification import MASKED_ANSWER, VERIFYING_TOOLS, attempts
 from swarm.events import AgentChanged, Event, ToolCalled, event_from_dict
 
 log = logging.getLogger(__name__)
@@ -65,10 +66,16 @@ _CALLS_3 = """
 ALTER TABLE calls ADD COLUMN recording_seconds {real};
 ALTER TABLE calls ADD COLUMN recording_error TEXT;
 """
+# The caller's answers to the security question and their outcomes (issue 29), masked: a JSON list of
+# {turn, tool, order_number, outcome, answer}.
+_CALLS_4 = """
+ALTER TABLE calls ADD COLUMN verifications TEXT NOT NULL DEFAULT '[]';
+"""
 MIGRATIONS = (
     Migration(1, _CALLS_1.format(real="REAL"), _CALLS_1.format(real="DOUBLE PRECISION")),
     Migration(2, _CALLS_2, _CALLS_2),
     Migration(3, _CALLS_3.format(real="REAL"), _CALLS_3.format(real="DOUBLE PRECISION")),
+    Migration(4, _CALLS_4, _CALLS_4),
 )
 COMPONENT = "calls"
 
@@ -93,18 +100,26 @@ class CallRecord:
     recording_seconds: float | None = None
     recording_error: str | None = None  # why there is no recording, or why it stops short
     node: str | None = None  # which VoiceSwarm node served the call
+    # The answers to the security question and their outcomes (callcenter.verification.attempts): never the answer.
+    verifications: list[dict[str, Any]] = field(default_factory=list)
     # The session's events (Event.to_dict()), kept in session_events rather than in the calls row.
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def add_session_events(self, default_agent: str, events: list[Event]) -> None:
-        """Agents visited, tool calls, and the orders and returns the tools created, from the session's events."""
+        """Agents visited, tool calls, the orders and returns the tools created and the verifications, from the
+        session's events. The caller's answer to the security question is masked in the tool calls: a record that
+        held the factor would hand it to whoever reads the records."""
         self.events = [event.to_dict() for event in events]
         self.agents = [default_agent] + [e.agent for e in events if isinstance(e, AgentChanged)]
+        self.verifications = attempts(events)
         for event in events:
             if not isinstance(event, ToolCalled):
                 continue
+            arguments = event.arguments
+            if event.name in VERIFYING_TOOLS and arguments.get("verification"):
+                arguments = {**arguments, "verification": MASKED_ANSWER}
             self.tool_calls.append(
-                {"agent": event.agent, "name": event.name, "arguments": event.arguments, "result": event.result}
+                {"agent": event.agent, "name": event.name, "arguments": arguments, "result": event.result}
             )
             result = _json(event.result)
             if isinstance(result, dict) and "order_number" in result and event.name == "place_order":
@@ -113,7 +128,7 @@ class CallRecord:
                 self.returns.append(str(result["return_number"]))
 
 
-_JSON_COLUMNS = ("agents", "tool_calls", "orders", "returns", "turns", "transcript")
+_JSON_COLUMNS = ("agents", "tool_calls", "orders", "returns", "turns", "transcript", "verifications")
 _NOT_COLUMNS = ("events",)
 
 

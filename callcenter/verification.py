@@ -21,7 +21,7 @@ from typing import Any
 from callcenter.store.domain import Order
 from callcenter.store.phones import last_digits
 from callcenter.store.spoken import number_tokens, spoken_digits, words
-from swarm.events import Event, ToolCalled
+from swarm.events import Event, ToolCalled, UserText
 
 # "trusted": the trunk vouches for the caller's number (a carrier's network asserted identity, a PBX that
 # checks its extensions), so a caller is the customer whose number they call from. "claimed": the number is
@@ -45,6 +45,12 @@ _REPEATS = {"double": 2, "triple": 3}
 _E_MAIL = re.compile(r"\be-mail\b", re.IGNORECASE)  # one filler word, not the letter e (postcode E1 6AN) and "mail"
 # A longer answer is not a postcode said once but a list of guesses.
 MAX_ANSWER_WORDS = 16
+# What a call record and the supervisor see of an answer to the security question, right or wrong: that one was
+# given, not its length (a postcode's length says which country), nor anything of it.
+MASKED_ANSWER = "•••"
+# The outcomes of a call's verifications: an answer that matched, one that did not, and a question the caller
+# left open (hung up or moved on after being asked, or after a wrong answer with tries left).
+OUTCOMES = ("passed", "failed", "gave_up")
 
 
 class VerificationError(ValueError):
@@ -148,3 +154,51 @@ def _outcome(result: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return parsed if isinstance(parsed, dict) and "verification" in parsed else None
+
+
+def attempts(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The call's answers to the security question and their outcomes, in order, read from the tools' results as
+    `call_state` reads them; a question still open at the end of the call is one "gave_up". Each is
+    {turn, tool, order_number, outcome, answer}: `turn` counts the caller's turns before it, and the answer is
+    MASKED_ANSWER, never what the caller said."""
+    found: list[dict[str, Any]] = []
+    turn = 0
+    open_question: tuple[int, str, str] | None = None  # (turn, tool, order number) of the question last asked
+    for event in events:
+        if isinstance(event, UserText):
+            turn += 1
+        if not isinstance(event, ToolCalled) or event.name not in VERIFYING_TOOLS:
+            continue
+        outcome = _outcome(event.result)
+        if outcome is None:
+            continue
+        number = _order_number(outcome, event.arguments)
+        said = outcome.get("verification")
+        if said in ("passed", "failed"):
+            answered = bool(event.arguments.get("verification"))
+            found.append(
+                {
+                    "turn": turn,
+                    "tool": event.name,
+                    "order_number": number,
+                    "outcome": said,
+                    "answer": MASKED_ANSWER if answered else "",
+                }
+            )
+        # A question asked (again), or none: the last wrong answer hands the caller to a person, asking nothing.
+        open_question = (turn, event.name, number) if "question" in outcome else None
+    if open_question is not None:
+        turn, tool, number = open_question
+        found.append({"turn": turn, "tool": tool, "order_number": number, "outcome": "gave_up", "answer": ""})
+    return found
+
+
+def _order_number(outcome: dict[str, Any], arguments: dict[str, Any]) -> str:
+    # The tool's own spelling where it gave one (a passed result, a question's arguments), else the model's.
+    question = outcome.get("question")
+    asked = question.get("arguments") if isinstance(question, dict) else None
+    for value in (outcome.get("order_number"), asked.get("order_number") if isinstance(asked, dict) else None):
+        if isinstance(value, str) and value:
+            return value
+    given = arguments.get("order_number")
+    return spoken_digits(given) if isinstance(given, str) else ""

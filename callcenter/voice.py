@@ -233,6 +233,7 @@ class VoiceService:
                 turns=[t.breakdown() for t in conversation.transcript.turns],
             )
             record.add_session_events(session.swarm.default_agent, session.events)
+            self.metrics.count_verifications(record.verifications)
             if recorder is None:
                 self._save(record, OFF)
             else:  # saved by the recordings' writer thread once the file is closed: nothing here to await

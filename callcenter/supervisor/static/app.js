@@ -312,6 +312,10 @@ function callDetail(call) {
   const items = el("ol", "transcript");
   for (const item of call.items) items.append(itemNode(item));
   nodes.push(el("h3", "", "Transcript"), items);
+  const checks = call.verifications || [];
+  if (checks.length) nodes.push(el("h3", "", "Security questions"), table(
+    ["After caller turn", "Order", "Outcome", "Answer"],
+    checks.map((v) => [v.turn, v.order_number || "–", VERIFICATION[v.outcome] || v.outcome, v.answer || "–"])));
   if (call.order_rows.length) nodes.push(el("h3", "", "Orders placed"), table(
     ["Order", "Status", "Items", "Total"],
     call.order_rows.map((o) => [o.order_number, o.status, o.lines.map((l) => l.quantity + " × " + l.name).join(", "),
@@ -322,6 +326,13 @@ function callDetail(call) {
       (r.refund_cents / 100).toFixed(2)])));
   return nodes;
 }
+
+// What each outcome of a security question means to a supervisor; the answer itself is never sent to the page.
+const VERIFICATION = {
+  passed: "passed",
+  failed: "wrong answer",
+  gave_up: "asked, never answered",
+};
 
 function table(headings, rows) {
   const node = el("table");
