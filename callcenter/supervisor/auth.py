@@ -7,6 +7,10 @@ token came by a loopback name, and whether its address has guessed wrong too oft
 The token arrives as `Authorization: Bearer`, as basic auth's password (a phone's browser asks for it), as
 `?token=` (a link; the page then keeps it in a cookie and drops it from the address bar), or in that cookie,
 which the browser also sends with the WebSocket and the recording (neither can carry a header).
+
+The cookie is Secure when the request came over HTTPS: to this server, or, as seen by a proxy that ends TLS,
+when supervisor.behind_tls says so or a trusted proxy (supervisor.trusted_proxies) says X-Forwarded-Proto: https.
+A client's own X-Forwarded-* headers are never believed: anyone can send them.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import base64
 import binascii
 import contextlib
 import hmac
+import ipaddress
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -72,6 +78,45 @@ def by_loopback_name(request: web.Request) -> bool:
     return is_loopback(urlsplit(f"//{request.host}").hostname or "")
 
 
+@dataclass(frozen=True)
+class Proxies:
+    """How requests reach the page: over TLS ended by a proxy (`behind_tls`), and which proxies' forwarded
+    headers are believed (`trusted`: addresses or networks, as supervisor.trusted_proxies)."""
+
+    behind_tls: bool = False
+    trusted: tuple[str, ...] = ()
+
+    @cached_property
+    def _networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(n, strict=False) for n in self.trusted)
+
+    def trusts(self, request: web.Request) -> bool:
+        """Whether the request came straight from a trusted proxy."""
+        try:
+            address = ipaddress.ip_address(request.remote or "")
+        except ValueError:
+            return False
+        return any(address in network for network in self._networks)
+
+    def secure(self, request: web.Request) -> bool:
+        """Whether the browser's request travelled over HTTPS (so a Secure cookie comes back with the next)."""
+        if request.secure or self.behind_tls:
+            return True
+        # The value the nearest proxy wrote is the last one: earlier ones came from whoever called it.
+        forwarded = request.headers.get("X-Forwarded-Proto", "").rpartition(",")[2].strip().lower()
+        return forwarded == "https" and self.trusts(request)
+
+    def client(self, request: web.Request) -> str | None:
+        """The address wrong tokens are counted for: the client behind a trusted proxy (the last address the proxy
+        added to X-Forwarded-For), else the peer itself. Behind a proxy every client shares the proxy's address,
+        and one guesser would lock out everyone."""
+        if self.trusts(request):
+            forwarded = request.headers.get("X-Forwarded-For", "").rpartition(",")[2].strip()
+            with contextlib.suppress(ValueError):
+                return str(ipaddress.ip_address(forwarded))
+        return request.remote
+
+
 # Addresses remembered at most: a flood from many addresses costs bounded memory (the oldest are forgotten).
 MAX_ADDRESSES = 10_000
 
@@ -108,9 +153,9 @@ class Failures:
             del self._seen[next(iter(self._seen))]
 
 
-def refuse_if_slowed(failures: Failures, request: web.Request) -> None:
-    """429 for an address that has presented too many wrong tokens lately."""
-    wait = failures.wait(request.remote)
+def refuse_if_slowed(failures: Failures, request: web.Request, address: str | None = None) -> None:
+    """429 for an address (default: the request's peer) that has presented too many wrong tokens lately."""
+    wait = failures.wait(address if address is not None else request.remote)
     if wait > 0:
         raise web.HTTPTooManyRequests(
             text="429: too many wrong tokens from this address; try again later",
@@ -118,7 +163,7 @@ def refuse_if_slowed(failures: Failures, request: web.Request) -> None:
         )
 
 
-def guard(token: str, failures: Failures | None = None) -> Middleware:
+def guard(token: str, failures: Failures | None = None, proxies: Proxies = Proxies()) -> Middleware:
     """The middleware: 401 without the token (nothing else is looked at), 403 from a foreign origin, 429 after
     repeated wrong tokens from one address."""
     failures = failures if failures is not None else Failures()
@@ -126,10 +171,10 @@ def guard(token: str, failures: Failures | None = None) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if token:
-            refuse_if_slowed(failures, request)
+            refuse_if_slowed(failures, request, proxies.client(request))
         if token and not holds(request, token):
             if presented(request):  # a browser's first visit offers none: only a wrong token counts
-                failures.record(request.remote)
+                failures.record(proxies.client(request))
             raise web.HTTPUnauthorized(
                 text="401: this page needs the supervisor token (supervisor.token)", headers={"WWW-Authenticate": REALM}
             )
@@ -143,7 +188,8 @@ def guard(token: str, failures: Failures | None = None) -> Middleware:
         if token and "token" in request.query and request.path == "/":
             # Keep the token in a cookie and take it out of the address bar (and of the browser's history).
             response = web.HTTPFound("/")
-            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", secure=request.secure, path="/")
+            secure = proxies.secure(request)
+            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", secure=secure, path="/")
             raise response
         return await handler(request)
 

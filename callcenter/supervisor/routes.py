@@ -15,7 +15,7 @@ from aiohttp import WSMsgType, web
 from callcenter.config import SupervisorConfig
 from callcenter.records import CallRecords
 from callcenter.shop_backend import ShopBackend
-from callcenter.supervisor.auth import guard, security_headers
+from callcenter.supervisor.auth import Proxies, guard, security_headers
 from callcenter.supervisor.live import LiveCalls
 from callcenter.supervisor.views import past_call, shown, summary
 
@@ -42,7 +42,8 @@ SOURCES = web.AppKey("sources", Sources)
 
 
 def supervisor_app(config: SupervisorConfig, sources: Sources) -> web.Application:
-    app = web.Application(middlewares=[guard(config.token)])
+    proxies = Proxies(config.behind_tls, config.trusted_proxies)
+    app = web.Application(middlewares=[guard(config.token, proxies=proxies)])
     app[SOURCES] = sources
     app.on_response_prepare.append(security_headers)
     app.on_shutdown.append(_close_feed)
