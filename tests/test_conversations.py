@@ -77,7 +77,8 @@ def scripted_llm(body: dict) -> Reply:
 
 async def test_return_through_ollama_wire_protocol(tmp_path):
     async with FakeOllama(scripted_llm) as server:
-        app, db = await make_app(tmp_path, provider="ollama", host=server.url)
+        # The model's own steps over the wire: the router would take this plain return itself (Agent.router).
+        app, db = await make_app(tmp_path, provider="ollama", host=server.url, route_first=False)
         session = app.session("call-3", CALLER)
         first = await session.complete(RETURN_LINE)
         assert session.get_agent_name() == "refund"
@@ -131,7 +132,7 @@ async def test_caller_words_cannot_reach_tools_of_another_agent(tmp_path):
 
 
 async def test_llm_server_down_apologises_and_asks_for_a_person(tmp_path):
-    app, _ = await make_app(tmp_path, provider="ollama", host="http://127.0.0.1:9")
+    app, _ = await make_app(tmp_path, provider="ollama", host="http://127.0.0.1:9", route_first=False)
     session = app.session("call-6", CALLER)
     reply = await session.complete(RETURN_LINE)
     assert reply == app.config.session.apology

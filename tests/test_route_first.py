@@ -81,3 +81,14 @@ async def test_a_lookup_that_finds_the_shop_down_is_said_and_hands_over() -> Non
     answer = await session.complete("I'd like to buy a new phone charger.")
     assert model.requests == []
     assert session.escalated() is not None and "not answering" in answer
+
+
+async def test_the_router_is_sure_of_words_said_not_of_words_like_them() -> None:
+    # Fuzzily, the buying phrase "want to get" is in "want to return": word for word it is not.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+    model = ScriptedProvider(asks_which, name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    answer = await session.complete("I want to return the headphones I bought last week.")
+    assert answer.startswith("I found your order") and "Wireless over-ear headphones" in answer
+    assert model.requests == []

@@ -102,7 +102,8 @@ class OfflineRouter:
 
     def sure_call(self, request: CompletionRequest) -> ToolCall | None:
         """The tool call the caller's last words ask for beyond doubt (swarm.providers.base.Router): no read-back
-        awaits their yes or no, exactly one of the request's tools has its phrases in the words, no doubtful
+        awaits their yes or no, exactly one of the request's tools has its phrases in the words, word for word (the
+        fuzzy match that survives transcription slips also hears "want to get" in "want to return"), no doubtful
         phrase is there, and the words fill its required arguments. Else None, and the model decides."""
         last = request.messages[-1] if request.messages else None
         if last is None or last.role != "user" or pending_proposal(request.messages):
@@ -112,8 +113,7 @@ class OfflineRouter:
         said = normalise(last.content)
         if any(self._occurs(phrase, said) for phrase in self._doubtful):
             return None
-        scores = self.scores(last.content, [t.name for t in request.tools])
-        named = [t for t in request.tools if scores[t.name] > 0]
+        named = [t for t in request.tools if any(phrase in said for phrase in self._examples.get(t.name, ()))]
         arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
         return None if arguments is None else ToolCall("router_0", named[0].name, arguments)
 
