@@ -4,6 +4,8 @@ A record is written once, when the call ends, by a writer thread of its own: `sa
 event loop that paces every call's RTP never waits for a disk or a database server (a synchronous SQLite
 write took 6 ms median, 23 ms worst there). With PostgreSQL the records of every node are in one place, and
 so are the session events: a caller who calls back can be found from any node (`calls_from`; no agent reads it yet).
+Calls are found by the caller's whole number in E.164, as the shop finds customers (callcenter.store.phones): never
+by its last digits, which other countries' numbers share (issue 29).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from callcenter.store import Database, Migration, migrate, open_database
 from callcenter.store.database import Connection
-from callcenter.store.spoken import phone_key
+from callcenter.store.phones import customer_key
 from callcenter.verification import MASKED_ANSWER, VERIFYING_TOOLS, attempts
 from swarm.events import AgentChanged, Event, ToolCalled, event_from_dict
 
@@ -49,7 +51,8 @@ CREATE TABLE IF NOT EXISTS calls (
 );
 CREATE INDEX IF NOT EXISTS calls_started ON calls (started_at);
 """
-# The caller's phone key (as the shop compares numbers) and the session's events, one row each.
+# The caller's phone key and the session's events, one row each. The key was the number's last nine digits; it is
+# the whole number in E.164 now (callcenter.store.phones), old rows re-keyed on opening (_rekey_calls).
 _CALLS_2 = """
 ALTER TABLE calls ADD COLUMN caller_key TEXT;
 ALTER TABLE calls ADD COLUMN node TEXT;
@@ -135,7 +138,8 @@ _NOT_COLUMNS = ("events",)
 class CallRecords:
     """The call records at a URL or plain path (a plain path is a SQLite file); `node` names this node's rows.
     With `redaction` (e.g. callcenter.redact.redact), what the caller and the agents said is stored through it:
-    the transcript, the tool calls' arguments and results, the session events' texts."""
+    the transcript, the tool calls' arguments and results, the session events' texts. Callers' numbers in a
+    national form ("030 555555") are read in `phone_region` (callers.phone_region, as the shop reads them)."""
 
     def __init__(
         self,
@@ -144,12 +148,14 @@ class CallRecords:
         node: str | None = None,
         database: Database | None = None,
         redaction: Callable[[str], str] | None = None,
+        phone_region: str = "DE",
     ) -> None:
         self._db = database or open_database(path, pool_size=2)
         self.node = node
         self.redaction = redaction
+        self.phone_region = phone_region
         try:
-            migrate(self._db, COMPONENT, MIGRATIONS)
+            migrate(self._db, COMPONENT, MIGRATIONS, then=lambda conn: _rekey_calls(conn, phone_region))
         except BaseException:
             self._db.close()
             raise
@@ -175,7 +181,7 @@ class CallRecords:
 
     def write(self, record: CallRecord) -> None:
         """Write the record and its session events now, in one transaction (what the writer thread does)."""
-        caller_key = phone_key(record.caller) or None
+        caller_key = customer_key(record.caller, self.phone_region) or None
         if self.redaction is not None:
             record = redacted(record, self.redaction)
         row = {k: v for k, v in asdict(record).items() if k not in _NOT_COLUMNS}
@@ -214,8 +220,9 @@ class CallRecords:
         return _record(row) if row else None
 
     def calls_from(self, caller: str, limit: int = 5) -> list[CallRecord]:
-        """The caller's earlier calls on any node, newest first, however the number was written."""
-        key = phone_key(caller)
+        """The caller's earlier calls on any node, newest first, however the number was written: the whole number,
+        never a number of another country that ends in the same digits."""
+        key = customer_key(caller, self.phone_region)
         if not key:
             return []
         self.flush()
@@ -234,18 +241,22 @@ class CallRecords:
         disposition: str = "",
         limit: int = 50,
     ) -> list[CallRecord]:
-        """Calls newest first: by the caller's number (any spelling, or only its last digits), started in
-        [since, until), with a disposition. Raises ValueError for an unknown disposition."""
+        """Calls newest first: by the caller's whole number (any spelling: E.164, 00, or national in the region),
+        started in [since, until), with a disposition. Raises ValueError for an unknown disposition or a number
+        that is no whole phone number (its last digits alone would find other countries' callers too)."""
         if disposition and disposition not in DISPOSITIONS:
             raise ValueError(f"disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
         where: list[str] = []
         params: list[object] = []
-        key = phone_key(number)
+        key = customer_key(number, self.phone_region)
         if number.strip() and not key:
-            raise ValueError(f"number {number!r} has no digits")
+            raise ValueError(
+                f"number {number!r} is not a whole phone number; give it with its country code (+44 20 7946 0321)"
+                f" or as dialled in {self.phone_region}"
+            )
         if key:
-            where.append("caller_key LIKE ?")  # digits only: no LIKE wildcard comes from the number
-            params.append(f"%{key}")
+            where.append("caller_key = ?")
+            params.append(key)
         for clause, value in (
             ("started_at >= ?", since),
             ("started_at < ?", until),
@@ -306,6 +317,17 @@ class CallRecords:
                 log.exception("event=call_record_failed call=%s", record.call_id if record else "")
             finally:
                 self._queue.task_done()
+
+
+def _rekey_calls(conn: Connection, region: str) -> None:
+    # Rows written before whole-number keys hold the number's last nine digits; a whole-number key starts with "+"
+    # (or is NULL), so only old rows are selected, once. A range rather than LIKE '+%' (whose % psycopg reads as a
+    # placeholder) or substr: the index on caller_key finds them, and opening stays cheap on a long call log.
+    rows = conn.all("SELECT call_id, caller FROM calls WHERE caller_key < '+' OR caller_key >= ','")
+    conn.executemany(
+        "UPDATE calls SET caller_key = ? WHERE call_id = ?",
+        [(customer_key(row["caller"], region) or None, row["call_id"]) for row in rows],
+    )
 
 
 def redacted(record: CallRecord, redact: Callable[[str], str]) -> CallRecord:

@@ -51,7 +51,12 @@ class VoiceServer:
         privacy = self.config.privacy
         redaction = functools.partial(redact, region=privacy.phone_region) if privacy.redact_transcripts else None
         self.records = await asyncio.to_thread(
-            functools.partial(CallRecords, voice.calls_database, redaction=redaction)
+            functools.partial(
+                CallRecords,
+                voice.calls_database,
+                redaction=redaction,
+                phone_region=self.config.callers.phone_region,
+            )
         )
         self.speech = self._speech if self._speech is not None else await asyncio.to_thread(SpeechModels.load, voice)
         self.recordings = Recordings(voice) if voice.recording != "off" else None

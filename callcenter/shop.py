@@ -20,14 +20,13 @@ from callcenter.store.domain import (
 )
 from callcenter.store.shop_schema import SCHEMA_VERSION
 from callcenter.store.shop_store import NUMBER_WIDTHS, Shop
-from callcenter.store.spoken import MAX_QUERY_CHARS, PHONE_KEY_DIGITS, phone_key, spoken_digits
+from callcenter.store.spoken import MAX_QUERY_CHARS, spoken_digits
 from callcenter.store.terms import MAX_QUERY_TERMS
 
 __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TERMS",
     "NUMBER_WIDTHS",
-    "PHONE_KEY_DIGITS",
     "SCHEMA_VERSION",
     "CatalogueError",
     "InvalidRequest",
@@ -40,6 +39,5 @@ __all__ = [
     "Shop",
     "ShopError",
     "UnknownProduct",
-    "phone_key",
     "spoken_digits",
 ]

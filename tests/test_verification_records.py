@@ -173,3 +173,35 @@ async def test_the_counter_on_metrics_moves_by_outcome(shop: Shop) -> None:
     await stranger.complete("I want to return an item from my order 5 5 5 5 5")
     metrics.count_verifications(record_of(stranger, "left").verifications)
     assert scraped() == {"passed": 1, "failed": 1, "gave_up": 1}
+
+
+# ---- no suffix matching: the call records find a caller by the whole number ------------------------------------
+
+GERMAN, FRENCH = "+4930555555", "+33930555555"  # another country, the same last nine digits
+
+
+def test_a_colliding_number_from_another_country_finds_none_of_the_callers_calls(database_url: str) -> None:
+    records = CallRecords(database_url)
+    try:
+        for call_id, number, started in (("de", GERMAN, 1.0), ("fr", FRENCH, 2.0)):
+            records.save(CallRecord(call_id, number, "shop", started, started + 1, "completed"))
+        assert [r.call_id for r in records.calls_from(FRENCH)] == ["fr"]
+        assert [r.call_id for r in records.calls_from("030 555555")] == ["de"]  # national, in the region
+        assert [r.call_id for r in records.search(number="0033 9 30 55 55 55")] == ["fr"]
+        assert [r.call_id for r in records.search(number=GERMAN)] == ["de"]
+        # The last digits are no number: refused, not a search across countries; nine of them are a German
+        # national number (+49 930 555555), nobody's here.
+        with pytest.raises(ValueError, match="whole phone number"):
+            records.search(number="5555")
+        assert records.calls_from("5555") == []
+        assert records.search(number="930555555") == [] and records.calls_from("930555555") == []
+        # What the records kept before: the last nine digits, both calls under one key. Opening re-keys them.
+        records.database.write(lambda conn: conn.execute("UPDATE calls SET caller_key = '930555555'"))
+    finally:
+        records.close()
+    reopened = CallRecords(database_url)
+    try:
+        assert [r.call_id for r in reopened.calls_from(FRENCH)] == ["fr"]
+        assert [r.call_id for r in reopened.search(number=GERMAN)] == ["de"]
+    finally:
+        reopened.close()

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if url.dialect == "sqlite" and not Path(url.target).exists():
         print(f"voiceswarm calls: no call records yet at {url}", file=sys.stderr)
         return 1
-    records = CallRecords(config.voice.calls_database)
+    records = CallRecords(config.voice.calls_database, phone_region=config.callers.phone_region)
     try:
         if args.call_id is None:
             found = records.recent(args.limit)

@@ -7,9 +7,6 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# Call records (callcenter.records) find a caller's past calls by the number's trailing digits, however it
-# was written. Never a customer's identity: the shop matches whole numbers (callcenter.store.phones).
-PHONE_KEY_DIGITS = 9
 # Longer input is a transcription accident, not a product description.
 MAX_QUERY_CHARS = 500
 
@@ -110,8 +107,3 @@ def spoken_digits(text: str) -> str:
         expanded.extend([word] * repeat)
         repeat = 1
     return "".join(token for token, _ in number_tokens(expanded) if token.isdigit())
-
-
-def phone_key(phone: str) -> str:
-    """What two spellings of one caller's number have in common (for finding call records, not customers)."""
-    return spoken_digits(phone)[-PHONE_KEY_DIGITS:]
