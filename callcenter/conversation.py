@@ -25,13 +25,14 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 import speech
 from callcenter.acknowledgement import Acknowledger
+from callcenter.call.heard import AnsweredWords, HeardAudio, HeldWords, after_held, whole_sentence
+from callcenter.call.record import Transcript, TurnTiming
 from callcenter.call.rules import (
     Action,
     CallRules,
@@ -76,9 +77,6 @@ TAKE_BACK_S = 1.0  # for a cancelled reply to unwind before it is taken back
 # A caller who speaks again this early into a reply (its first words, plus the ~0.25 s the VAD takes to pause
 # it) was finishing their own sentence, not answering: the reply is taken back and the whole sentence answered.
 WENT_ON_SAMPLES = PHONE_RATE
-# Held words are heard again with the rest of the sentence, up to this much audio (Whisper hears 30 s).
-MAX_JOINED_SAMPLES = 20 * PHONE_RATE
-MAX_GAP_SAMPLES = PHONE_RATE // 2  # of the silence between two breaths: enough for Whisper to hear a pause
 
 
 # What a call needs of speech's parts (speech.Transcriber, LanguageCheck, Synthesizer, Endpointer), so that
@@ -105,112 +103,6 @@ class Endpointing(Protocol):
     def finish(self) -> None:
         """The words before the current silence are a finished sentence: the turn may end sooner."""
         ...
-
-
-@dataclass
-class TurnTiming:
-    """One caller turn, in seconds since the end of the caller's speech."""
-
-    transcript_s: float | None = None  # end of speech -> transcript
-    first_sentence_s: float | None = None  # end of speech -> the model's first sentence
-    first_audio_s: float | None = None  # end of speech -> first reply audio handed to the call (voice-to-voice)
-    acknowledged_s: float | None = None  # end of speech -> an acknowledgement handed to the call, if the reply was slow
-    behind_s: float = 0.0  # the reply's first audio waited this long behind an acknowledgement still playing
-    early: bool = False  # the transcript was started at the caller's pause, before the end of the turn
-    early_reply: bool = False  # so was the model's reply (the turn took the speculation started there)
-
-    def breakdown(self) -> dict[str, float | bool | None]:
-        llm = _minus(self.first_sentence_s, self.transcript_s)
-        tts = _minus(self.first_audio_s, self.first_sentence_s)
-        return {
-            "stt_s": self.transcript_s,
-            "llm_s": llm,
-            "tts_s": tts,
-            "voice_to_voice_s": self.first_audio_s,
-            "acknowledged_s": self.acknowledged_s,
-            # What the caller waited in silence after the end of the turn: the first sound they heard.
-            "first_sound_s": min((s for s in (self.first_audio_s, self.acknowledged_s) if s is not None), default=None),
-            # When the reply itself began to play (after any acknowledgement ahead of it).
-            "answer_s": None if self.first_audio_s is None else self.first_audio_s + self.behind_s,
-            "early_transcript": self.early,
-            "early_reply": self.early_reply,
-        }
-
-
-@dataclass
-class _Held:
-    """Words that stopped mid-sentence; answered as they are when the timer fires (none: the caller went on)."""
-
-    text: str
-    audio: np.ndarray | None = None  # what was heard, from the sentence's first breath on
-    end_s: float = 0.0  # stream time of the audio's end
-    timer: asyncio.TimerHandle | None = None
-    unclear: bool = False  # Whisper was unsure of them: if the caller says no more, they are asked to repeat
-
-    def cancel(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-
-
-@dataclass(frozen=True)
-class _Answered:
-    """The caller's words the running turn answers: if they go on before hearing its first words (_went_on),
-    the turn is taken back and their sentence is heard whole, as held words are."""
-
-    words: _Held
-    line: dict[str, Any]  # their transcript line
-    timing: TurnTiming
-    since: int  # the session's events before the turn
-
-
-@dataclass(frozen=True)
-class _Heard:
-    """An utterance's audio as transcribed: after held words (`after`), joined to theirs."""
-
-    audio: np.ndarray
-    end_s: float  # stream time of the audio's end
-    after: _Held | None = None
-
-
-def _sentence(held: _Held | None, heard: _Heard, text: str) -> _Held:
-    """The caller's sentence from its first half on: heard again whole (heard.after), or the held words
-    joined to these as text, and their audio too for a next breath while it fits Whisper's window."""
-    if held is None:
-        return _Held(text, heard.audio, heard.end_s)
-    if held is heard.after:
-        return _Held(text or held.text, heard.audio, heard.end_s)
-    audio = _after_held(held, heard.audio, heard.end_s - heard.audio.size / PHONE_RATE)
-    return _Held(f"{held.text} {text}".strip(), audio, heard.end_s)
-
-
-def _after_held(held: _Held, audio: np.ndarray, start_s: float) -> np.ndarray | None:
-    """The held words' audio and then this, while both fit Whisper's window; else None (joined as text)."""
-    if held.audio is None or held.audio.size + audio.size > MAX_JOINED_SAMPLES:
-        return None
-    return join_breaths(held.audio, held.end_s, audio, start_s)
-
-
-def join_breaths(first: np.ndarray, first_end_s: float, second: np.ndarray, second_start_s: float) -> np.ndarray:
-    """Two utterances of one call as one, with the silence between them (at most MAX_GAP_SAMPLES of it).
-    Where the first's post-roll and the second's pre-roll overlap, that audio is kept once."""
-    gap = round((second_start_s - first_end_s) * PHONE_RATE)
-    if gap < 0:
-        return np.concatenate([first, second[min(-gap, second.size) :]])
-    return np.concatenate([first, np.zeros(min(gap, MAX_GAP_SAMPLES), np.int16), second])
-
-
-@dataclass
-class Transcript:
-    """Both sides of the call, as said and heard, for the call record."""
-
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    turns: list[TurnTiming] = field(default_factory=list)
-
-    def add(self, who: str, text: str, *, via: str | None = None) -> None:
-        line: dict[str, Any] = {"at": time.time(), "who": who, "text": text}
-        if via is not None:
-            line["via"] = via  # "keypad": typed, not said; "acknowledgement": heard, not in the model's history
-        self.lines.append(line)
 
 
 class Conversation:
@@ -251,13 +143,13 @@ class Conversation:
         # Utterances being transcribed; one at a time, so the caller's words reach the model in order.
         self._hearing: set[asyncio.Task[None]] = set()
         self._transcribing = asyncio.Lock()
-        self._early: tuple[SpeechPaused, asyncio.Task[speech.Transcript], _Heard] | None = None  # begun at a pause
+        self._early: tuple[SpeechPaused, asyncio.Task[speech.Transcript], HeardAudio] | None = None  # begun at a pause
         self._speculation: Speculation | None = None  # the model started on that transcription
         # Short sounds over the agent heard a second time, by the id of their SpeechEnded (one per utterance:
         # a second sound can end while the first is still being heard).
-        self._again: dict[int, asyncio.Task[speech.Transcript]] = {}
-        self._held: _Held | None = None  # words that stopped mid-sentence, waiting for the rest
-        self._answered: _Answered | None = None  # what the running turn answers
+        self._second_hearings: dict[int, asyncio.Task[speech.Transcript]] = {}
+        self._held: HeldWords | None = None  # words that stopped mid-sentence, waiting for the rest
+        self._answered: AnsweredWords | None = None  # what the running turn answers
         self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._caller_quiet = asyncio.Event()  # clear while the caller is in the middle of an utterance
         self._caller_quiet.set()
@@ -286,13 +178,13 @@ class Conversation:
             for task in tasks:
                 task.cancel()
             self._drop_speculation()
-            for again in self._again.values():
+            for again in self._second_hearings.values():
                 again.cancel()
             if self._held is not None:
                 self._held.cancel()
                 self.transcript.add("caller", self._held.text)  # said, if never answered: the record keeps it
             await asyncio.gather(*tasks, return_exceptions=True)
-            self._keep_heard("call_ended")
+            self._forget_unheard("call_ended")
             self._act(self.rules.call_ended())
             self.session.dispose()
         if self.call.end_reason == "transferred":
@@ -332,21 +224,21 @@ class Conversation:
                 elif isinstance(event, SpeechEnded):
                     self.rules.activity(time.monotonic())
                     self._caller_quiet.set()
-                    self._hear(event)
+                    self._turn_ended(event)
 
     def _transcribe_early(self, pause: SpeechPaused) -> None:
         self._drop_early()  # the caller spoke again since the last pause
         if not self.rules.closing:
-            heard = self._heard(pause.audio, pause.start_s)
+            heard = self._to_transcribe(pause.audio, pause.start_s)
             task = asyncio.create_task(
                 self.transcriber.transcribe(heard.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
             )
             # A dropped run's failure is not the call's: retrieved here so that it is not reported as lost.
             task.add_done_callback(lambda done: done.cancelled() or done.exception())
-            task.add_done_callback(self._pause_heard)
+            task.add_done_callback(self._early_transcript_in)
             self._early = (pause, task, heard)
 
-    def _pause_heard(self, task: asyncio.Task[speech.Transcript]) -> None:
+    def _early_transcript_in(self, task: asyncio.Task[speech.Transcript]) -> None:
         """The pause's transcript is in. Words of a finished sentence end the turn sooner (the endpointer's
         finished_silence_ms), and the model starts on them (early_reply), if the caller is still silent and
         nothing else is going on (the agent talking or thinking, a keypad request, the words of a barge-in to
@@ -381,7 +273,7 @@ class Conversation:
 
     def _take_early(
         self, turn: SpeechEnded
-    ) -> tuple[asyncio.Task[speech.Transcript], Speculation | None, _Heard] | None:
+    ) -> tuple[asyncio.Task[speech.Transcript], Speculation | None, HeardAudio] | None:
         """The transcription started at this turn's last pause (and the model's start on it), if it heard
         exactly the turn's audio (the caller said nothing more since) after the words held now."""
         early, self._early = self._early, None
@@ -399,12 +291,12 @@ class Conversation:
             speculation.cancel()
         return None
 
-    def _hear(self, turn: SpeechEnded) -> None:
+    def _turn_ended(self, turn: SpeechEnded) -> None:
         if self.rules.closing:
             self._drop_early()
             return
         early, speculation, heard = self._take_early(turn) or (None, None, None)
-        self._hear_again(turn)
+        self._hear_short_sound_again(turn)
         task = asyncio.create_task(self._transcribe(turn, early, heard, time.monotonic(), speculation))
         self._hearing.add(task)
         task.add_done_callback(self._hearing.discard)
@@ -413,7 +305,7 @@ class Conversation:
         self,
         turn: SpeechEnded,
         early: asyncio.Task[speech.Transcript] | None,
-        heard: _Heard | None,
+        heard: HeardAudio | None,
         ended: float,
         speculation: Speculation | None = None,
     ) -> None:
@@ -429,7 +321,7 @@ class Conversation:
         self,
         turn: SpeechEnded,
         early: asyncio.Task[speech.Transcript] | None,
-        heard: _Heard | None,
+        heard: HeardAudio | None,
         ended: float,
         speculation: Speculation | None,
     ) -> bool:
@@ -442,7 +334,7 @@ class Conversation:
                 if early is not None and heard is not None and heard.after is not self._held:
                     early.cancel()  # the words held changed since the pause: it heard the wrong ones first
                     early, heard = None, None
-                heard = heard or self._heard(turn.audio, turn.start_s)
+                heard = heard or self._to_transcribe(turn.audio, turn.start_s)
                 transcript = await (
                     early
                     or self.transcriber.transcribe(heard.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
@@ -456,7 +348,7 @@ class Conversation:
         finally:
             if early is not None:
                 early.cancel()  # when this turn was cancelled, so is its transcription
-            again = self._again.pop(id(turn), None)
+            again = self._second_hearings.pop(id(turn), None)
             if again is not None:
                 again.cancel()  # heard, or not needed: the answer is decided
 
@@ -465,7 +357,7 @@ class Conversation:
         turn: SpeechEnded,
         transcript: speech.Transcript,
         language: speech.Language | None,
-        heard: _Heard,
+        heard: HeardAudio,
         timing: TurnTiming,
         ended: float,
         speculation: Speculation | None,
@@ -491,7 +383,7 @@ class Conversation:
         held, self._held = self._held, None
         if held is not None:
             held.cancel()
-        words = _sentence(held, heard, text)
+        words = whole_sentence(held, heard, text)
         if not words.text:
             return False  # noise or a cough while the agent was silent: nothing to answer
         if self._hold(words, ended, transcript.confident):
@@ -508,17 +400,17 @@ class Conversation:
         return True
 
     def _start_reply(
-        self, words: _Held, ended: float, timing: TurnTiming, speculation: Speculation | None = None
+        self, words: HeldWords, ended: float, timing: TurnTiming, speculation: Speculation | None = None
     ) -> None:
         self._start_turn(self._reply(words.text, ended, timing, speculation))
-        self._answered = _Answered(words, self.transcript.lines[-1], timing, len(self.session.events))
+        self._answered = AnsweredWords(words, self.transcript.lines[-1], timing, len(self.session.events))
 
     async def _interrupt_reply(self) -> None:
         """The caller's words stop the agent. If they heard nothing of its reply, or only its first words,
         they went on with what it answers (a pause in their sentence was answered): the turn is taken back
         and those words wait to be heard with these (_held)."""
         answered, turn = self._answered, self._turn
-        went_on = answered is not None and self._went_on()
+        went_on = answered is not None and self._caller_went_on()
         self._interrupt("barge_in")
         if not went_on or answered is None or turn is None:
             return
@@ -530,7 +422,7 @@ class Conversation:
             self._held = answered.words
             log.info("event=reply_taken_back call=%s", self.call.call_id)
 
-    def _went_on(self) -> bool:
+    def _caller_went_on(self) -> bool:
         """The caller spoke again before hearing the reply's first sentence to its end, and within its first
         WENT_ON_SAMPLES: too soon to be answering or interrupting it."""
         heard = self._playback.heard
@@ -558,15 +450,15 @@ class Conversation:
             log.warning("event=language_check_failed call=%s error=%r", self.call.call_id, error)
             return None
 
-    def _heard(self, audio: np.ndarray, start_s: float) -> _Heard:
+    def _to_transcribe(self, audio: np.ndarray, start_s: float) -> HeardAudio:
         """The audio to transcribe: after held words, the sentence from its first breath on, so that Whisper
         hears the rest in context (alone, "eight two one" after "four five" once came out "A 2 1")."""
         held = self._held
         end_s = start_s + audio.size / PHONE_RATE
-        joined = None if held is None else _after_held(held, audio, start_s)
-        return _Heard(audio, end_s) if joined is None else _Heard(joined, end_s, held)
+        joined = None if held is None else after_held(held, audio, start_s)
+        return HeardAudio(audio, end_s) if joined is None else HeardAudio(joined, end_s, held)
 
-    def _hold(self, held: _Held, ended: float, confident: bool) -> bool:
+    def _hold(self, held: HeldWords, ended: float, confident: bool) -> bool:
         """Words that stop mid-sentence wait for the rest (up to mid_sentence_wait_s after the end of the turn):
         the caller paused to think, or to read a number. The reply waited for these words anyway, so only a
         wrong guess costs time (the wait), and no words are lost: the rest is heard with them.
@@ -604,7 +496,7 @@ class Conversation:
         # The turn's clock starts here, when it is answered: the wait was chosen, not latency.
         self._start_reply(held, time.monotonic(), TurnTiming())
 
-    def _hear_again(self, turn: SpeechEnded) -> None:
+    def _hear_short_sound_again(self, turn: SpeechEnded) -> None:
         """A short sound over the paused agent is heard a second time, prompted with backchannels, beside the
         first hearing when Whisper's pool has a free worker (one per core by default), not after it."""
         if self._playback.paused and self._held is None and heard_again(turn.duration_s):
@@ -612,12 +504,12 @@ class Conversation:
                 self.transcriber.transcribe(turn.audio, prompt=BACKCHANNEL_PROMPT, call_id=self.call.call_id)
             )
             task.add_done_callback(lambda done: done.cancelled() or done.exception())  # unused: not lost
-            self._again[id(turn)] = task
+            self._second_hearings[id(turn)] = task
 
     async def _barge_in(self, transcript: speech.Transcript, text: str, turn: SpeechEnded) -> bool:
         """Whether the words over the paused agent stop it: a short sound stops it only if its second hearing,
         prompted with backchannels, says so too (tiny.en writes hums as words)."""
-        again = self._again.get(id(turn))
+        again = self._second_hearings.get(id(turn))
         if not self._stops_agent(transcript.confident, text, turn.duration_s):
             return False
         if again is None or self._answers_question():
@@ -643,13 +535,13 @@ class Conversation:
 
     def _interrupt(self, reason: str) -> None:
         """Stop the agent's turn and its playback now; the session and the record keep only what was heard."""
-        self._keep_heard(reason)
+        self._forget_unheard(reason)
         self._playback.stop()
         self._answered = None
         if self._turn is not None and not self._turn.cancelling():
             self._turn.cancel()  # once: a second cancel would reach a tool the first lets finish
 
-    def _keep_heard(self, reason: str) -> None:
+    def _forget_unheard(self, reason: str) -> None:
         """Forget the sentences of the running turn that the caller has not heard (yet)."""
         played = self._playback.heard
         heard = [sentence for sentence, end in self._spoken if end <= played]
@@ -897,7 +789,3 @@ class Conversation:
         self.disposition = disposition
         await self.call.hangup()
         self._finished.set()
-
-
-def _minus(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b

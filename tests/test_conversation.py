@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from callcenter.app import App, open_app
+from callcenter.call.heard import MAX_GAP_SAMPLES, MAX_JOINED_SAMPLES, join_breaths
 from callcenter.config import Config, LLMConfig
-from callcenter.conversation import MAX_GAP_SAMPLES, MAX_JOINED_SAMPLES, Conversation, VoiceSettings, join_breaths
+from callcenter.conversation import Conversation, VoiceSettings
 from callcenter.store.shop_store import DEMO_POSTCODE
 from speech.turn_words import BACKCHANNEL_PROMPT
 from swarm.events import CallEnded, Escalated, ToolCalled

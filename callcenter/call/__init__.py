@@ -3,6 +3,8 @@
 `CallRules` (rules.py) says what a call does around the caller's turns: greeting, re-prompts, time limit, keypad
 and "0 for a person", hand-over, goodbye, drain. callcenter.conversation drives it for the phone, with the
 hearing (endpointer events, early transcripts, held words, barge-in); callcenter.testbed.textcall for text.
+heard.py holds the caller's words as the hearing keeps them between breaths; record.py what a call leaves for
+its record (the lines of both sides, each turn's timings).
 """
 
 from callcenter.call.rules import (
