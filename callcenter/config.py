@@ -183,8 +183,10 @@ class VoiceConfig:
     finished_silence_ms: int = 0
     # A path (SQLite) or a URL: sqlite:///var/calls.db, postgresql://voiceswarm@db/voiceswarm (shared by the nodes).
     calls_database: str = "var/calls.db"
-    # Where Prometheus scrapes /metrics; empty: no metrics server.
+    # Where Prometheus scrapes /metrics (and load balancers /health); empty: no metrics server.
     metrics_listen: str = "127.0.0.1:9460"
+    # The bearer token Prometheus sends; needed unless metrics_listen is a loopback address.
+    metrics_token: str = ""  # better set with VOICESWARM_METRICS_TOKEN than in the file
     shutdown_deadline_s: float = 30.0
     # Said at the deadline to each call still live (after the caller's current sentence), then BYE.
     drain_goodbye: str = (
@@ -301,6 +303,7 @@ ENVIRONMENT: dict[str, tuple[str, str, type]] = {
     "VOICESWARM_OPERATOR": ("voice", "operator", str),
     "VOICESWARM_WHISPER_MODEL": ("voice", "whisper_model", str),
     "VOICESWARM_SUPERVISOR_TOKEN": ("supervisor", "token", str),
+    "VOICESWARM_METRICS_TOKEN": ("voice", "metrics_token", str),
     "VOICESWARM_WEB_LISTEN": ("web", "listen", str),
     "VOICESWARM_WEB_TOKEN": ("web", "token", str),
     "VOICESWARM_WEB_SIGNING_KEY": ("web", "signing_key", str),
@@ -450,6 +453,7 @@ def _validated(config: Config) -> Config:
             f"(now {voice.turn_silence_ms}, {voice.end_silence_ms}, {voice.turn_max_silence_ms})"
         )
     _validate_recording(voice)
+    _validate_metrics(voice)
     if voice.overload not in ("refuse", "transfer"):
         raise ConfigError(f"voice.overload is {voice.overload!r}; use 'refuse' or 'transfer'")
     if voice.overload == "transfer" and not voice.operator.strip():
@@ -507,6 +511,19 @@ def _validate_recording(voice: VoiceConfig) -> None:
 
 
 MIN_TOKEN_CHARS = 16
+
+
+def _validate_metrics(voice: VoiceConfig) -> None:
+    """/metrics tells how busy the node is and what it refused: only Prometheus's, beyond this machine."""
+    if not voice.metrics_listen:
+        return
+    host, _ = _host_port(voice.metrics_listen, "voice.metrics_listen")
+    _check_secret(voice.metrics_token, "voice.metrics_token")
+    if not voice.metrics_token and not is_loopback(host):
+        raise ConfigError(
+            f"voice.metrics_listen is {voice.metrics_listen!r}, not a loopback address: set voice.metrics_token "
+            "(or VOICESWARM_METRICS_TOKEN; Prometheus sends it as a bearer token), or listen on 127.0.0.1"
+        )
 
 
 def _validate_supervisor(supervisor: SupervisorConfig) -> None:

@@ -7,13 +7,13 @@ import functools
 import logging
 import socket
 
-from aiohttp import hdrs, web
-from prometheus_client.exposition import choose_encoder
+from aiohttp import web
 
 from callcenter.app import App, open_app
 from callcenter.config import Config, SupervisorConfig, endpoint_config, host_port
 from callcenter.metrics import TelephonyCollector, VoiceMetrics
-from callcenter.node import STATES, AdmissionLimits, NodeState
+from callcenter.metrics_page import metrics_app
+from callcenter.node import AdmissionLimits, NodeState
 from callcenter.recording import RETENTION_EVERY_S, Recordings
 from callcenter.records import CallRecords
 from callcenter.redact import redact
@@ -123,13 +123,12 @@ class VoiceServer:
     async def _serve_metrics(self, listen: str) -> web.AppRunner | None:
         if not listen:
             return None
-        page = web.Application()
-        page.router.add_get("/metrics", self._metrics_page)
-        page.router.add_get("/health", self._health_page)
-        runner = web.AppRunner(page, access_log=None)
+        token = self.config.voice.metrics_token
+        runner = web.AppRunner(metrics_app(self.metrics, self.node, token), access_log=None)
         await runner.setup()
         host, port = host_port(listen)
-        await web.TCPSite(runner, host, port).start()
+        await web.TCPSite(runner, host.strip("[]"), port).start()
+        log.info("event=metrics_listening address=%s auth=%s", runner.addresses[0][:2], "token" if token else "none")
         return runner
 
     async def _serve_supervisor(self, supervisor: SupervisorConfig) -> web.AppRunner | None:
@@ -159,20 +158,6 @@ class VoiceServer:
     @property
     def supervisor_address(self) -> tuple[str, int] | None:
         return self._supervisor.addresses[0][:2] if self._supervisor is not None else None
-
-    async def _metrics_page(self, request: web.Request) -> web.Response:
-        state = self.node.state
-        for name in STATES:
-            self.metrics.node_state.labels(name).set(1 if name == state else 0)
-        self.metrics.admission_refusals.set(self.node.refusals)
-        # The text format, or OpenMetrics when the scraper asks for it.
-        encode, content_type = choose_encoder(request.headers.get(hdrs.ACCEPT, ""))
-        return web.Response(body=encode(self.metrics.registry), headers={hdrs.CONTENT_TYPE: content_type})
-
-    async def _health_page(self, _: web.Request) -> web.Response:
-        # 503 unless serving, so an HTTP health check takes the node out as the SIP dispatcher does.
-        health = self.node.health()
-        return web.json_response(health, status=200 if health["state"] == "serving" else 503)
 
     async def drain(self) -> None:
         """What SIGTERM does: refuse new calls (503 to INVITE and OPTIONS), let live calls finish up to the

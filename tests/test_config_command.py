@@ -11,6 +11,7 @@ SECRETS = {
     "VOICESWARM_SUPERVISOR_TOKEN": "Zq3-vN8xKp2_wR7tYh5m-sup",
     "VOICESWARM_WEB_TOKEN": "Zq3-vN8xKp2_wR7tYh5m-web",
     "VOICESWARM_WEB_SIGNING_KEY": "k9Jx2Lm4Np6Qr8St0Uv3Wy5Za7Bc9De1Fg",
+    "VOICESWARM_METRICS_TOKEN": "Zq3-vN8xKp2_wR7tYh5m-met",
     "VOICESWARM_DB": "postgresql://shop:db-s3cret@db.example/shop",
 }
 
@@ -20,7 +21,7 @@ def test_config_prints_no_secret(monkeypatch: pytest.MonkeyPatch, capsys: pytest
         monkeypatch.setenv(variable, value)
     assert main(["config"]) == 0
     printed = capsys.readouterr().out
-    for secret in (*list(SECRETS.values())[:4], "db-s3cret"):
+    for secret in (*list(SECRETS.values())[:5], "db-s3cret"):
         assert secret not in printed
     assert "postgresql://shop:********@db.example/shop" in printed
-    assert '"token": "********"' in printed
+    assert '"token": "********"' in printed and '"metrics_token": "********"' in printed

@@ -12,7 +12,13 @@ from typing import Any
 from callcenter.config import Config
 
 # (section, key) of the settings that are secrets: printed as whether they are set, never as they are.
-SECRETS = (("sip", "password"), ("supervisor", "token"), ("web", "token"), ("web", "signing_key"))
+SECRETS = (
+    ("sip", "password"),
+    ("supervisor", "token"),
+    ("web", "token"),
+    ("web", "signing_key"),
+    ("voice", "metrics_token"),
+)
 MASKED = "********"
 
 
