@@ -86,7 +86,7 @@ class SipConfig:
     # SRTP with keys in SDP (SDES): "off"; "offer": encrypted when the caller offers keys, else plain RTP;
     # "require": calls without keys are refused (488), and our offers are RTP/SAVP.
     srtp: str = "off"
-    # Also accept calls from Asterisk's AudioSocket() on this HOST:PORT; empty: off.
+    # Also accept calls from Asterisk's AudioSocket() on this HOST:PORT, from allowed_sources only; empty: off.
     audiosocket_listen: str = ""
     # Extension mode: REGISTER to this registrar (a SIP URI, e.g. sip:pbx.example.com) with digest auth.
     registrar: str = ""
@@ -476,6 +476,7 @@ def _validated(config: Config) -> Config:
     if not (low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535):
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
     endpoint_config(config.sip)  # the endpoint's own checks, now rather than after the models have loaded
+    _validate_audiosocket(config.sip)
     _validate_supervisor(config.supervisor)
     validate_web(config.web)
     return _with_swarm_file(config)
@@ -523,6 +524,18 @@ def _validate_metrics(voice: VoiceConfig) -> None:
         raise ConfigError(
             f"voice.metrics_listen is {voice.metrics_listen!r}, not a loopback address: set voice.metrics_token "
             "(or VOICESWARM_METRICS_TOKEN; Prometheus sends it as a bearer token), or listen on 127.0.0.1"
+        )
+
+
+def _validate_audiosocket(sip: SipConfig) -> None:
+    """AudioSocket has no authentication: beyond this machine, only the PBX's networks may connect."""
+    if not sip.audiosocket_listen:
+        return
+    host, _ = _host_port(sip.audiosocket_listen, "sip.audiosocket_listen")
+    if not sip.allowed_sources and not is_loopback(host):
+        raise ConfigError(
+            f"sip.audiosocket_listen is {sip.audiosocket_listen!r}, not a loopback address, and sip.allowed_sources "
+            'is empty: list Asterisk\'s network in sip.allowed_sources (e.g. ["10.0.0.10/32"]), or listen on 127.0.0.1'
         )
 
 

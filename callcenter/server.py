@@ -110,7 +110,11 @@ class VoiceServer:
             return None
         host, port = host_port(listen)
         server = AudioSocketServer(
-            host, port, self.service.handle_call, no_media_timeout_s=self.config.sip.no_media_timeout_s
+            host.strip("[]"),
+            port,
+            self.service.handle_call,
+            no_media_timeout_s=self.config.sip.no_media_timeout_s,
+            allowed_sources=self.config.sip.allowed_sources,  # the PBX's networks, as for SIP
         )
         await server.start()
         log.info("event=audiosocket_listening address=%s:%d", *server.local_address)

@@ -6,6 +6,10 @@
 or `Dial(AudioSocket/voiceswarm.example:9092/${UUID()}/c(slin))` (without `c(slin)` the channel driver
 sends the caller's codec, not slin). Each TCP connection is one call; its UUID is the call id.
 
+Who may connect: the protocol has no authentication, so the peer's address is the only check. With
+`allowed_sources` (the SIP endpoint's networks: the PBX's), a connection from anywhere else is closed at once,
+before a byte is read, with one log line (at most once a minute per source).
+
 What the protocol cannot carry, and what to do instead:
 - Caller id and dialled number: Asterisk sends nothing but the UUID, so `caller` and `called` are "".
   The dialplan knows both and chooses the UUID, so it can record them under it, e.g.
@@ -31,7 +35,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -55,6 +59,7 @@ from telephony.call import FRAME_BYTES, FRAME_SAMPLES, EndReason, MediaTap
 from telephony.media_clock import MediaClock
 from telephony.queues import DropOldestQueue
 from telephony.sip.limits import LogLimiter
+from telephony.sources import AllowedSources
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +72,7 @@ HANDLER_GRACE_S = 1.0  # stop(): time handlers get to finish after their call wa
 @dataclass
 class AudioSocketMetrics:
     connections: int = 0  # TCP connections accepted
+    forbidden: int = 0  # connections from outside allowed_sources, closed unread
     calls_started: int = 0  # connections that sent their UUID
     calls_active: int = 0
     calls_ended: int = 0
@@ -315,12 +321,17 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if not self.server.sources.allows(peer[0] if peer else ""):
+            self.server.forbid(self)
+            return
         self.server.connection_made(self)
         self._handshake = asyncio.get_running_loop().call_later(
             self.server.handshake_timeout_s, self._handshake_timeout
         )
 
     def data_received(self, data: bytes) -> None:
+        if self.closing and self.call is None:  # refused or timed out: nothing it sends is read
+            return
         try:
             for message in self.reader.feed(data):
                 if self.call is None:
@@ -388,8 +399,11 @@ class AudioSocketServer:
         no_media_timeout_s: float | None = 30.0,
         handshake_timeout_s: float = 5.0,
         audio_queue: int = 100,
+        allowed_sources: Iterable[str] | None = None,
     ) -> None:
+        """`allowed_sources`: CIDR networks that may connect (ValueError for one that is not); None: anyone."""
         self.host, self.port = host, port
+        self.sources = AllowedSources.parse(allowed_sources)
         self.on_call = on_call
         self.no_media_timeout_s = no_media_timeout_s
         self.handshake_timeout_s = handshake_timeout_s
@@ -450,6 +464,13 @@ class AudioSocketServer:
 
     def connection_lost(self, connection: _Connection) -> None:
         self._connections.discard(connection)
+
+    def forbid(self, connection: _Connection) -> None:
+        """A peer outside allowed_sources: closed before anything it sent is read; no call, no handler."""
+        self.metrics.forbidden += 1
+        connection.closing = True
+        connection.transport.close()
+        self.warn("forbidden", connection.peer, "detail=connection from outside allowed_sources closed")
 
     def call_started(self, call_id: str, transport: asyncio.Transport, peer: str) -> AudioSocketCall:
         call = AudioSocketCall(

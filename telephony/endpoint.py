@@ -45,6 +45,7 @@ from telephony.sip.transaction import (
 from telephony.sip.transport import Peer, TransportName, Transports, UdpTransport, resolve, uri_transport
 from telephony.sip.useragent import ALLOW, UserAgent, warning
 from telephony.sip_call import CallContext, SipCall
+from telephony.sources import AllowedSources
 from telephony.srtp import SrtpPolicy
 from telephony.srtp import check_mode as check_srtp_mode
 
@@ -106,11 +107,7 @@ class EndpointConfig:
             )
         if self.advertised_host is not None and ipaddress.ip_address(self.advertised_host).is_unspecified:
             raise ValueError("advertised_host must be a reachable address, not 0.0.0.0 or ::")
-        for network in self.allowed_sources or ():
-            try:
-                ipaddress.ip_network(network, strict=False)
-            except ValueError:
-                raise ValueError(f"allowed_sources: {network!r} is not a network like 192.0.2.0/24") from None
+        AllowedSources.parse(self.allowed_sources)  # ValueError naming the network that is not one
         if self.invite_rate <= 0 or self.invite_burst < 1:
             raise ValueError(
                 f"invite_rate must be > 0 and invite_burst >= 1, got {self.invite_rate}, {self.invite_burst}"
@@ -133,7 +130,7 @@ class SipEndpoint:
         self.metrics = SipMetrics()
         self.media = MediaTotals()  # the RTP counters of ended calls (the live ones: each call's rtp_stats)
         self._on_call = on_call
-        self._networks = [ipaddress.ip_network(n, strict=False) for n in config.allowed_sources or ()]
+        self._sources = AllowedSources.parse(config.allowed_sources)
         self._invites = RateLimiter(config.invite_rate, config.invite_burst)
         self._udp = UdpTransport(self.metrics, self._on_request, self._on_response, user_agent=config.user_agent)
         self._transport = Transports(self._udp)
@@ -563,13 +560,7 @@ class SipEndpoint:
     # ---- helpers -----------------------------------------------------------------------------------------
 
     def _allowed(self, source: str) -> bool:
-        if not self._networks:
-            return True
-        try:
-            address = ipaddress.ip_address(source)
-        except ValueError:
-            return False
-        return any(address in network for network in self._networks)
+        return self._sources.allows(source)
 
     def _call_ended(self, call: SipCall) -> None:
         if self._calls.get(call.dialog.key) is call:

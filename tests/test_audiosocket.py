@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from telephony.audiosocket import AudioSocketCall, AudioSocketServer
 from telephony.audiosocket_wire import AudioSocketFramingError, MessageReader
 from telephony.call import FRAME_SAMPLES, Call
+from telephony.sources import AllowedSources
 
 pytestmark = pytest.mark.timeout(30)
 IO_TIMEOUT = 5.0  # every read in these tests gives up after this
@@ -374,6 +375,61 @@ async def test_a_connection_without_uuid_is_closed(serve) -> None:
     assert await client.read_until_closed() == []
     assert server.metrics.handshake_timeouts == 1 and recorder.calls == []
     await client.close()
+
+
+# ---- who may connect (issue 25) ------------------------------------------------------------------------------
+
+
+async def everything_until_closed(client: AsteriskClient, limit: int = 64 * 1024) -> bytes:
+    """The bytes the server sent before its side closed (a reset or a broken pipe is a close too)."""
+    received = b""
+    with contextlib.suppress(ConnectionError):
+        while len(received) < limit:
+            chunk = await asyncio.wait_for(client.reader.read(4096), IO_TIMEOUT)
+            if not chunk:
+                break
+            received += chunk
+    return received
+
+
+async def test_a_peer_outside_allowed_sources_is_closed_at_once_and_never_a_call(serve, caplog) -> None:
+    recorder = Recorder()
+    server = await serve(recorder, allowed_sources=["10.0.0.0/8", "192.0.2.7/32"])  # we connect from 127.0.0.1
+    loop = asyncio.get_running_loop()
+    for attempt in range(3):
+        started = loop.time()
+        client = await AsteriskClient.connect(server.local_address, send_uuid=False)
+        with contextlib.suppress(ConnectionError):  # closed by the server, perhaps while we still write
+            await client.send(0x01, client.uuid.bytes)  # as Asterisk would: the UUID, then audio
+            await client.send_audio(tone(FRAME_SAMPLES * 5), FRAME_SAMPLES)
+        assert await everything_until_closed(client) == b"", "a refused peer heard the call"
+        assert loop.time() - started < 1.0, f"attempt {attempt}: not closed at once"
+        await client.close()
+    await asyncio.sleep(0.05)
+    assert recorder.calls == [] and server.metrics.calls_started == 0
+    assert server.metrics.forbidden == 3 and server.metrics.connections == 0
+    refused = [r.getMessage() for r in caplog.records if "event=audiosocket_forbidden" in r.getMessage()]
+    assert len(refused) == 1 and "peer=127.0.0.1:" in refused[0], refused  # once a minute per source
+
+
+async def test_a_peer_inside_allowed_sources_becomes_a_call(serve) -> None:
+    recorder = Recorder()
+    server = await serve(recorder, allowed_sources=["10.0.0.0/8", "127.0.0.0/8"])
+    client = await AsteriskClient.connect(server.local_address)
+    call = await recorder.next_call()
+    assert call.call_id == str(client.uuid) and server.metrics.forbidden == 0
+    await client.send(0x00)
+    await wait_closed(call)
+    await client.close()
+
+
+def test_allowed_sources_check_ipv4_peers_of_an_ipv6_listener() -> None:
+    sources = AllowedSources.parse(["10.0.0.10/32", "2001:db8::/32"])
+    assert sources.allows("10.0.0.10") and sources.allows("::ffff:10.0.0.10") and sources.allows("2001:db8::5")
+    assert not sources.allows("10.0.0.11") and not sources.allows("::ffff:127.0.0.1") and not sources.allows("?")
+    assert AllowedSources.parse([]).allows("203.0.113.9")  # none listed: anyone, as SIP
+    with pytest.raises(ValueError, match=r"'10\.0\.0\.300/8' is not a network"):
+        AudioSocketServer("127.0.0.1", 0, Recorder(), allowed_sources=["10.0.0.300/8"])
 
 
 async def test_stop_hangs_up_running_calls_and_leaves_no_task() -> None:
