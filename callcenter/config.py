@@ -477,6 +477,7 @@ def _validated(config: Config) -> Config:
         raise ConfigError(f"sip.rtp_ports is {config.sip.rtp_ports!r}; write a range like 10000-20000")
     endpoint_config(config.sip)  # the endpoint's own checks, now rather than after the models have loaded
     _validate_audiosocket(config.sip)
+    check_caller_id_door(config)
     _validate_supervisor(config.supervisor)
     validate_web(config.web)
     return _with_swarm_file(config)
@@ -537,6 +538,26 @@ def _validate_audiosocket(sip: SipConfig) -> None:
             f"sip.audiosocket_listen is {sip.audiosocket_listen!r}, not a loopback address, and sip.allowed_sources "
             'is empty: list Asterisk\'s network in sip.allowed_sources (e.g. ["10.0.0.10/32"]), or listen on 127.0.0.1'
         )
+
+
+def check_caller_id_door(config: Config, listen: str | None = None) -> None:
+    """callers.caller_id = "trusted" believes the SIP From number: only when the door lets in no one but a trunk
+    or PBX that vouches for it. `listen`: a HOST:PORT that replaces sip.listen (`serve --listen`)."""
+    sip = config.sip
+    if config.callers.caller_id != "trusted" or sip.allowed_sources:
+        return
+    for key, value in (
+        ("sip.listen", listen or sip.listen),
+        ("sip.listen_tcp", sip.listen_tcp),
+        ("sip.listen_tls", sip.listen_tls),
+    ):
+        if value and not is_loopback(_host_port(value, key)[0]):
+            raise ConfigError(
+                f"{key} is {value!r}, not a loopback address, with sip.allowed_sources empty and callers.caller_id = "
+                '"trusted": anyone who reaches the port could call with a customer\'s number in From and be read '
+                'their orders. List your trunk or PBX in sip.allowed_sources (e.g. ["10.0.0.10/32"]), or set '
+                'callers.caller_id = "claimed" (every order then needs verify_with)'
+            )
 
 
 def _validate_supervisor(supervisor: SupervisorConfig) -> None:

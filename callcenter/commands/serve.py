@@ -6,8 +6,9 @@ import argparse
 import asyncio
 import logging
 import signal
+import sys
 
-from callcenter.config import Config
+from callcenter.config import Config, ConfigError, check_caller_id_door
 from callcenter.log_safety import configure as configure_logging
 from callcenter.server import VoiceServer
 
@@ -16,7 +17,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser("serve", help="answer phone calls over SIP")
     serve.add_argument("--listen", help="SIP HOST:PORT (default: sip.listen from config)")
     serve.add_argument("--llm", choices=("auto", "offline", "ollama", "openai"))
-    serve.set_defaults(run=lambda args, config: asyncio.run(serve_forever(config, args.listen, args.llm)))
+    serve.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    if args.listen:  # the config was checked with sip.listen: the door it opens instead is checked the same way
+        try:
+            check_caller_id_door(config, args.listen)
+        except ConfigError as error:
+            print(f"voiceswarm: {error}", file=sys.stderr)
+            return 2
+    return asyncio.run(serve_forever(config, args.listen, args.llm))
 
 
 async def serve_forever(config: Config, listen: str | None, provider: str | None) -> int:
