@@ -31,7 +31,10 @@ import numpy as np
 
 import speech
 from callcenter.acknowledgement import Acknowledger
+from callcenter.call.barge_in import WENT_ON_SAMPLES as WENT_ON_SAMPLES  # benchmarks/turn_taking.py reads it here
+from callcenter.call.barge_in import AgentSoFar
 from callcenter.call.heard import AnsweredWords, HeardAudio, HeldWords, after_held, whole_sentence
+from callcenter.call.language import LanguageChecking, LanguageChecks
 from callcenter.call.record import Transcript, TurnTiming
 from callcenter.call.rules import (
     Action,
@@ -57,7 +60,7 @@ from callcenter.keypad import run_with_digits
 from callcenter.playback import Playback
 from speech.echo import EchoCanceller
 from speech.endpointer import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
-from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, heard_unfinished, stops_agent
+from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, heard_unfinished
 from speech.vad import PHONE_RATE
 from swarm.events import DigitsRequested, EscalationReason
 from swarm.session import Session
@@ -66,17 +69,7 @@ from telephony.call import Call
 
 log = logging.getLogger(__name__)
 
-# The call's first utterances long enough to judge are checked for another language (speech.language);
-# a clear English one ends the checks.
-LANGUAGE_CHECKS = 2
-LANGUAGE_CHECK_S = 3.0  # ~0.6 s each on 2 cores; longer means calls queue for it: answer instead
-# A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it (except
-# the greeting's: see _answers_question).
-QUESTION_END_SAMPLES = 8000
 TAKE_BACK_S = 1.0  # for a cancelled reply to unwind before it is taken back
-# A caller who speaks again this early into a reply (its first words, plus the ~0.25 s the VAD takes to pause
-# it) was finishing their own sentence, not answering: the reply is taken back and the whole sentence answered.
-WENT_ON_SAMPLES = PHONE_RATE
 
 
 # What a call needs of speech's parts (speech.Transcriber, LanguageCheck, Synthesizer, Endpointer), so that
@@ -85,12 +78,6 @@ class Transcribing(Protocol):
     async def transcribe(
         self, pcm16_8k: np.ndarray, *, prompt: str | None = None, call_id: str = "-"
     ) -> speech.Transcript: ...
-
-
-class LanguageChecking(Protocol):
-    min_speech_s: float  # shorter utterances are not judged ("Hallo." is also "Hello.")
-
-    async def foreign(self, pcm16_8k: np.ndarray, *, call_id: str = "-") -> speech.Language | None: ...
 
 
 class Synthesizing(Protocol):
@@ -122,8 +109,7 @@ class Conversation:
     ) -> None:
         """`fillers_audio`: the acknowledgements' audio rendered at start-up (callcenter.acknowledgement)."""
         self.call, self.session, self.settings = call, session, settings
-        self.language_check = language_check
-        self._language_checks = LANGUAGE_CHECKS if language_check is not None else 0
+        self._languages = LanguageChecks(language_check, call.call_id)
         self.endpointer, self.transcriber, self.synthesizer = endpointer, transcriber, synthesizer
         self.domain_prompt = domain_prompt
         self.on_turn = on_turn
@@ -339,7 +325,7 @@ class Conversation:
                     early
                     or self.transcriber.transcribe(heard.audio, prompt=self.domain_prompt, call_id=self.call.call_id)
                 )
-                language = await self._another_language(turn, transcript)
+                language = await self._languages.another_language(turn, transcript)
                 timing.transcript_s = time.monotonic() - ended
                 return await self._answer_words(turn, transcript, language, heard, timing, ended, speculation)
         except Exception:
@@ -410,7 +396,7 @@ class Conversation:
         they went on with what it answers (a pause in their sentence was answered): the turn is taken back
         and those words wait to be heard with these (_held)."""
         answered, turn = self._answered, self._turn
-        went_on = answered is not None and self._caller_went_on()
+        went_on = answered is not None and self._agent_so_far().went_on()
         self._interrupt("barge_in")
         if not went_on or answered is None or turn is None:
             return
@@ -421,34 +407,6 @@ class Conversation:
             self.transcript.turns = [timing for timing in self.transcript.turns if timing is not answered.timing]
             self._held = answered.words
             log.info("event=reply_taken_back call=%s", self.call.call_id)
-
-    def _caller_went_on(self) -> bool:
-        """The caller spoke again before hearing the reply's first sentence to its end, and within its first
-        WENT_ON_SAMPLES: too soon to be answering or interrupting it."""
-        heard = self._playback.heard
-        first_end = self._spoken[0][1] if self._spoken else None
-        if heard > 0 and self._answers_question():
-            return False  # a short question, nearly all heard: the words answer it
-        return heard <= WENT_ON_SAMPLES and (first_end is None or heard < first_end)
-
-    async def _another_language(self, turn: SpeechEnded, transcript: speech.Transcript) -> speech.Language | None:
-        """At the call's start, words unclear to English ears that the detector hears in a language the agents
-        do not serve: that language (the caller goes to a person), else None. A clear English utterance, or
-        the second one judged, ends the checks; a detector that fails or lags only loses the check."""
-        check = self.language_check
-        if self._language_checks <= 0 or check is None or turn.duration_s < check.min_speech_s:
-            return None
-        if not transcript.text.strip():
-            return None  # noise: the detector names a language for a cough too
-        self._language_checks -= 1
-        if transcript.confident and not transcript.retried:
-            self._language_checks = 0  # clear English
-            return None
-        try:
-            return await asyncio.wait_for(check.foreign(turn.audio, call_id=self.call.call_id), LANGUAGE_CHECK_S)
-        except Exception as error:  # noqa: BLE001 - the caller is answered as without the check
-            log.warning("event=language_check_failed call=%s error=%r", self.call.call_id, error)
-            return None
 
     def _to_transcribe(self, audio: np.ndarray, start_s: float) -> HeardAudio:
         """The audio to transcribe: after held words, the sentence from its first breath on, so that Whisper
@@ -510,28 +468,19 @@ class Conversation:
         """Whether the words over the paused agent stop it: a short sound stops it only if its second hearing,
         prompted with backchannels, says so too (tiny.en writes hums as words)."""
         again = self._second_hearings.get(id(turn))
-        if not self._stops_agent(transcript.confident, text, turn.duration_s):
+        if not self._agent_so_far().stopped_by(transcript.confident, text, turn.duration_s):
             return False
-        if again is None or self._answers_question():
+        if again is None or self._agent_so_far().answers_question():
             return True
         heard = await again
-        stops = self._stops_agent(heard.confident, heard.text.strip(), turn.duration_s)
+        stops = self._agent_so_far().stopped_by(heard.confident, heard.text.strip(), turn.duration_s)
         log.info("event=barge_in_heard_again call=%s stops=%s", self.call.call_id, stops)
         return stops
 
-    def _stops_agent(self, confident: bool, text: str, duration_s: float) -> bool:
-        """Whether what the caller said over the paused agent was meant to stop it."""
-        if text and confident and self._answers_question():
-            return True  # the agent asked and is only finishing the question: "yeah" is the answer
-        return stops_agent(text, confident, " ".join(sentence for sentence, _ in self._spoken[-3:]), duration_s)
-
-    def _answers_question(self) -> bool:
-        # The greeting's "How can I help you today?" asks for the caller's errand: an "okay" or a "yeah" over its
-        # end acknowledges the hello (the question itself mostly unheard), and the greeting goes on.
-        if self._turn is None or not self._turn.done() or not self._spoken or self._turn is self._greeting:
-            return False
-        last, end = self._spoken[-1]
-        return last.rstrip().endswith("?") and end - self._playback.heard <= QUESTION_END_SAMPLES
+    def _agent_so_far(self) -> AgentSoFar:
+        turn = self._turn
+        done = turn is not None and turn.done()
+        return AgentSoFar(tuple(self._spoken), self._playback.heard, done, turn is not None and turn is self._greeting)
 
     def _interrupt(self, reason: str) -> None:
         """Stop the agent's turn and its playback now; the session and the record keep only what was heard."""
