@@ -4,7 +4,9 @@ and checked by the tools, three wrong answers to a person; with the offline rout
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ from callcenter.agents import SWARM, build_registry
 from callcenter.config import ConfigError, load_config
 from callcenter.shop import Order, Shop
 from callcenter.shop_tools import shop_tools
-from callcenter.verification import Verification, VerificationError, proves
+from callcenter.store.phones import customer_key, last_digits
+from callcenter.verification import CALLER_ID_MODES, FACTORS, Verification, VerificationError, proves
 from harness.postgres import count_rows
 from swarm.events import Escalated, Event, ToolCalled
 from swarm.messages import Message
@@ -221,37 +224,160 @@ def test_unusable_settings_are_refused(bad: Verification) -> None:
         bad.check()
 
 
-_NUMBERS = st.sampled_from([GERMAN, FRENCH, STRANGER, "+491701234567", "+14155550123", "anonymous", ""])
+# ---- the property: for any customers, orders and requests, no order without its owner's number or its factor ----
+
+# Customers' numbers in several countries, in groups that share their last digits (reproduction 1's collision):
+# +49 30 555555 and +45 30 55 55 55, +49 930 555555 and +33 9 30 55 55 55, +44 20 7946 0321 and +1 207 946 0321...
+_TAILS = ("30555555", "930555555", "612345678", "2079460321", "4155550123", "1701234567")
+_CODES = ("49", "33", "44", "1", "34", "31", "41", "43", "45", "48")
+CUSTOMERS = tuple(f"+{code}{tail}" for tail in _TAILS for code in _CODES if customer_key(f"+{code}{tail}", "DE"))
+# Callers who are nobody's number, and the German customers dialling as Germans do (read in the region, DE).
+NOBODY = ("anonymous", "", "+1", "0321", "555555", "sip:+4930555555@pbx", "+49 30 555555 999999 999")
+NATIONAL = tuple("0" + number[3:] for number in CUSTOMERS if number.startswith("+49"))
+SKUS = ("CB-140", "HP-100", "KT-410", "CH-110")
+POSTCODES = ("80331", "10115", "SW1A 1AA", "75001", "")  # shared by customers now and then, or missing
+EMAILS = ("jane.doe@example.com", "max@example.de", "")
+INVENTED = "9" * 9  # longer than any order number the shop gives
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    owner=_NUMBERS,
-    caller=_NUMBERS,
-    answers=st.lists(st.from_regex(r"[0-9a-z@. ]{0,12}", fullmatch=True), max_size=4),
-    use_number=st.booleans(),
+def _norm(text: str) -> str:
+    return "".join(text.lower().split())
+
+
+def factor_values(order: Order) -> dict[str, str]:
+    return {"postcode": order.postcode, "email": order.email, "phone_digits": last_digits(order.customer_key)}
+
+
+@dataclass(frozen=True)
+class Request:
+    tool: str  # find_order or create_return
+    order: int  # the order named: an index into the call's orders, one past them for a number nobody has, -1: none
+    spoken: bool  # the number said digit by digit ("8 1 2 3 4") rather than written
+    product: bool  # product words given too
+    answer: str  # "", "right" (the named order's factor), "other" (another order's), "guess"
+    factor: str  # which factor a right or other answer is
+    guess: str
+    dressed: bool  # the answer inside words ("my postcode is ...")
+    confirmed: bool
+
+
+_REQUESTS = st.builds(
+    Request,
+    tool=st.sampled_from(["find_order", "find_order", "create_return"]),
+    order=st.integers(-1, 4),
+    spoken=st.booleans(),
+    product=st.booleans(),
+    answer=st.sampled_from(["", "right", "right", "other", "guess", "guess"]),
+    factor=st.sampled_from(sorted(FACTORS)),
+    guess=st.one_of(
+        st.sampled_from([" ", "0", "a", "@", ".", "my", "is", "postcode", "0000", "at dot"]),
+        st.from_regex(r"[0-9]{4,5}|[a-z0-9@. ]{0,12}", fullmatch=True),
+    ),
+    dressed=st.booleans(),
+    confirmed=st.booleans(),
 )
-async def test_no_tool_reads_or_returns_another_customers_order_without_its_factor(
-    shop: Shop, owner: str, caller: str, answers: list[str], use_number: bool
+_POLICIES = st.builds(
+    Verification,
+    caller_id=st.sampled_from(CALLER_ID_MODES),
+    verify_with=st.lists(st.sampled_from(sorted(FACTORS)), min_size=1, max_size=3, unique=True).map(tuple),
+    max_attempts=st.integers(1, 4),
+)
+_SEEDS = itertools.count()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    customers=st.lists(
+        st.tuples(
+            st.sampled_from(CUSTOMERS), st.sampled_from(SKUS), st.sampled_from(POSTCODES), st.sampled_from(EMAILS)
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    # An order's customer (by the index of their order), anyone's number, nobody's, or a German one as dialled.
+    caller=st.one_of(st.integers(0, 3), st.sampled_from(CUSTOMERS), st.sampled_from(NOBODY), st.sampled_from(NATIONAL)),
+    policy=_POLICIES,
+    requests=st.lists(_REQUESTS, min_size=1, max_size=6),
+)
+async def test_no_tool_reads_or_changes_another_customers_order_without_its_factor(
+    shop: Shop,
+    customers: list[tuple[str, str, str, str]],
+    caller: int | str,
+    policy: Verification,
+    requests: list[Request],
 ) -> None:
-    order = shop.seed_demo_order(owner, [("KT-410", 1)], days_ago=1, postcode=POSTCODE, email=EMAIL)
-    theirs = bool(shop.customer_key(caller)) and shop.customer_key(caller) == order.customer_key
-    named = tools(shop)
-    log = Log()
-    number = order.order_number if use_number else None
-    results = [await call(named["find_order"], log, caller, order_number=number, product="kettle")]
-    for answer in answers:
-        results.append(await call(named["find_order"], log, caller, order_number=number, verification=answer))
-    results.append(
-        await call(named["create_return"], log, caller, order_number=order.order_number, sku="KT-410", confirmed=True)
-    )
-    proved = any(proves(a, order, ("postcode", "email")) for a in answers[:3]) and use_number
-    if not (theirs or proved):
-        for result in results:
-            seen = [o["order_number"] for o in result.get("orders", [])]
-            assert order.order_number not in seen, result
-            assert "return_number" not in result, result
-            assert " ".join(order.order_number) not in result.get("say", ""), result
+    if isinstance(caller, int):
+        caller = customers[caller % len(customers)][0]
+    # The shop keeps the orders of earlier examples: they are other customers' orders too, checked the same way.
+    orders = [
+        shop.seed_demo_order(
+            phone, [(sku, 1)], days, postcode=postcode, email=email, idempotency_key=f"p{next(_SEEDS)}"
+        )
+        for days, (phone, sku, postcode, email) in enumerate(customers, start=1)
+    ]
+    named, log = tools(shop, policy), Log()
+    identified = customer_key(caller, "DE") if policy.caller_id == "trusted" else ""
+    proofs: list[tuple[str, str]] = []  # (order number named, the factor value the caller said with it)
+    returns_before = _return_numbers(shop)
+
+    def may_see(number: str) -> bool:
+        """The oracle, apart from the tools' own rules: the caller is the order's identified customer, or named
+        the order with a value one of its configured factors has."""
+        found = shop.find_orders(order_number=number, limit=1)
+        if not found:
+            return False
+        order = found[0]
+        if identified and identified == order.customer_key:
+            return True
+        values = factor_values(order)
+        factors = {_norm(values[f]) for f in policy.verify_with if values[f]}
+        return any(named_number == number and _norm(said) in factors for named_number, said in proofs)
+
+    for request in requests:
+        target = orders[request.order] if 0 <= request.order < len(orders) else None
+        number = target.order_number if target else INVENTED if request.order >= 0 else ""
+        arguments: dict[str, Any] = {"order_number": " ".join(number) if request.spoken else number}
+        if not number:
+            del arguments["order_number"]  # the caller's own orders, by their number and the product
+        if request.product:
+            arguments["product"] = target.lines[0].name if target else "kettle"
+        said = ""
+        if request.answer in ("right", "other"):
+            source = target if request.answer == "right" else orders[(request.order + 1) % len(orders)]
+            said = factor_values(source or orders[0])[request.factor]
+        elif request.answer == "guess":
+            said = request.guess
+        if request.tool == "find_order":
+            if said:
+                proofs.append((number, said))
+                arguments["verification"] = f"my {request.factor} is {said}" if request.dressed else said
+            result = await call(named["find_order"], log, caller, **arguments)
+        else:
+            sku = target.lines[0].sku if target else "CB-140"
+            arguments = {"order_number": arguments.get("order_number", ""), "sku": sku, "confirmed": request.confirmed}
+            result = await call(named["create_return"], log, caller, **arguments)
+        for shown_order in result.get("orders", []):
+            assert may_see(shown_order["order_number"]), (shown_order, result, proofs)
+        proposal = result.get("proposal") or {}
+        if proposal.get("tool") == "create_return":
+            assert may_see(proposal["arguments"]["order_number"]), (result, proofs)
+        if "return_number" in result:
+            made = shop.find_return(result["return_number"])
+            assert made is not None and may_see(made.order_number), (result, proofs)
+        if target is not None and "orders" not in result and not may_see(number):
+            # Nothing of an order the caller may not see in what is said either: not its date, not its items.
+            when = target.created_at.strftime("%d %B").lstrip("0")
+            assert when not in result.get("say", "") and target.lines[0].name not in result.get("say", ""), result
+    # Nothing written behind the results' backs: every new return is one a result said, of an order they may see.
+    new = _return_numbers(shop) - returns_before
+    for return_number in new:
+        made = shop.find_return(return_number)
+        assert made is not None and may_see(made.order_number), (made, proofs)
+
+
+def _return_numbers(shop: Shop) -> set[str]:
+    rows = shop.database.read(lambda conn: conn.all("SELECT return_number FROM returns"))
+    return {row["return_number"] for row in rows}
 
 
 def test_the_callers_section_of_the_config(tmp_path: Path) -> None:
