@@ -156,6 +156,28 @@ def _outcome(result: str) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) and "verification" in parsed else None
 
 
+def question_open(events: Sequence[Event]) -> bool:
+    """Whether the tools' last word on verification in `events` was a question the caller has yet to answer."""
+    asked = False
+    for event in events:
+        if isinstance(event, ToolCalled) and event.name in VERIFYING_TOOLS:
+            outcome = _outcome(event.result)
+            if outcome is not None:
+                asked = "question" in outcome
+    return asked
+
+
+def answering(events: Sequence[Event], turn: int) -> bool:
+    """Whether the caller's `turn`-th line (from 1) answers a security question: one was open before it."""
+    seen = 0
+    for index, event in enumerate(events):
+        if isinstance(event, UserText):
+            seen += 1
+            if seen == turn:
+                return question_open(events[:index])
+    return question_open(events)  # the line is not in the session yet: the question open now is the one it answers
+
+
 def attempts(events: Sequence[Event]) -> list[dict[str, Any]]:
     """The call's answers to the security question and their outcomes, in order, read from the tools' results as
     `call_state` reads them; a question still open at the end of the call is one "gave_up". Each is

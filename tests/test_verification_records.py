@@ -7,6 +7,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from callcenter.metrics import VoiceMetrics
 from callcenter.records import CallRecord, CallRecords
 from callcenter.shop import Order, Shop
 from callcenter.supervisor import LiveCalls, Sources, supervisor_app
+from callcenter.supervisor.views import shown
 from callcenter.verification import MASKED_ANSWER, Verification, attempts
 from swarm.events import AssistantText, Event, UserText
 from swarm.session import Session
@@ -151,6 +153,37 @@ async def test_the_supervisor_sees_the_attempts_never_the_answers(shop: Shop, tm
         checks = [item for item in call["items"] if item["kind"] == "tool" and "verification" in item["arguments"]]
         assert [item["arguments"]["verification"] for item in checks] == [MASKED_ANSWER, MASKED_ANSWER]
         assert (call["caller"] == "•••0321") is masked
+
+
+@pytest.mark.parametrize("published", ["before its check", "after its check"])
+async def test_the_live_feed_never_shows_an_answer(shop: Shop, published: str) -> None:
+    """The caller's answer is masked as its line is published, whether the page looks before or after the tool
+    checked it; the caller's other lines are shown."""
+    order = shop.seed_demo_order(OWNER, [("CB-140", 1)], days_ago=2, postcode=POSTCODE)
+    caller = session(shop, STRANGER, "live")
+    transcript = SimpleNamespace(lines=[], turns=[])
+    conversation = SimpleNamespace(
+        transcript=transcript, session=caller, state="listening", settings=SimpleNamespace(operator=None)
+    )
+    live = LiveCalls(poll_s=60.0)  # looked at by hand below
+    live.add(SimpleNamespace(call_id="live", caller=STRANGER, called="shop"), conversation)  # type: ignore[arg-type]
+    try:
+        for text in (f"Return my order {spaced(order.order_number)}", f"It's {spaced(WRONG)}.", spaced(POSTCODE)):
+            transcript.lines.append({"at": 0.0, "who": "caller", "text": text})
+            if published == "before its check":
+                live._update(live.calls["live"])
+            reply = await caller.complete(text)
+            live._update(live.calls["live"])
+            transcript.lines.append({"at": 0.0, "who": "agent", "text": reply})
+        assert reply.startswith("I found your order")
+        items = live.calls["live"].view()["items"]
+        feed = json.dumps(shown(items, masked=True))
+        assert not holds_an_answer(feed), feed
+        said = [item["text"] for item in items if item.get("who") == "caller"]
+        assert said == [f"Return my order {spaced(order.order_number)}", MASKED_ANSWER, MASKED_ANSWER]
+    finally:
+        live.end("live", "completed")
+        await live.close()
 
 
 async def test_the_counter_on_metrics_moves_by_outcome(shop: Shop) -> None:

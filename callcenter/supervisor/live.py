@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callcenter.conversation import Conversation
+from callcenter.verification import MASKED_ANSWER, answering
 from swarm.events import ToolCalled
 from telephony.call import Call
 
@@ -143,12 +144,19 @@ class LiveCalls:
             gone = [live._lines.pop(key)[1]["n"] for key in unsaid]
             live.items = [item for item in live.items if item["n"] not in gone]
             out.append({"event": "unsaid", "call_id": call_id, "items": gone})
+        session = live.conversation.session
+        caller_turn = 0
         for line in lines:
+            if line.get("who") == "caller":
+                caller_turn += 1
             if id(line) not in live._lines:
-                item = live.number({"kind": "line", **line})
+                # The caller's answer to a security question is never shown, not even for a moment: the line that
+                # follows an open question is masked before it is published (the tool's argument is masked by
+                # views.shown, the past call's line by views.interleaved).
+                answer = line.get("who") == "caller" and answering(session.events, caller_turn)
+                item = live.number({"kind": "line", **line, **({"text": MASKED_ANSWER} if answer else {})})
                 live._lines[id(line)] = (line, item)
                 out.append({"event": "item", "call_id": call_id, "item": item})
-        session = live.conversation.session
         for happened in session.events:
             if isinstance(happened, ToolCalled) and id(happened) not in live._tools:
                 live._tools[id(happened)] = happened
