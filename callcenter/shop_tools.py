@@ -14,7 +14,7 @@ from num2words import num2words
 from callcenter.shop import Order, Product, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
 from callcenter.store.domain import ForAPerson, ShopUnavailable
-from callcenter.verification import CallState, Verification, call_state, proves
+from callcenter.verification import CallState, Verification, answer_said, call_state, proves, question_open
 from swarm.events import Escalated
 from swarm.tools import Tool, ToolContext, tool_from_function
 
@@ -154,8 +154,12 @@ def shop_tools(shop: ShopBackend, verification: Verification | None = None) -> l
         named = await asyncio.to_thread(_named, number)
         if named is not None and (_owns(caller, named) or number in state.verified):
             return _read_back([named], product)
-        if verification:
-            if proves(verification, named, policy.verify_with) and named is not None:
+        events = context.session.events
+        # An answer is what the caller said (or typed) to a question the tool asked: a model's argument before any
+        # question is no answer, and the caller's own words count whatever the model wrote.
+        answers = [a for a in (verification if question_open(events) else None, answer_said(events)) if a]
+        if answers:
+            if named is not None and any(proves(answer, named, policy.verify_with) for answer in answers):
                 return {**_read_back([named], product), "verification": "passed", "order_number": number}
             return _failed(context, state, number, product)
         if caller and product:

@@ -167,6 +167,16 @@ def question_open(events: Sequence[Event]) -> bool:
     return asked
 
 
+def answer_said(events: Sequence[Event]) -> str | None:
+    """The caller's last words when they were said to an open security question, else None: what the caller
+    answered, whatever a model writes into the tool's argument (the 1.5B wrote one before any question)."""
+    last = max((i for i, event in enumerate(events) if isinstance(event, UserText)), default=None)
+    if last is None or not question_open(events[:last]):
+        return None
+    said = events[last]
+    return said.text if isinstance(said, UserText) else None
+
+
 def answering(events: Sequence[Event], turn: int) -> bool:
     """Whether the caller's `turn`-th line (from 1) answers a security question: one was open before it."""
     seen = 0
