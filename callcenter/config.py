@@ -81,6 +81,12 @@ class SipConfig:
     rtp_ports: str = "10000-20000"
     # Trunk mode: only these networks (CIDR) may send calls; empty: anyone.
     allowed_sources: list[str] = field(default_factory=list)
+    # Strict RTP: a call's media is taken only from the host its SDP named (any port: NAT), or from these
+    # networks (CIDR: a media relay, or a PBX whose RTP leaves from another host than its SIP and SDP name).
+    # strict_rtp = false: whoever sends to a call's port first is heard (phones behind NAT announcing a private
+    # address); anyone who can reach the RTP ports can then take a new call's audio.
+    media_sources: list[str] = field(default_factory=list)
+    strict_rtp: bool = True
     max_calls: int = 20
     no_media_timeout_s: float = 30.0
     # SRTP with keys in SDP (SDES): "off"; "offer": encrypted when the caller offers keys, else plain RTP;
@@ -646,6 +652,8 @@ def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig
             advertised_host=sip.advertised,
             rtp_port_range=rtp_port_range(sip),
             allowed_sources=tuple(sip.allowed_sources) or None,
+            media_sources=tuple(sip.media_sources),
+            strict_rtp=sip.strict_rtp,
             max_calls=sip.max_calls,
             no_media_timeout_s=sip.no_media_timeout_s,
             registration=registration,
@@ -658,6 +666,7 @@ def endpoint_config(sip: SipConfig, listen: str | None = None) -> EndpointConfig
         # The endpoint names its own fields; the admin edits the [sip] keys they come from.
         message = str(error).replace("advertised_host", "sip.advertised").replace("listen_host", "sip.listen")
         message = message.replace("allowed_sources", "sip.allowed_sources").replace("srtp must", "sip.srtp must")
+        message = message.replace("media_sources", "sip.media_sources")
         message = message.replace("listen_tcp", "sip.listen_tcp").replace("listen_tls", "sip.listen_tls")
         message = message.replace(
             "needs tls: a TlsConfig with our certificate and key", "needs sip.tls_cert and sip.tls_key"

@@ -96,7 +96,11 @@ RTP_COUNTERS = {
     "malformed": ("voiceswarm_rtp_packets_malformed", "RTP/RTCP datagrams that did not parse"),
     "srtp_rejected": ("voiceswarm_rtp_packets_srtp_rejected", "Packets failing SRTP authentication or replay checks"),
     "wrong_payload": ("voiceswarm_rtp_packets_wrong_payload", "Packets of payload types not negotiated"),
-    "foreign": ("voiceswarm_rtp_packets_foreign", "Packets from an address other than the latched one"),
+    "foreign": ("voiceswarm_rtp_packets_foreign", "Packets from an allowed host but not the latched address"),
+    "stranger": (
+        "voiceswarm_rtp_packets_stranger",
+        "RTP and RTCP from a host neither the SDP named nor sip.media_sources lists, dropped unread (strict RTP)",
+    ),
     "late": ("voiceswarm_rtp_packets_late", "Packets arriving after their playout time (late frames), dropped"),
     "duplicate": ("voiceswarm_rtp_packets_duplicate", "Duplicate packets dropped by the jitter buffer"),
     "reordered": ("voiceswarm_rtp_packets_reordered", "Packets put back in order by the jitter buffer"),

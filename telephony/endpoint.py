@@ -45,7 +45,7 @@ from telephony.sip.transaction import (
 from telephony.sip.transport import Peer, TransportName, Transports, UdpTransport, resolve, uri_transport
 from telephony.sip.useragent import ALLOW, UserAgent, warning
 from telephony.sip_call import CallContext, SipCall
-from telephony.sources import AllowedSources
+from telephony.sources import AllowedSources, MediaSources
 from telephony.srtp import SrtpPolicy
 from telephony.srtp import check_mode as check_srtp_mode
 
@@ -67,6 +67,10 @@ class EndpointConfig:
     advertised_host: str | None = None  # the address in Contact, Via and SDP; default: listen_host
     rtp_port_range: tuple[int, int] = (10000, 20000)
     allowed_sources: tuple[str, ...] | None = None  # CIDR networks allowed to send requests; None: anyone
+    # Strict RTP: a call's media only from the host its SDP named (any port) or these CIDR networks (a media
+    # relay whose RTP leaves from another host than its SDP says); strict_rtp=False: whoever sends first.
+    media_sources: tuple[str, ...] = ()
+    strict_rtp: bool = True
     user_agent: str = "VoiceSwarm"
     no_media_timeout_s: float | None = 30.0  # hang up after this long without RTP; None: never
     invite_rate: float = 10.0  # new INVITEs a second per source address (the excess gets 503)
@@ -108,6 +112,7 @@ class EndpointConfig:
         if self.advertised_host is not None and ipaddress.ip_address(self.advertised_host).is_unspecified:
             raise ValueError("advertised_host must be a reachable address, not 0.0.0.0 or ::")
         AllowedSources.parse(self.allowed_sources)  # ValueError naming the network that is not one
+        MediaSources.parse(self.media_sources)
         if self.invite_rate <= 0 or self.invite_burst < 1:
             raise ValueError(
                 f"invite_rate must be > 0 and invite_burst >= 1, got {self.invite_rate}, {self.invite_burst}"
@@ -131,6 +136,7 @@ class SipEndpoint:
         self.media = MediaTotals()  # the RTP counters of ended calls (the live ones: each call's rtp_stats)
         self._on_call = on_call
         self._sources = AllowedSources.parse(config.allowed_sources)
+        self._media_sources = MediaSources.parse(config.media_sources, strict=config.strict_rtp)
         self._invites = RateLimiter(config.invite_rate, config.invite_burst)
         self._udp = UdpTransport(self.metrics, self._on_request, self._on_response, user_agent=config.user_agent)
         self._transport = Transports(self._udp)
@@ -300,6 +306,7 @@ class SipEndpoint:
             clock=self._clock,
             no_media_timeout=config.no_media_timeout_s,
             call_id=call_id,
+            sources=self._media_sources,
         )
         self.metrics.calls_dialled += 1
         srtp = SrtpPolicy(config.srtp)  # the keys our offer carries are the call's keys
@@ -462,6 +469,7 @@ class SipEndpoint:
                 clock=self._clock,
                 no_media_timeout=config.no_media_timeout_s,
                 call_id=request.call_id,
+                sources=self._media_sources,
             )
         except (PortRangeExhausted, OSError) as error:
             log.error("event=sip_rtp_unavailable call=%s error=%s", request.call_id, error)

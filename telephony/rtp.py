@@ -1,7 +1,7 @@
 """One call's RTP media on asyncio: G.711 audio both ways, RFC 4733 DTMF, basic RTCP. No thread per call.
 
 Receive: after each 20 ms slot the RTP socket is drained (no event-loop wake-up per packet; arrival times
-come from kernel timestamps; it adds at most 20 ms of delay) -> RTP parse -> symmetric-RTP latch ->
+come from kernel timestamps; it adds at most 20 ms of delay) -> source check -> RTP parse -> symmetric-RTP latch ->
 payload-type filter -> jitter buffer -> G.711 decode -> gaps filled -> re-framed to 20 ms -> `audio_in`
 (or `dtmf_in` for telephone-events). RTCP, rare, comes through an ordinary datagram callback.
 Send: a MediaClock (shared by all of an endpoint's calls, or the session's own) ticks every 20 ms on an
@@ -9,6 +9,10 @@ absolute clock (start + n * 20 ms, so no drift) and the session sends the next 2
 comfort silence when it is empty, or a DTMF event packet.
 SRTP (when the SDP agreed keys): each packet is protected just before sending and checked just after reading;
 one that fails the check is counted and dropped, like any other bad datagram.
+Strict RTP (MediaSources): only the host the peer's SDP named (any port) or a listed network may latch; a
+stranger's packets are dropped unread, before SRTP, parsing or the latch, so port spraying can neither be heard
+in a call nor take its audio. SRTP authenticates what a packet says, not where it comes from: a replayed packet
+from elsewhere could still latch our (encrypted) audio away from the caller, so the check holds there too.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from telephony.queues import DropOldestQueue
 from telephony.rtcp import SR, ReceptionStats, parse_compound, receiver_report, sender_report
 from telephony.rtp_packet import _HEADER, MalformedPacket, RtpPacket, is_rtcp, parse
 from telephony.sdp import DIRECTIONS
+from telephony.sources import MediaSources
 from telephony.srtp import SrtpKeys, SrtpRejected, SrtpStreams
 
 log = logging.getLogger(__name__)
@@ -102,7 +107,8 @@ class RtpStats:
     malformed: int = 0
     srtp_rejected: int = 0  # failed SRTP/SRTCP authentication or replay checks: forged, damaged or wrong key
     wrong_payload: int = 0  # payload types that were not negotiated (comfort noise, video...)
-    foreign: int = 0  # from an address other than the latched one
+    foreign: int = 0  # from an allowed host, but another address than the latched one
+    stranger: int = 0  # RTP or RTCP from a host neither the SDP named nor media_sources lists: never latched
     late: int = 0
     duplicate: int = 0
     reordered: int = 0
@@ -179,6 +185,7 @@ class RtpSession:
         audio_queue: int,
         jitter_depth: int,
         clock: MediaClock | None = None,
+        sources: MediaSources = MediaSources(),
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._clock = clock if clock is not None else MediaClock()
@@ -207,6 +214,8 @@ class RtpSession:
         self._warned: dict[str, float] = {}
         # where to send: the SDP address until the peer's media latches us to its real source
         self._remote: SockAddr | None = None
+        self._sources = sources
+        self._sdp_host: str | None = None  # the last real host the SDP named (kept through a c=0.0.0.0 hold)
         self._latched: SockAddr | None = None
         self._remote_ssrc: int | None = None
         self._rtcp_latched: SockAddr | None = None
@@ -243,9 +252,11 @@ class RtpSession:
         audio_queue: int = 100,
         jitter_depth: int = 3,
         clock: MediaClock | None = None,
+        sources: MediaSources = MediaSources(),
     ) -> RtpSession:
         """Bind an even RTP port (and RTCP on the next one) in port_range; raises PortRangeExhausted.
-        `clock`: the 20 ms send clock shared with other sessions (default: one of its own)."""
+        `clock`: the 20 ms send clock shared with other sessions (default: one of its own). `sources`: who may
+        send the call's media (default: strict, the SDP's host only)."""
         rtp, rtcp = allocate(local_host, port_range)
         try:
             session = cls(
@@ -256,6 +267,7 @@ class RtpSession:
                 audio_queue=audio_queue,
                 jitter_depth=jitter_depth,
                 clock=clock,
+                sources=sources,
             )
             loop = session._loop
             session._rtcp, _ = await loop.create_datagram_endpoint(lambda: _Receiver(session._on_rtcp), sock=rtcp)
@@ -318,6 +330,8 @@ class RtpSession:
                 raise RtpError(f"the remote media port must be 0..65535, got {port}")
             if host in ("0.0.0.0", "::") or port == 0:
                 remote_addr = None
+            elif not ipaddress.ip_address(host).is_unspecified:
+                self._sdp_host = host
         if remote_addr != self._remote:
             self._latched = self._rtcp_latched = None
         self._remote = remote_addr
@@ -606,6 +620,8 @@ class RtpSession:
         codec = self.codec
         if codec is None or self._closed:
             return
+        if addr != self._latched and not self._allowed(addr, "rtp"):
+            return
         if self._srtp is not None:
             try:
                 data = self._srtp.unprotect(data)
@@ -719,6 +735,8 @@ class RtpSession:
             self.dtmf_in.put(digit)
 
     def _on_rtcp(self, data: bytes, addr: SockAddr) -> None:
+        if not self._allowed(addr, "rtcp"):
+            return
         if self._srtp is not None:
             try:
                 data = self._srtp.unprotect_rtcp(data)
@@ -739,6 +757,19 @@ class RtpSession:
                 self._reception.last_sr, self._reception.last_sr_at = packet.ntp_middle, self._loop.time()
 
     # ---- helpers ---------------------------------------------------------------------------------------------
+
+    def _allowed(self, addr: SockAddr, what: str) -> bool:
+        """Strict RTP: whether the source may be taken at all; a stranger is counted and logged (once a minute per
+        session), its packet dropped unread."""
+        if self._sources.allows(addr[0], self._sdp_host):
+            return True
+        self._stats.stranger += 1
+        self._warn(
+            "stranger",
+            addr,
+            f"{what} from a host the SDP did not name ({self._sdp_host}) and sip.media_sources does not list: dropped",
+        )
+        return False
 
     def _srtp_rejected(self, addr: SockAddr, error: SrtpRejected) -> None:
         self._stats.srtp_rejected += 1
