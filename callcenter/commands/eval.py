@@ -8,15 +8,19 @@ import contextlib
 import json
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from callcenter.config import Config
+from callcenter.shop import ShopError
+from callcenter.swarm_file import SwarmFile, SwarmFileError, load_swarm_file
 from callcenter.testbed.llm_spec import LLMSpec, LLMSpecError, OpenLLM, open_llm, parse_llm
 from callcenter.testbed.report import baseline_diff, markdown, summarise
 from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
-from callcenter.testbed.state import expected_state
+from callcenter.testbed.state import ShopState
+from callcenter.testbed.trial_shop import BuiltInStore, ShopUnderTest, shop_under_test
 from callcenter.testbed.voices import VoiceError, parse_voice
 from speech.models import ModelError
 from swarm.providers.base import ProviderError
@@ -58,11 +62,18 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
-        scenarios = [s for s in load_suite(args.suite) if not args.only or any(o in s.id for o in args.only)]
+        # The configured swarm file's agents, and the configured shop: the trials run on them.
+        swarm = load_swarm_file(config.swarm.file or None)
+        shop = shop_under_test(config)
+        scenarios = [
+            s
+            for s in load_suite(args.suite, agents=tuple(swarm.agents))
+            if not args.only or any(o in s.id for o in args.only)
+        ]
         specs = [parse_llm(t.strip()) for t in args.llm.split(",") if t.strip()]
         baseline = json.loads(Path(args.baseline).read_text(encoding="utf-8")) if args.baseline else None
         audio = audio_mode(args)
-    except (ScenarioError, LLMSpecError, VoiceError, OSError, ValueError) as error:
+    except (ScenarioError, LLMSpecError, VoiceError, SwarmFileError, OSError, ValueError) as error:
         print(f"voiceswarm eval: {error}", file=sys.stderr)
         return 2
     if not scenarios or args.repeat < 1:
@@ -70,16 +81,22 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     if audio is not None and args.jobs > 1 and not args.quiet:
         print("voiceswarm eval: audio trials run one at a time (--jobs is ignored)", file=sys.stderr)
+    if shop.one_at_a_time and args.jobs > 1 and not args.quiet:
+        print(f"voiceswarm eval: trials on {shop.description} run one at a time (--jobs is ignored)", file=sys.stderr)
+    if not args.quiet and not isinstance(shop, BuiltInStore):
+        print(f"voiceswarm eval: the trials place orders in {shop.description}", file=sys.stderr)
     try:
-        results = asyncio.run(_evaluate(scenarios, specs, args, config, audio))
-    except (ScenarioError, LLMSpecError, ProviderError, ModelError) as error:
+        results = asyncio.run(_evaluate(scenarios, specs, args, config, audio, shop, swarm))
+    except (ScenarioError, LLMSpecError, ProviderError, ModelError, ShopError, SwarmFileError) as error:
         print(f"\nvoiceswarm eval: {error}", file=sys.stderr)
         return 2
     summary = {**(audio.summary() if audio is not None else {"mode": "text"}), **summarise(results, args.repeat)}
     report = {"runs": [r.to_dict() for r in results], "summary": summary}
     print(markdown(summary))
     for run_ in results:
-        if not run_.passed:
+        if run_.skipped:
+            print(f"\nSKIPPED {run_.llm} {run_.scenario} #{run_.trial}: {run_.skipped}")
+        elif not run_.passed:
             print(f"\nFAILED {run_.llm} {run_.scenario} #{run_.trial}: " + "; ".join(run_.failures))
     if baseline is not None:
         print("\nAgainst the baseline:\n" + "\n".join(baseline_diff(baseline, report)))
@@ -116,15 +133,20 @@ async def _evaluate(
     args: argparse.Namespace,
     config: Config,
     audio: AudioMode | None = None,
+    under_test: ShopUnderTest | None = None,
+    swarm: SwarmFile | None = None,
 ) -> list[TrialResult]:
     results: list[TrialResult] = []
     total = len(scenarios) * len(specs) * args.repeat
+    shop: ShopUnderTest = under_test if under_test is not None else BuiltInStore()
     with tempfile.TemporaryDirectory(prefix="voiceswarm-eval-") as folder, contextlib.ExitStack() as stack:
         work = Path(folder)
         # The reference state depends on the scenario only: replayed once, compared with every trial.
-        expected = {s.id: expected_state(work, s) for s in scenarios}
-        # Calls one at a time: two at once would share the 2 cores' Whisper and Piper and measure each other.
-        gate = asyncio.Semaphore(1 if audio is not None else max(1, args.jobs))
+        expected = {s.id: shop.expected(work, s) for s in scenarios if shop.skipped(s) is None}
+        empty = ShopState({}, Counter(), Counter())  # a skipped scenario's: its trials compare nothing
+        # Calls one at a time: two at once would share the 2 cores' Whisper and Piper and measure each other; trials
+        # on one live order system would see each other's orders.
+        gate = asyncio.Semaphore(1 if audio is not None or shop.one_at_a_time else max(1, args.jobs))
         phone = None
         if audio is not None:
             from callcenter.testbed.phonecall import PhoneLine
@@ -134,12 +156,14 @@ async def _evaluate(
 
         async def one(llm: OpenLLM, scenario: Scenario, trial: int) -> None:
             async with gate:
-                result = await run_trial(scenario, llm, trial, work, expected[scenario.id], config, phone)
+                result = await run_trial(
+                    scenario, llm, trial, work, expected.get(scenario.id, empty), config, phone, shop=shop, swarm=swarm
+                )
             results.append(result)
             _progress(len(results), total, result, args.quiet)
 
         for spec in specs:
-            llm = await open_llm(spec, config)
+            llm = await open_llm(spec, config, swarm)
             try:
                 if not args.quiet:
                     print(f"{spec.text}: {llm.description}", file=sys.stderr)

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.agents import DEFAULT_SWARM, SWARM, build_registry
 from callcenter.config import Config
 from callcenter.llm_choice import LLMChoice, choose_llm, prefill
 from callcenter.shop import Shop
+from callcenter.swarm_file import SwarmFile
 from callcenter.testbed.scenario import render_value
 from swarm.messages import CompletionRequest
 from swarm.providers.base import Completion, Provider
@@ -66,13 +67,16 @@ class OpenLLM:
             self.llm_choice.close()
 
 
-async def open_llm(spec: LLMSpec, config: Config) -> OpenLLM:
+async def open_llm(spec: LLMSpec, config: Config, swarm: SwarmFile | None = None) -> OpenLLM:
+    """The LLM for the agents of `swarm` (default: the demo shop's swarm file)."""
+    swarm = swarm or DEFAULT_SWARM
+    agents = tuple(swarm.agents)
     if spec.kind == "scripted":
         rules = load_script(Path(spec.url))
         return OpenLLM(
             spec,
             f"scripted LLM {spec.url} ({len(rules)} rules)",
-            lambda values: dict.fromkeys(AGENTS, ScriptedProvider(script_for(rules, values), name="scripted")),
+            lambda values: dict.fromkeys(agents, ScriptedProvider(script_for(rules, values), name="scripted")),
         )
     llm = config.llm
     if spec.kind == "local":
@@ -81,10 +85,10 @@ async def open_llm(spec: LLMSpec, config: Config) -> OpenLLM:
         llm = replace(llm, model=spec.model, agent_models={})
     elif spec.kind == "openai":
         llm = replace(llm, model=spec.model, base_url=spec.url, agent_models={})
-    llm_choice = await choose_llm(replace(config, llm=llm), AGENTS, spec.kind)
+    llm_choice = await choose_llm(replace(config, llm=llm), agents, spec.kind)
     # The local server's prompt cache is warmed once, on a throwaway shop, so trial one is not the slow one.
     with Shop(":memory:") as shop:
-        await prefill(build_registry(shop, llm_choice.per_agent), SWARM, llm_choice)
+        await prefill(build_registry(shop, llm_choice.per_agent, swarm=swarm), SWARM, llm_choice)
     return OpenLLM(spec, llm_choice.description, lambda values: dict(llm_choice.per_agent), llm_choice)
 
 

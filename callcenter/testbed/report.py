@@ -45,7 +45,8 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
         runs = [r for r in results if r.llm == llm]
         scenarios: dict[str, Any] = {}
         for scenario in dict.fromkeys(r.scenario for r in runs):
-            mine = [r for r in runs if r.scenario == scenario]
+            # A trial the backend could not run is neither a pass nor a failure (TrialResult.skipped).
+            mine = [r for r in runs if r.scenario == scenario and not r.skipped]
             passed = sum(r.passed for r in mine)
             scenarios[scenario] = {
                 "trials": len(mine),
@@ -53,6 +54,10 @@ def summarise(results: Sequence[TrialResult], k: int) -> dict[str, Any]:
                 "pass_hat": {str(j): pass_hat_k(passed, len(mine), j) for j in range(1, k + 1)},
                 "turn_latency_p50_s": percentile([t for r in mine for t in r.turn_latency_s], 50),
             }
+            skipped = next((r.skipped for r in runs if r.scenario == scenario and r.skipped), "")
+            unchecked = list(dict.fromkeys(u for r in mine for u in r.unchecked))
+            scenarios[scenario].update({"skipped": skipped} if skipped else {})
+            scenarios[scenario].update({"unchecked": unchecked} if unchecked else {})
         overall = {}
         for j in range(1, k + 1):
             values = [s["pass_hat"][str(j)] for s in scenarios.values() if s["pass_hat"][str(j)] is not None]
@@ -113,6 +118,16 @@ def markdown(summary: dict[str, Any]) -> str:
             + (f" | {_seconds(summary['brains'][name]['turn_latency_p50_s'])}" if audio else "")
             + " |"
         )
+    notes = {
+        (scenario, kind, text)
+        for b in summary["brains"].values()
+        for scenario, row in b["scenarios"].items()
+        for kind, text in [("skipped", row.get("skipped", ""))] + [("not checked", u) for u in row.get("unchecked", [])]
+        if text
+    }
+    if notes:
+        lines += ["", "What the shop could not run or report:"]
+        lines += [f"- {scenario}: {kind}: {text}" for scenario, kind, text in sorted(notes)]
     lines += [
         "",
         "| LLM | tool selection | arg errors 1st try | arg errors after feedback | rescues | placeholders "

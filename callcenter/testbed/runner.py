@@ -1,7 +1,9 @@
 """One trial: a fresh shop, the scenario's caller against one LLM, then the score.
 
 A trial passes only when every check was made and held: a turn that could not be taken (its condition never
-came up, the call had ended) is a failure, never a skipped check.
+came up, the call had ended) is a failure, never a skipped check. What the backend itself cannot do or report
+(callcenter.testbed.trial_shop) is said beside the result: a scenario it cannot run is skipped, a check it cannot
+make is listed as unchecked.
 """
 
 from __future__ import annotations
@@ -14,15 +16,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from callcenter.agents import SWARM, UNCLEAR, build_registry
+from callcenter.agents import DEFAULT_SWARM, SWARM, build_registry
 from callcenter.app import App
 from callcenter.config import Config
+from callcenter.shop import Shop
+from callcenter.swarm_file import SwarmFile
 from callcenter.testbed import checks
 from callcenter.testbed.llm_spec import OpenLLM
 from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.scenario import Scenario, Turn, pattern, render, render_value
-from callcenter.testbed.state import ShopState, prepare_shop, read_state
+from callcenter.testbed.state import ShopState
 from callcenter.testbed.textcall import CallOver, TextCall, TurnResult
+from callcenter.testbed.trial_shop import BuiltInStore, ShopUnderTest
 from swarm.events import Event, Rescued, ToolCallRepaired, ValidationFailed
 from swarm.registry import Registry
 from swarm.session import Session
@@ -46,6 +51,10 @@ class TrialResult:
     duration_s: float
     metrics: dict[str, int] = field(default_factory=dict)
     transcript: list[list[str]] = field(default_factory=list)
+    # The backend could not run this scenario at all (why): neither passed nor failed, left out of pass^k.
+    skipped: str = ""
+    # Checks the backend could not make (why): the trial passed or failed on the others.
+    unchecked: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         # The --json key for the LLM spec stays "brain", first in each run: that format is fixed, and CI parses it.
@@ -61,17 +70,27 @@ async def run_trial(
     expected: ShopState,
     config: Config,
     phone: PhoneLine | None = None,
+    *,
+    shop: ShopUnderTest | None = None,
+    swarm: SwarmFile | None = None,
 ) -> TrialResult:
-    """In text (phone None) or through the whole phone path: a VoiceServer on the trial's shop, called over SIP."""
+    """In text (phone None) or through the whole phone path: a VoiceServer on the trial's shop, called over SIP.
+    `shop`: the backend (default: a fresh built-in store per trial); `swarm`: the swarm file (default: the demo's)."""
     started = time.monotonic()
     name = f"{scenario.id}.{_slug(llm.spec.text)}.{trial}"
-    path = folder / f"{name}.db"
-    shop, values = prepare_shop(path, scenario)
+    under_test = shop or BuiltInStore()
+    reason = under_test.skipped(scenario)
+    if reason is not None:
+        return TrialResult(llm.spec.text, scenario.id, trial, False, [], [], 0.0, skipped=reason)
+    opened = under_test.open(folder, name, scenario)
+    # Over HTTP the scenario names the backend's products (its SKUs), as the agents will.
+    scenario, values = opened.scenario, opened.values
+    swarm = swarm or DEFAULT_SWARM
     failures: list[str] = []
     latencies: list[float] = []
     call: Caller | None = None
     try:
-        registry = build_registry(shop, llm.providers(values))
+        registry = build_registry(opened.backend, llm.providers(values), swarm=swarm)
         if phone is None:
             session = registry.session(
                 f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session
@@ -80,22 +99,28 @@ async def run_trial(
             await _play(scenario, call, values, failures, latencies)
         else:
             try:
-                app = App(config, shop, registry, llm.description)
-                async with phone.call(app, scenario.caller, folder, name, scenario.language) as call:
-                    await _play(scenario, call, values, failures, latencies)
+                # The voice server's App holds a built-in store; over HTTP it is an empty one the tools never see.
+                store = opened.backend if isinstance(opened.backend, Shop) else Shop(":memory:", seed_catalogue=False)
+                try:
+                    app = App(config, store, registry, llm.description, backend=opened.backend)
+                    async with phone.call(app, scenario.caller, folder, name, scenario.language) as call:
+                        await _play(scenario, call, values, failures, latencies)
+                finally:
+                    if store is not opened.backend:
+                        store.close()
             except Exception as error:  # the phone path failed: the trial could not be checked
                 log.exception("phone call failed scenario=%s", scenario.id)
                 failures.append(f"the phone call failed: {error}")
         rules = SpeakingRules.build(
-            shop.products(),
+            opened.products(),
             registry.tools,
             _prompts(registry),
-            [o.total_cents for o in shop.find_orders(customer_phone=scenario.caller, limit=50)],
-            [*UNCLEAR.values(), *config.session.placeholders, config.session.apology],
+            [o.total_cents for o in opened.backend.find_orders(customer_phone=scenario.caller, limit=50)],
+            [*(a.unclear for a in swarm.agents.values()), *config.session.placeholders, config.session.apology],
         )
     finally:
-        shop.close()
-    failures += read_state(path, values).differences(expected)
+        opened.close()
+    failures += opened.state().differences(expected)
     if call is not None:
         failures += score_events(scenario, call, values, rules)
     return TrialResult(
@@ -108,6 +133,7 @@ async def run_trial(
         round(time.monotonic() - started, 3),
         trial_metrics(scenario, call.events if call is not None else []),
         [list(line) for line in call.transcript] if call is not None else [],
+        unchecked=opened.unchecked(),
     )
 
 

@@ -164,8 +164,9 @@ def template_keys(orders: tuple[SeedOrder, ...]) -> set[str]:
     }
 
 
-def load_suite(paths: list[str | Path]) -> list[Scenario]:
-    """Scenarios from files and directories (every *.toml in them, by name); ids must be unique."""
+def load_suite(paths: list[str | Path], agents: tuple[str, ...] = AGENT_NAMES) -> list[Scenario]:
+    """Scenarios from files and directories (every *.toml in them, by name); ids must be unique. `agents`: the
+    swarm's agents, the names [expect] handoffs may use (default: the demo shop's)."""
     files: list[Path] = []
     for item in map(Path, paths):
         if item.is_dir():
@@ -176,7 +177,7 @@ def load_suite(paths: list[str | Path]) -> list[Scenario]:
             raise ScenarioError(f"{item}: no such scenario file or directory")
     if not files:
         raise ScenarioError(f"no scenario files in {', '.join(map(str, paths))}")
-    scenarios = [load_scenario(f) for f in files]
+    scenarios = [load_scenario(f, agents) for f in files]
     seen: dict[str, Path] = {}
     for s in scenarios:
         if s.id in seen:
@@ -185,10 +186,10 @@ def load_suite(paths: list[str | Path]) -> list[Scenario]:
     return scenarios
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path, agents: tuple[str, ...] = AGENT_NAMES) -> Scenario:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return _Reader(path, data).scenario()
+        return _Reader(path, data, agents).scenario()
     except tomllib.TOMLDecodeError as error:
         raise ScenarioError(f"{path}: not valid TOML: {error}") from None
     except (KeyError, TypeError, ValueError, re.error) as error:
@@ -198,8 +199,8 @@ def load_scenario(path: Path) -> Scenario:
 class _Reader:
     """Reads one file's dict, naming the key in every complaint."""
 
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
-        self.path, self.data = path, data
+    def __init__(self, path: Path, data: dict[str, Any], agents: tuple[str, ...] = AGENT_NAMES) -> None:
+        self.path, self.data, self.agents = path, data, agents
 
     def fail(self, message: str) -> ScenarioError:
         return ScenarioError(f"{self.path}: {message}")
@@ -309,8 +310,8 @@ class _Reader:
         }
         self._only(e, allowed, "[expect]")
         for agent in e.get("handoffs", []):
-            if agent not in AGENT_NAMES:
-                raise self.fail(f"[expect] handoffs: {agent!r} is not an agent ({', '.join(AGENT_NAMES)})")
+            if agent not in self.agents:
+                raise self.fail(f"[expect] handoffs: {agent!r} is not an agent ({', '.join(self.agents)})")
         called = tuple(ToolExpectation(c["tool"], dict(c.get("arguments", {}))) for c in e.get("called", []))
         for text in (*e.get("says", []), *e.get("never_says", [])):
             pattern(text)

@@ -48,9 +48,10 @@ def _multiset_diff(what: str, actual: Counter[tuple[Any, ...]], expected: Counte
     ]
 
 
-def prepare_shop(path: Path, scenario: Scenario) -> tuple[Shop, dict[str, str]]:
-    """A fresh shop at `path` with the scenario's setup; returns it and the placeholder values of this shop."""
-    shop = Shop(path)
+def prepare_shop(path: Path, scenario: Scenario, catalogue: str | None = None) -> tuple[Shop, dict[str, str]]:
+    """A fresh shop at `path` with the scenario's setup (its products from `catalogue`, else the demo's); returns it
+    and the placeholder values of this shop."""
+    shop = Shop(path, catalogue)
     try:
         values = {"caller": scenario.caller}
         for seed in scenario.seed_orders:
@@ -95,9 +96,9 @@ def _apply(shop: Shop, scenario: Scenario, action: Action, values: dict[str, str
         shop.create_return(values[f"orders.{action.order}"], action.sku or "", action.quantity, "reference", key)
 
 
-def expected_state(folder: Path, scenario: Scenario) -> ShopState:
+def expected_state(folder: Path, scenario: Scenario, catalogue: str | None = None) -> ShopState:
     path = folder / f"{scenario.id}.reference.db"
-    shop, values = prepare_shop(path, scenario)
+    shop, values = prepare_shop(path, scenario, catalogue)
     try:
         apply_reference(shop, scenario, values)
     finally:
