@@ -185,7 +185,7 @@ class RtpSession:
         audio_queue: int,
         jitter_depth: int,
         clock: MediaClock | None = None,
-        sources: MediaSources = MediaSources(),
+        sources: MediaSources | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._clock = clock if clock is not None else MediaClock()
@@ -214,7 +214,7 @@ class RtpSession:
         self._warned: dict[str, float] = {}
         # where to send: the SDP address until the peer's media latches us to its real source
         self._remote: SockAddr | None = None
-        self._sources = sources
+        self._sources = sources if sources is not None else MediaSources()  # strict
         self._sdp_host: str | None = None  # the last real host the SDP named (kept through a c=0.0.0.0 hold)
         self._latched: SockAddr | None = None
         self._remote_ssrc: int | None = None
@@ -252,7 +252,7 @@ class RtpSession:
         audio_queue: int = 100,
         jitter_depth: int = 3,
         clock: MediaClock | None = None,
-        sources: MediaSources = MediaSources(),
+        sources: MediaSources | None = None,
     ) -> RtpSession:
         """Bind an even RTP port (and RTCP on the next one) in port_range; raises PortRangeExhausted.
         `clock`: the 20 ms send clock shared with other sessions (default: one of its own). `sources`: who may
