@@ -141,7 +141,11 @@ def build_registry(
     swarm = swarm or DEFAULT_SWARM
     registry = Registry()
     targets = [a for a in swarm.agents.values() if any(a.name in b.hand_overs for b in swarm.agents.values())]
-    shop_side = shop_tools(shop, verification)
+    # An agent that finds orders but takes no returns (order status) hears the order's status, not a return offer.
+    status_only = frozenset(
+        a.name for a in swarm.agents.values() if "find_order" in a.tools and "create_return" not in a.tools
+    )
+    shop_side = shop_tools(shop, verification, status_only=status_only)
     known = {t.name: t for t in shop_side}
     control = [
         *(_hand_over_tool(agent, known) for agent in targets),

@@ -52,20 +52,33 @@ def _system_down(context: ToolContext, error: ShopUnavailable) -> dict[str, Any]
     return {"error": str(error), "backend": error.detail[:300], "say": say}
 
 
-def _read_back(orders: list[Order], product: str | None, *, guessed: bool = False) -> dict[str, Any]:
+def _said_back(
+    orders: list[Order], product: str | None, *, guessed: bool = False, status: bool = False
+) -> dict[str, Any]:
     order = orders[0]
     line = _matching_line(order, product)
     when = order.created_at.strftime("%d %B").lstrip("0")
     opening = "I couldn't find that product, but I found" if guessed else "I found"
-    say = f"{opening} your order {_digits(order.order_number)} from {when} with the {line.name}. Shall I start a return for it?"
+    found = f"{opening} your order {_digits(order.order_number)} from {when} with the {line.name}."
+    if status:
+        # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
+        say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
+        return {"orders": [_order(o) for o in orders], "say": say}
+    say = f"{found} Shall I start a return for it?"
     proposal = _proposal("create_return", order_number=order.order_number, sku=line.sku, quantity=1)
     return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
 
 
-def shop_tools(shop: ShopBackend, verification: Verification | None = None) -> list[Tool]:
+def shop_tools(
+    shop: ShopBackend, verification: Verification | None = None, *, status_only: frozenset[str] = frozenset()
+) -> list[Tool]:
     """The sales and refund tools, bound to one shop; orders are read and returned only for a caller
-    identified or verified as `verification` says (callcenter.verification)."""
+    identified or verified as `verification` says (callcenter.verification). To the agents in `status_only` (they
+    take no returns) find_order says the order's status instead of proposing a return."""
     policy = verification or Verification()
+
+    def _read_back(orders: list[Order], product: str | None, context: ToolContext, **how: Any) -> dict[str, Any]:
+        return _said_back(orders, product, status=context.agent in status_only, **how)
 
     def search_products(context: ToolContext, query: str, quantity: int = 1) -> dict[str, Any]:
         """Search the catalogue for products matching what the caller asked for.
@@ -153,20 +166,20 @@ def shop_tools(shop: ShopBackend, verification: Verification | None = None) -> l
             return await asyncio.to_thread(_own_orders, context, caller, product)
         named = await asyncio.to_thread(_named, number)
         if named is not None and (_owns(caller, named) or number in state.verified):
-            return _read_back([named], product)
+            return _read_back([named], product, context)
         events = context.session.events
         # An answer is what the caller said (or typed) to a question the tool asked: a model's argument before any
         # question is no answer, and the caller's own words count whatever the model wrote.
         answers = [a for a in (verification if question_open(events) else None, answer_said(events)) if a]
         if answers:
             if named is not None and any(proves(answer, named, policy.verify_with) for answer in answers):
-                return {**_read_back([named], product), "verification": "passed", "order_number": number}
+                return {**_read_back([named], product, context), "verification": "passed", "order_number": number}
             return _failed(context, state, number, product)
         if caller and product:
             # A misheard or invented number (a small model writes "12345") beside the caller's own order.
             own = await asyncio.to_thread(shop.find_orders, customer_phone=caller, product_text=product)
             if own:
-                return _read_back(own, product)
+                return _read_back(own, product, context)
         return _needs_verification(context, number, product)
 
     def _own_orders(context: ToolContext, caller: str, product: str | None) -> dict[str, Any]:
@@ -180,7 +193,7 @@ def shop_tools(shop: ShopBackend, verification: Verification | None = None) -> l
             # The caller may type the number instead of saying it: the voice layer runs this tool with it.
             context.request_digits("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, product=product)
             return {"orders": [], "say": "I couldn't find that order. Could you tell me the order number?"}
-        return _read_back(orders, product, guessed=guessed)
+        return _read_back(orders, product, context, guessed=guessed)
 
     def _named(number: str) -> Order | None:
         found = shop.find_orders(order_number=number, limit=1)
