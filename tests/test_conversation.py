@@ -87,9 +87,7 @@ class Line:
         await settle()
         await until(
             lambda: (
-                not self.call.playing
-                and not self.conversation._hearing
-                and (self.conversation._turn is None or self.conversation._turn.done())
+                not self.call.playing and not self.conversation.hearing.transcribing and not self.conversation.answering
             ),
             what="agent done",
         )

@@ -76,7 +76,11 @@ class Line:
     async def agent_done(self) -> None:
         await settle()
         turn = self.conversation._turn
-        await until(lambda: not self.call.playing and not self.conversation._hearing and (turn is None or turn.done()))
+        await until(
+            lambda: (
+                not self.call.playing and not self.conversation.hearing.transcribing and (turn is None or turn.done())
+            )
+        )
         turn = self.conversation._turn
         await until(lambda: turn is None or turn.done(), what="agent done")
 
@@ -128,7 +132,7 @@ async def thinking_at_the_pause(line: Line) -> Speculation | None:
     await line.caller.start()
     await line.caller.pause("Please note my name.")
     await until(lambda: line.model.requests, what="the model's start on the pause")
-    return line.conversation._speculation
+    return line.conversation.hearing.speculation
 
 
 async def test_a_caller_who_goes_on_stops_the_model_started_at_the_pause() -> None:
@@ -148,7 +152,7 @@ async def test_the_voice_coming_back_after_a_pause_stops_the_model_started_there
         started = await thinking_at_the_pause(line)
         await line.caller.resume()  # still talking: the turn has not ended
         assert started is not None and started._task.cancelled()
-        assert line.conversation._early is None and line.conversation._speculation is None
+        assert line.conversation.hearing.at_pause is None and line.conversation.hearing.speculation is None
         line.model.delay_s = 0.0
         await line.caller.end("Please note my name is Ann.", 2.0)
         await line.agent_done()
@@ -161,9 +165,14 @@ async def test_words_that_stop_mid_sentence_do_not_start_the_model() -> None:
         await line.agent_done()
         await line.caller.start()
         await line.caller.pause("Please note my")  # the turn will wait for the rest (turn_words.unfinished)
-        await until(lambda: line.conversation._early is not None and line.conversation._early[1].done())
+        await until(
+            lambda: (
+                line.conversation.hearing.at_pause is not None
+                and line.conversation.hearing.at_pause.transcription.done()
+            )
+        )
         await settle()
-        assert line.model.requests == [] and line.conversation._speculation is None
+        assert line.model.requests == [] and line.conversation.hearing.speculation is None
         await line.caller.end("Please note my name is Ann.", 2.0)
         await line.agent_done()
     assert line.notes == ["Please note my name is Ann."] and len(line.model.requests) == 2
@@ -186,7 +195,11 @@ async def pause_heard(line: Line, text: str) -> None:
     await line.agent_done()
     await line.caller.start()
     await line.caller.pause(text)
-    await until(lambda: line.conversation._early is not None and line.conversation._early[1].done())
+    await until(
+        lambda: (
+            line.conversation.hearing.at_pause is not None and line.conversation.hearing.at_pause.transcription.done()
+        )
+    )
     await settle()
 
 

@@ -290,7 +290,9 @@ async def running(conversation: Any) -> AsyncIterator[asyncio.Task[str]]:
 
 
 if TYPE_CHECKING:
-    from callcenter.conversation import Endpointing, LanguageChecking, Synthesizing, Transcribing
+    from callcenter.call.hearing import Endpointing, Transcribing
+    from callcenter.call.language import LanguageChecking
+    from callcenter.conversation import Synthesizing
 
     def _the_fakes_fit_the_call(
         endpointer: FakeEndpointer, transcriber: FakeTranscriber, language: FakeLanguageCheck, piper: FakeSynthesizer

@@ -1,5 +1,6 @@
 """The caller's words as the hearing keeps them between breaths: held half-sentences, the audio heard after them,
-the words a reply answers; and how two breaths of one sentence are joined for Whisper to hear them whole."""
+the words a reply answers; and how two breaths of one sentence are joined for Whisper to hear them whole.
+And what the hearing (callcenter.call.hearing) tells the call: an utterance `Heard`, the words `CallerSaid`."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from typing import Any
 
 import numpy as np
 
+import speech
 from callcenter.call.record import TurnTiming
+from speech.endpointer import SpeechEnded
 from speech.vad import PHONE_RATE
+from swarm.speculation import Speculation
 
 # Held words are heard again with the rest of the sentence, up to this much audio (Whisper hears 30 s).
 MAX_JOINED_SAMPLES = 20 * PHONE_RATE
@@ -50,6 +54,35 @@ class HeardAudio:
     audio: np.ndarray
     end_s: float  # stream time of the audio's end
     after: HeldWords | None = None
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One utterance heard to its end: what Whisper wrote of it, the audio it heard (after held words: theirs and
+    this), and another language the call's language check heard in it, if any."""
+
+    turn: SpeechEnded
+    transcript: speech.Transcript
+    audio: HeardAudio
+    language: speech.Language | None
+    ended: float  # time.monotonic() at the end of the caller's turn
+    timing: TurnTiming  # the turn's, from its end on
+
+    @property
+    def text(self) -> str:
+        return self.transcript.text.strip()
+
+
+@dataclass(frozen=True)
+class CallerSaid:
+    """The caller's words to answer: their whole sentence (after held words, with them), heard clearly or not."""
+
+    words: HeldWords
+    confident: bool  # Whisper was sure of them; else the caller is asked to repeat
+    ended: float  # time.monotonic() the turn's clock starts at
+    timing: TurnTiming
+    speculation: Speculation | None = None  # the model's start on them at the caller's pause (early_reply)
+    waited: bool = False  # held words the caller said no more after: answered when the wait ran out
 
 
 def whole_sentence(held: HeldWords | None, heard: HeardAudio, text: str) -> HeldWords:
