@@ -142,7 +142,7 @@ async def _evaluate(
     with tempfile.TemporaryDirectory(prefix="voiceswarm-eval-") as folder, contextlib.ExitStack() as stack:
         work = Path(folder)
         # The reference state depends on the scenario only: replayed once, compared with every trial.
-        expected = {s.id: shop.expected(work, s) for s in scenarios if shop.skipped(s) is None}
+        expected = {s.id: await asyncio.to_thread(shop.expected, work, s) for s in scenarios if shop.skipped(s) is None}
         empty = ShopState({}, Counter(), Counter())  # a skipped scenario's: its trials compare nothing
         # Calls one at a time: two at once would share the 2 cores' Whisper and Piper and measure each other; trials
         # on one live order system would see each other's orders.

@@ -8,6 +8,7 @@ make is listed as unchecked.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -82,7 +83,8 @@ async def run_trial(
     reason = under_test.skipped(scenario)
     if reason is not None:
         return TrialResult(llm.spec.text, scenario.id, trial, False, [], [], 0.0, skipped=reason)
-    opened = under_test.open(folder, name, scenario)
+    # An order system over HTTP is asked with a blocking client: off the event loop (it may be served from it).
+    opened = await asyncio.to_thread(under_test.open, folder, name, scenario)
     # Over HTTP the scenario names the backend's products (its SKUs), as the agents will.
     scenario, values = opened.scenario, opened.values
     swarm = swarm or DEFAULT_SWARM
@@ -111,16 +113,17 @@ async def run_trial(
             except Exception as error:  # the phone path failed: the trial could not be checked
                 log.exception("phone call failed scenario=%s", scenario.id)
                 failures.append(f"the phone call failed: {error}")
+        orders = await asyncio.to_thread(opened.backend.find_orders, customer_phone=scenario.caller, limit=50)
         rules = SpeakingRules.build(
-            opened.products(),
+            await asyncio.to_thread(opened.products),
             registry.tools,
             _prompts(registry),
-            [o.total_cents for o in opened.backend.find_orders(customer_phone=scenario.caller, limit=50)],
+            [o.total_cents for o in orders],
             [*(a.unclear for a in swarm.agents.values()), *config.session.placeholders, config.session.apology],
         )
     finally:
         opened.close()
-    failures += opened.state().differences(expected)
+    failures += (await asyncio.to_thread(opened.state)).differences(expected)
     if call is not None:
         failures += score_events(scenario, call, values, rules)
     return TrialResult(
