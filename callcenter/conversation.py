@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from callcenter.acknowledgement import Acknowledger
 from callcenter.call.barge_in import WENT_ON_SAMPLES as WENT_ON_SAMPLES  # benchmarks/turn_taking.py reads it here
 from callcenter.call.barge_in import AgentSoFar
 from callcenter.call.heard import AnsweredWords, CallerSaid, Heard
-from callcenter.call.hearing import Endpointing, Hearing, Transcribing
+from callcenter.call.hearing import Hearing
 from callcenter.call.language import LanguageChecking
 from callcenter.call.record import Transcript, TurnTiming
 from callcenter.call.rules import (
@@ -52,6 +52,7 @@ from callcenter.call.rules import (
     WaitForCaller,
     WaitForDigits,
 )
+from callcenter.call.seams import Endpointing, Synthesizing, Transcribing
 from callcenter.call.settings import VoiceSettings
 from callcenter.keypad import run_with_digits
 from callcenter.playback import Playback
@@ -65,12 +66,6 @@ from telephony.call import Call
 log = logging.getLogger(__name__)
 
 TAKE_BACK_S = 1.0  # for a cancelled reply to unwind before it is taken back
-
-
-class Synthesizing(Protocol):
-    """What a call needs of speech.Synthesizer (tests/voice_fakes.py stands in for it)."""
-
-    def synthesize_stream(self, text: str, call_id: str = "") -> AsyncGenerator[np.ndarray, None]: ...
 
 
 class Conversation:

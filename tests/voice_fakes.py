@@ -290,9 +290,8 @@ async def running(conversation: Any) -> AsyncIterator[asyncio.Task[str]]:
 
 
 if TYPE_CHECKING:
-    from callcenter.call.hearing import Endpointing, Transcribing
     from callcenter.call.language import LanguageChecking
-    from callcenter.conversation import Synthesizing
+    from callcenter.call.seams import Endpointing, Synthesizing, Transcribing
 
     def _the_fakes_fit_the_call(
         endpointer: FakeEndpointer, transcriber: FakeTranscriber, language: FakeLanguageCheck, piper: FakeSynthesizer

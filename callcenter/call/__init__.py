@@ -1,14 +1,18 @@
-"""One call: the call rules every channel drives (the phone, the testbed's text calls), and their settings.
+"""One call: the hearing and the call rules every channel drives (the phone, the testbed's text calls), their settings.
 
 `CallRules` (rules.py) says what a call does around the caller's turns: greeting, re-prompts, time limit, keypad
-and "0 for a person", hand-over, goodbye, drain. callcenter.conversation drives it for the phone, with the
-hearing (endpointer events, early transcripts, held words, barge-in); callcenter.testbed.textcall for text.
-Of the hearing, what needs no audio: heard.py holds the caller's words as kept between breaths, barge_in.py
-decides whether words over the agent stop it, answer it or finish the caller's sentence, language.py checks the
-call's first words for a language the agents do not serve. record.py is what a call leaves for its record (the
-lines of both sides, each turn's timings).
+and "0 for a person", hand-over, goodbye, drain. `Hearing` (hearing.py) turns the caller's audio into what they said:
+endpointer events, transcripts begun at a pause (and the model's early start), held half-sentences, second hearings,
+the language check; it tells the call what it heard (`Heard`, `CallerSaid`) through the `Listener` seam (seams.py,
+with the speech parts a call needs). callcenter.conversation drives both for the phone; callcenter.testbed.textcall
+drives the rules for text. Of the hearing, what needs no audio: heard.py holds the caller's words as kept between
+breaths, barge_in.py decides whether words over the agent stop it, answer it or finish the caller's sentence,
+language.py checks the call's first words for a language the agents do not serve. record.py is what a call leaves
+for its record (the lines of both sides, each turn's timings).
 """
 
+from callcenter.call.heard import CallerSaid, Heard
+from callcenter.call.hearing import Hearing
 from callcenter.call.rules import (
     DRAIN_GRACE_S,
     Action,
@@ -29,24 +33,32 @@ from callcenter.call.rules import (
     WaitForCaller,
     WaitForDigits,
 )
+from callcenter.call.seams import Endpointing, Listener, Synthesizing, Transcribing
 from callcenter.call.settings import VoiceSettings
 
 __all__ = [
     "DRAIN_GRACE_S",
     "Action",
     "CallRules",
+    "CallerSaid",
     "Disposition",
     "EndCall",
+    "Endpointing",
     "Escalate",
     "HangUp",
+    "Heard",
+    "Hearing",
     "Interrupt",
     "KeypadClosed",
     "KeypadOpened",
     "LetHear",
+    "Listener",
     "RunDigits",
     "Say",
     "StartTurn",
     "Step",
+    "Synthesizing",
+    "Transcribing",
     "Transfer",
     "VoiceSettings",
     "WaitForCaller",
