@@ -3,12 +3,16 @@ the order is in oscar, read back through its own API, and its stock dropped (iss
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 from callcenter.app import App, open_app
+from callcenter.commands import eval as eval_command
 from callcenter.config import Config, load_config
 from callcenter.http_shop import HttpShop
 from callcenter.store.phones import customer_key
@@ -107,3 +111,30 @@ async def test_the_refund_agent_finds_the_oscar_order_by_phone_and_a_person_take
     escalation = session.escalated()
     assert escalation is not None and escalation.reason == "staff_only"
     assert {o["status"] for o in oscar_shop.get("/admin/orders/")} == {"new"}  # nothing written in oscar
+
+
+def test_eval_scores_the_shop_suite_by_what_oscar_holds(oscar_shop: OscarShop, tmp_path: Path) -> None:
+    """`voiceswarm --config oscar.toml eval` (issue 24, item 6): the charger bought in the trial is the order oscar's
+    API lists; a return scenario is skipped (oscar takes no returns), and so is a sold-out one (its stock would be
+    sold for good), each with the reason."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("buy_charger", "return_broken_kettle", "buy_out_of_stock"):
+        shutil.copy(Path(__file__).parent.parent / "evals" / "shop" / f"{name}.toml", suite)
+    parser = argparse.ArgumentParser()
+    eval_command.register(parser.add_subparsers())
+    out = tmp_path / "out.json"
+    args = parser.parse_args(["eval", str(suite), "--llm", "offline", "--quiet", "--json", str(out)])
+    charger = product_id(oscar_shop, CHARGER)
+    before = stock(oscar_shop, charger)
+    assert eval_command.run(args, oscar_config(oscar_shop, tmp_path)) == 0
+    report = json.loads(out.read_text())
+    runs = {r["scenario"]: r for r in report["runs"]}
+    assert runs["buy_charger"]["passed"], runs["buy_charger"]["failures"]
+    assert "takes no returns" in runs["return_broken_kettle"]["skipped"]
+    assert "sold_out (VC-510)" in runs["buy_out_of_stock"]["skipped"]
+    [order] = oscar_shop.get("/admin/orders/")
+    [line] = oscar_shop.get(order["lines"])
+    assert oscar_shop.get(line["product"])["upc"] == "CH-110" and line["quantity"] == 1
+    assert order["shipping_address"]["phone_number"] == customer_key("+44 20 7946 0321", "DE")
+    assert stock(oscar_shop, charger) == before - 1
