@@ -767,7 +767,7 @@ class RtpSession:
         self._warn(
             "stranger",
             addr,
-            f"{what} from a host the SDP did not name ({self._sdp_host}) and sip.media_sources does not list: dropped",
+            f"{what} from a host the SDP did not name ({self._sdp_host}) and media_sources does not list: dropped",
         )
         return False
 
