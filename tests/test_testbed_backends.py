@@ -338,3 +338,13 @@ async def test_the_server_builds_the_swarm_from_the_file(tmp_path: Path) -> None
         assert session.get_agent_name() == "order_status"
     finally:
         app.close()
+
+
+def test_a_trial_sees_only_its_own_orders_in_the_live_system(order_system: DemoOrderSystem, tmp_path: Path) -> None:
+    """The charger bought by an earlier trial stays in the order system under the same caller's number; the next
+    scenario's caller has no order, and must not be read one back."""
+    suite = scenarios(tmp_path / "suite", "buy_charger", "return_no_such_order")
+    code, report = evaluate(http_config(order_system, tmp_path), suite, tmp_path / "out.json", "--repeat", "2")
+    assert code == 0
+    assert [r["passed"] for r in report["runs"]] == [True] * 4, [r["failures"] for r in report["runs"]]
+    assert len(order_system.orders) == 2 and {o["phone"] for o in order_system.orders} == {"+442079460321"}

@@ -16,12 +16,15 @@ What an order system over HTTP cannot do, and what the trial says then (never a 
   (no [[shop.http.create_return]]): the trial is skipped, with the reason in the report;
 - returns it takes but cannot list (the mapping has no operation for that): the returns are not checked, and the
   report says so beside the trial's result;
-- the order status (each system has its own words) and a past order's age are not compared.
+- the order status (each system has its own words) and a past order's age are not compared;
+- the agents see only the orders their trial placed (TrialView), as in the fresh shop a scenario is written for:
+  earlier trials' orders of the same caller stay in the system, out of the call.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +32,7 @@ from typing import Any, Protocol
 from callcenter.http_shop import HttpShop, HttpShopConfig
 from callcenter.shop import Shop, ShopError
 from callcenter.shop_backend import ShopBackend
-from callcenter.store.domain import Order, Product
+from callcenter.store.domain import Order, Product, Return
 from callcenter.testbed.scenario import Action, Expectations, Scenario, ScenarioError, SeedOrder, ToolExpectation
 from callcenter.testbed.state import STOCK_BUYER, ShopState, expected_state, prepare_shop, read_state
 
@@ -182,12 +185,12 @@ class HttpShopUnderTest:
         return ShopState(stock, orders, Counter())
 
     def open(self, folder: Path, name: str, scenario: Scenario) -> TrialShop:
-        backend = HttpShop(self.config, phone_region=self.phone_region)
+        backend = TrialView(HttpShop(self.config, phone_region=self.phone_region))
         try:
             skus = self._sku_map(backend, scenario)
             mine = _translated(scenario, skus)
             phones = {scenario.caller, *(o.phone or scenario.caller for o in scenario.seed_orders)}
-            known = {o.order_number for phone in phones for o in backend.find_orders(customer_phone=phone, limit=50)}
+            known = {o.order_number for phone in phones for o in backend.every_order_of(phone)}
             values = _place_setup(backend, mine, name)
             named = {skus.get(sku, sku): sku for sku in _named_skus(scenario)}
             stock = _stock(backend, named)
@@ -196,7 +199,7 @@ class HttpShopUnderTest:
             backend.close()
             raise
 
-    def _sku_map(self, backend: HttpShop, scenario: Scenario) -> dict[str, str]:
+    def _sku_map(self, backend: TrialView, scenario: Scenario) -> dict[str, str]:
         if self._skus is None:
             with Shop(":memory:") as demo:
                 by_name = {p.name.casefold(): p.sku for p in demo.products()}
@@ -236,9 +239,68 @@ class HttpShopUnderTest:
             reader.close()
 
 
+class TrialView:
+    """The order system as one trial's agents see it: only the orders this trial placed (its setup's and the
+    agents'), as the fresh shop a scenario is written for would hold. Earlier trials and runs leave orders of the
+    same callers behind in a live system; a caller with none in the scenario must not find one."""
+
+    def __init__(self, backend: HttpShop) -> None:
+        self._backend = backend
+        self._mine: set[str] = set()
+
+    def every_order_of(self, phone: str) -> list[Order]:
+        return self._backend.find_orders(customer_phone=phone, limit=50)
+
+    def place_order(
+        self,
+        customer_phone: str,
+        items: Sequence[tuple[str, int]],
+        idempotency_key: str,
+        *,
+        postcode: str = "",
+        email: str = "",
+    ) -> Order:
+        order = self._backend.place_order(customer_phone, items, idempotency_key, postcode=postcode, email=email)
+        self._mine.add(order.order_number)
+        return order
+
+    def find_orders(
+        self,
+        order_number: str | None = None,
+        customer_phone: str | None = None,
+        product_text: str | None = None,
+        limit: int = 5,
+    ) -> list[Order]:
+        found = self._backend.find_orders(order_number, customer_phone, product_text, limit=50)
+        return [o for o in found if o.order_number in self._mine][: max(1, limit)]
+
+    def products(self) -> list[Product]:
+        return self._backend.products()
+
+    def search(self, text: str, limit: int = 3) -> list[Product]:
+        return self._backend.search(text, limit)
+
+    def get_product(self, sku: str) -> Product | None:
+        return self._backend.get_product(sku)
+
+    def customer_key(self, phone: str) -> str:
+        return self._backend.customer_key(phone)
+
+    def create_return(self, order_number: str, sku: str, quantity: int, reason: str, idempotency_key: str) -> Return:
+        if not any(o.order_number == order_number for o in self.find_orders(order_number=order_number)):
+            raise ShopError(f"Order {' '.join(order_number)} has no such item.")
+        return self._backend.create_return(order_number, sku, quantity, reason, idempotency_key)
+
+    def find_return(self, return_number: str) -> Return | None:
+        return self._backend.find_return(return_number)
+
+    def close(self) -> None:
+        self._backend.close()
+
+
 @dataclass
 class HttpTrial:
-    backend: HttpShop
+    backend: TrialView
     scenario: Scenario
     values: dict[str, str]
     under_test: HttpShopUnderTest
@@ -301,7 +363,7 @@ def _translated(scenario: Scenario, skus: dict[str, str]) -> Scenario:
     )
 
 
-def _place_setup(backend: HttpShop, scenario: Scenario, name: str) -> dict[str, str]:
+def _place_setup(backend: TrialView, scenario: Scenario, name: str) -> dict[str, str]:
     """The setup's past orders, placed through the order system's API (now: it keeps its own dates)."""
     values = {"caller": scenario.caller}
     for seed in scenario.seed_orders:
@@ -313,7 +375,7 @@ def _place_setup(backend: HttpShop, scenario: Scenario, name: str) -> dict[str, 
     return values
 
 
-def _seed(backend: HttpShop, scenario: Scenario, seed: SeedOrder, key: str) -> Order:
+def _seed(backend: TrialView, scenario: Scenario, seed: SeedOrder, key: str) -> Order:
     try:
         return backend.place_order(
             seed.phone or scenario.caller, list(seed.items), key, postcode=seed.postcode, email=seed.email
@@ -324,7 +386,7 @@ def _seed(backend: HttpShop, scenario: Scenario, seed: SeedOrder, key: str) -> O
         ) from None
 
 
-def _stock(backend: HttpShop, skus: dict[str, str]) -> dict[str, int]:
+def _stock(backend: HttpShop | TrialView, skus: dict[str, str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for sku in skus:
         product = backend.get_product(sku)
