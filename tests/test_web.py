@@ -20,7 +20,9 @@ from aiohttp import web
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidStatus
 
+import callcenter.call.rules as rules_module
 from callcenter.app import App, open_app
+from callcenter.call import VoiceSettings
 from callcenter.config import Config, LLMConfig, WebConfig
 from callcenter.web import MAX_FRAME_BYTES, make_web_app
 from callcenter.web_tokens import issue
@@ -53,11 +55,11 @@ def rows(db: Path, table: str) -> list[sqlite3.Row]:
 
 
 @contextlib.asynccontextmanager
-async def serving(tmp_path: Path, config: WebConfig) -> AsyncIterator[Server]:
+async def serving(tmp_path: Path, config: WebConfig, settings: VoiceSettings | None = None) -> AsyncIterator[Server]:
     db = tmp_path / "shop.db"
     app = await open_app(Config(llm=LLMConfig(provider="offline"), database=str(db)), "offline")
     app.shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
-    runner = web.AppRunner(make_web_app(app, config), shutdown_timeout=1.0)
+    runner = web.AppRunner(make_web_app(app, config, settings), shutdown_timeout=1.0)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     port = runner.addresses[0][1]
@@ -168,6 +170,89 @@ async def test_same_client_id_later_gets_its_own_order(server: Server) -> None:
     assert numbers[0] != numbers[1]
     phones = {row["customer_phone"] for row in rows(server.db, "orders") if row["order_number"] in numbers}
     assert len(phones) == 2
+
+
+# ---- the call rules (issue 26): the phone's, as the testbed's text calls drive them --------------------------------
+
+CALL = VoiceSettings(greeting="Hello, this is the shop's chat.", operator="the client", reprompt_after_s=0.4)
+
+
+async def frames(ws: ClientConnection) -> list[dict[str, Any]]:
+    """What the server sends up to and including the next {"event": "done"}, without the caller's doing."""
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(WAIT):
+        while not events or events[-1]["event"] != "done":
+            events.append(json.loads(await ws.recv()))
+    return events
+
+
+async def closed(ws: ClientConnection) -> str:
+    """The reason the server gave when it closed the socket."""
+    with pytest.raises(ConnectionClosedOK):
+        await asyncio.wait_for(ws.recv(), WAIT)
+    return ws.close_reason or ""
+
+
+def said(events: list[dict[str, Any]]) -> list[str]:
+    return [e["text"] for e in events if e["event"] == "reply"]
+
+
+async def test_a_call_is_greeted_and_0_reaches_a_person_who_takes_over_in_the_client(tmp_path: Path) -> None:
+    async with serving(tmp_path, LOCKED, CALL) as server, connect(server.url("call-0", call="1")) as ws:
+        assert said(await frames(ws)) == [CALL.greeting]
+        events = await turn(ws, {"keys": "50"})  # a key nobody asked for, then 0: a person, as on the phone
+        assert said(events) == [CALL.handover]
+        assert events[-1] == {"event": "done", "agent": "triage", "escalation": "caller_pressed_0", "ending": None}
+        assert await closed(ws) == "the call has ended"
+
+
+async def test_a_silent_caller_is_reprompted_then_the_call_ends(tmp_path: Path) -> None:
+    settings = replace(CALL, reprompts_before_hangup=1)
+    async with serving(tmp_path, LOCKED, settings) as server, connect(server.url("call-silent", call="1")) as ws:
+        assert said(await frames(ws)) == [settings.greeting]
+        assert said(await frames(ws)) == [settings.reprompt]
+        events = await frames(ws)
+        assert said(events) == [settings.silence_goodbye] and events[-1]["ending"] == "caller_silent"
+        assert await closed(ws) == "the call has ended"
+
+
+async def test_the_callers_words_start_the_silence_again(tmp_path: Path) -> None:
+    settings = replace(CALL, reprompt_after_s=2.0)
+    async with serving(tmp_path, LOCKED, settings) as server, connect(server.url("call-talk", call="1")) as ws:
+        assert said(await frames(ws)) == [settings.greeting]
+        for _ in range(2):  # each turn within the silence allowed: no re-prompt comes between them
+            await asyncio.sleep(0.8)
+            assert settings.reprompt not in said(await turn(ws, {"data": RETURN_LINE}))
+        assert said(await frames(ws)) == [settings.reprompt]
+
+
+async def test_a_chat_is_not_greeted_nor_reprompted_but_keeps_the_rules_after_a_turn(tmp_path: Path) -> None:
+    async with serving(tmp_path, LOCKED, CALL) as server, connect(server.url("chat-0")) as ws:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(ws.recv(), 1.0)  # over two re-prompt times of silence: nothing
+        events = await turn(ws, {"keys": "0"})
+        assert said(events) == [CALL.handover] and events[-1]["escalation"] == "caller_pressed_0"
+        assert await closed(ws) == "the call has ended"
+
+
+@pytest.mark.parametrize("keys", [{"keys": "12a"}, {"keys": ""}, {"keys": 0}])
+async def test_keys_that_are_no_keys_get_an_error_frame(server: Server, keys: dict[str, Any]) -> None:
+    async with connect(server.url("keys"), open_timeout=WAIT) as ws:
+        events = await turn(ws, keys)
+        assert len(events) == 1 and "keys" in events[0]["error"]
+        assert (await turn(ws, {"data": RETURN_LINE}))[-1]["event"] == "done"
+
+
+async def test_a_rule_changed_once_changes_the_websocket_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As tests/test_call_rules.py shows for the phone and the testbed's text calls: the hand-over line after 0.
+    async def press_0(server: Server, client_id: str) -> list[str]:
+        async with connect(server.url(client_id, call="1")) as ws:
+            return said(await frames(ws)) + said(await turn(ws, {"keys": "0"}))
+
+    async with serving(tmp_path, LOCKED, CALL) as server:
+        assert await press_0(server, "rule-1") == [CALL.greeting, CALL.handover]
+        monkeypatch.setattr(rules_module, "ANNOUNCED_BY_US", frozenset())
+        assert await press_0(server, "rule-2") == [CALL.greeting]
 
 
 # ---- the door (issue 25) --------------------------------------------------------------------------------------
