@@ -1,6 +1,6 @@
 """A phone call in text: the caller's turns go straight to the session, with the phone's call rules around them.
 
-The call rules are the phone's own (callcenter.call.rules, driven here as callcenter.conversation drives them): the
+The call rules are the phone's own, driven as the WebSocket channel drives them (callcenter.call.text): the
 greeting, typed digits run the tool that asked for them (callcenter.keypad), 0 for a person, re-prompts and the
 hang-up of a silent caller, the call's time limit, and the hand-over or the goodbye after a turn. The call's clock
 is the caller's silences: a turn takes no time. Nothing waits for audio, and a transfer always goes through.
@@ -11,21 +11,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from callcenter.call.rules import (
-    Action,
-    CallRules,
-    EndCall,
-    Escalate,
-    HangUp,
-    RunDigits,
-    Say,
-    StartTurn,
-    Step,
-    Transfer,
-    WaitForDigits,
-)
+from callcenter.call.rules import CallRules
 from callcenter.call.settings import VoiceSettings
-from callcenter.keypad import run_with_digits
+from callcenter.call.text import CallInText
 from callcenter.testbed import checks
 from swarm.events import Event
 from swarm.session import Session
@@ -80,14 +68,26 @@ class TextCall:
     def __init__(self, session: Session, settings: VoiceSettings | None = None, *, greet: bool = True) -> None:
         self.session = session
         self.settings = settings or VoiceSettings()
-        self.rules = CallRules(self.settings, 0.0)
         self.transcript: list[tuple[str, str]] = []
-        self.ended_by: str | None = None  # why the call is over: "transfer", "goodbye", "silence"
         self._now = 0.0  # the call's clock, in seconds of the caller's silences
         self._said: list[str] = []  # what the agents said since the caller last did something
         self._last_reply = ""
+        self.call = CallInText(session, self.settings, self._now, said=self._heard)
         if greet:
-            self._act_now(self.rules.start(self._now))
+            self.call.start(self._now)
+
+    @property
+    def rules(self) -> CallRules:
+        return self.call.rules
+
+    @property
+    def ended_by(self) -> str | None:
+        """Why the call is over: "transfer", "goodbye", "silence"."""
+        return self.call.ended_by
+
+    @ended_by.setter
+    def ended_by(self, why: str | None) -> None:
+        self.call.ended_by = why
 
     @property
     def events(self) -> list[Event]:
@@ -102,32 +102,20 @@ class TextCall:
         self._check_open()
         self.transcript.append(("caller", text))
         seen = self._caller_acts()
-        self.rules.activity(self._now)
-        self._act_now(self.rules.spoke())
+        self.call.spoke(self._now)
         start = time.monotonic()
         reply = await self.session.complete(text)
         latency = time.monotonic() - start
-        self._heard(reply)
-        await self._run(self._after_turn())
+        self.call.heard(reply)
+        await self.call.run(self.call.after_turn())
         return self._result(seen, latency)
 
     async def dtmf(self, keys: str) -> TurnResult:
-        """Keys typed one after the other, each turn they start said to its end before the next key; the end of
-        the string counts as the digit timeout. The phone's rules (callcenter.call.rules): while a tool's digit
-        request is pending, the digits run that tool and its answer is said; otherwise 0 reaches a person and
-        other keys are dropped."""
+        """Keys typed one after the other (CallInText.keys): the phone's keypad rules."""
         self._check_open()
         self.transcript.append(("caller", f"<dtmf {keys}>"))
         seen = self._caller_acts()
-        latency: float | None = None
-        waiting = False  # for more digits
-        for key in keys:
-            actions = self.rules.key(key, self._now, agent_talking=False)
-            waiting = any(isinstance(action, WaitForDigits) for action in actions)
-            latency = await self._act(actions) or latency
-        if waiting:
-            latency = await self._act(self.rules.digits_due()) or latency
-        return self._result(seen, latency)
+        return self._result(seen, await self.call.keys(keys, self._now))
 
     def silence(self, seconds: float) -> TurnResult:
         """The caller says nothing for `seconds`: the call rules' clock runs (re-prompts every reprompt_after_s,
@@ -138,7 +126,7 @@ class TextCall:
         end = self._now + seconds
         while self.ended_by is None and (due := self.rules.due()) is not None and due <= end:
             self._now = due
-            self._act_now(self.rules.tick(self._now, busy=False))
+            self.call.tick(self._now)
         self._now = end
         result = self._result(seen, None)
         return TurnResult(result.reply, result.events, None)
@@ -156,68 +144,9 @@ class TextCall:
         self._last_reply = " ".join(self._said)
         return TurnResult(self._last_reply, self.events[seen:], latency)
 
-    def _after_turn(self) -> tuple[Step, ...]:
-        escalation = self.session.escalated()
-        return self.rules.after_turn(
-            escalation.reason if escalation else None, self.session.ended() is not None, self.session.digit_request()
-        )
-
-    async def _act(self, actions: list[Action]) -> float | None:
-        """The call rules' actions; a turn runs to its end. Returns how long a tool took with typed digits."""
-        latency = None
-        for action in actions:
-            if isinstance(action, StartTurn):
-                latency = await self._run(action.steps) or latency
-            else:
-                self._act_now([action])
-        return latency
-
-    def _act_now(self, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, StartTurn):
-                for step in action.steps:
-                    self._step(step)
-            elif isinstance(action, Escalate):
-                self.session.escalate(action.reason)
-            # Interrupt: nobody is talking in text; WaitForDigits: the end of the keys is the pause (dtmf);
-            # the keypad's notes: its state is the rules'.
-
-    async def _run(self, steps: tuple[Step, ...]) -> float | None:
-        latency = None
-        for step in steps:
-            if isinstance(step, RunDigits):
-                start = time.monotonic()
-                say = await run_with_digits(self.session, step.request, step.digits)
-                latency = time.monotonic() - start
-                await self._run(self.rules.digits_answered(say))
-                await self._run(self._after_turn())
-            else:
-                self._step(step)
-        return latency
-
-    def _step(self, step: Step) -> None:
-        """A turn's step that takes no time in text (a prepared line, the call's end, a transfer)."""
-        if isinstance(step, Say):
-            self.session.emit(step.text)
-            self._heard(step.text)
-        elif isinstance(step, Escalate):
-            self.session.escalate(step.reason)
-        elif isinstance(step, EndCall):
-            self.session.end_call(step.reason)
-        elif isinstance(step, Transfer):
-            self.ended_by = "transfer"
-        elif isinstance(step, HangUp):
-            self.ended_by = (
-                "transfer" if self.session.escalated() else "silence" if step.disposition == "abandoned" else "goodbye"
-            )
-        elif isinstance(step, RunDigits):
-            raise TypeError("typed digits run in an async turn (dtmf)")
-        # LetHear, WaitForCaller: nothing to wait for in text; the keypad's notes: its state is the rules'.
-
     def _heard(self, reply: str) -> None:
-        if reply:
-            self._said.append(reply)
-            self.transcript.append((self.session.get_agent_name(), reply))
+        self._said.append(reply)
+        self.transcript.append((self.session.get_agent_name(), reply))
 
     def _check_open(self) -> None:
         if self.ended_by is not None:
