@@ -27,6 +27,8 @@ from callcenter.config import Config, LLMConfig, load_config
 from callcenter.http_shop import load_mapping
 from callcenter.shop import Shop
 from callcenter.store.phones import customer_key
+from callcenter.swarm_file import load_swarm_file
+from callcenter.testbed.fixture import agent_under_test
 from tests.test_http_shop import DOCUMENT, TOKEN, mapping_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -348,3 +350,12 @@ def test_a_trial_sees_only_its_own_orders_in_the_live_system(order_system: DemoO
     assert code == 0
     assert [r["passed"] for r in report["runs"]] == [True] * 4, [r["failures"] for r in report["runs"]]
     assert len(order_system.orders) == 2 and {o["phone"] for o in order_system.orders} == {"+442079460321"}
+
+
+async def test_a_call_centres_own_tests_talk_to_its_swarm_file() -> None:
+    async with agent_under_test(
+        "offline", swarm=load_swarm_file(ORDER_STATUS / "swarm.toml"), orders={"kettle": [("KT-410", 1)]}
+    ) as s:
+        r = await s.run("Where is my order? The kettle.")
+        r.expect.handoff("order_status").called("find_order").says("Its status is delivered")
+        assert s.agent == "order_status"

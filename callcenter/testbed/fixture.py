@@ -5,7 +5,7 @@
         r.expect.handoff("refund").called("find_order")
 
 `llm` is any LLM `voiceswarm eval` takes, or pass `providers` (agent -> Provider) to reuse a model
-already loaded. The shop is a fresh SQLite file with the given past orders; `s.orders` holds their numbers.
+already loaded; `swarm` (or `config`'s [swarm] file) is the call centre's own swarm file. The shop is a fresh SQLite file with the given past orders; `s.orders` holds their numbers.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.agents import SWARM, build_registry
 from callcenter.config import Config
 from callcenter.shop import Shop
+from callcenter.swarm_file import SwarmFile, load_swarm_file
 from callcenter.testbed.llm_spec import open_llm, parse_llm
 from callcenter.testbed.scenario import DEFAULT_CALLER, Scenario, SeedOrder
 from callcenter.testbed.state import prepare_shop
@@ -62,8 +63,11 @@ async def agent_under_test(
     sold_out: Sequence[str] = (),
     folder: Path | None = None,
     config: Config | None = None,
+    swarm: SwarmFile | None = None,
 ) -> AsyncIterator[AgentUnderTest]:
     config = config or Config()
+    # The swarm file given, else the config's ([swarm] file), else the demo shop's.
+    swarm = swarm or load_swarm_file(config.swarm.file or None)
     setup = Scenario(
         "agent_under_test",
         Path("<agent_under_test>"),
@@ -75,12 +79,12 @@ async def agent_under_test(
     )
     with contextlib.ExitStack() as stack:
         where = folder or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-under-test-")))
-        opened = None if providers is not None else await open_llm(parse_llm(llm), config)
+        opened = None if providers is not None else await open_llm(parse_llm(llm), config, swarm)
         try:
             shop, values = prepare_shop(where / "shop.db", setup)
             stack.callback(shop.close)
             chosen = dict(providers) if providers is not None else opened.providers(values)  # type: ignore[union-attr]
-            registry = build_registry(shop, {a: chosen.get(a) for a in AGENTS})
+            registry = build_registry(shop, {a: chosen.get(a) for a in swarm.agents}, swarm=swarm)
             session = registry.session("agent-under-test", SWARM, metadata={"caller": caller}, config=config.session)
             names = {
                 k.removeprefix("orders."): v
