@@ -23,12 +23,14 @@ What an order system over HTTP cannot do, and what the trial says then (never a 
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from callcenter.config import Config
 from callcenter.http_shop import HttpShop, HttpShopConfig
 from callcenter.shop import Shop, ShopError
 from callcenter.shop_backend import ShopBackend
@@ -76,7 +78,7 @@ class ShopUnderTest(Protocol):
     def open(self, folder: Path, name: str, scenario: Scenario) -> TrialShop: ...
 
 
-def shop_under_test(config: Any) -> ShopUnderTest:
+def shop_under_test(config: Config) -> ShopUnderTest:
     """The backend a config names: [shop.http], else the built-in store with its catalogue."""
     if config.shop_http is not None:
         return HttpShopUnderTest(config.shop_http, config.callers.phone_region)
@@ -367,7 +369,8 @@ def _place_setup(backend: TrialView, scenario: Scenario, name: str) -> dict[str,
     """The setup's past orders, placed through the order system's API (now: it keeps its own dates)."""
     values = {"caller": scenario.caller}
     for seed in scenario.seed_orders:
-        order = _seed(backend, scenario, seed, f"testbed:{name}:setup:{seed.name}")
+        # A key of this run's own: an API that honours Idempotency-Key would answer an earlier run's order.
+        order = _seed(backend, scenario, seed, f"testbed:{name}:{secrets.token_hex(6)}:setup:{seed.name}")
         values[f"orders.{seed.name}"] = order.order_number
         values[f"orders.{seed.name}.spoken"] = " ".join(order.order_number)
         values[f"orders.{seed.name}.postcode"] = seed.postcode
