@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from callcenter.acknowledgement import Acknowledger
 from callcenter.call.barge_in import WENT_ON_SAMPLES as WENT_ON_SAMPLES  # benchmarks/turn_taking.py reads it here
 from callcenter.call.barge_in import AgentSoFar
 from callcenter.call.heard import AnsweredWords, CallerSaid, Heard
@@ -54,10 +53,9 @@ from callcenter.call.rules import (
 )
 from callcenter.call.seams import Endpointing, Synthesizing, Transcribing
 from callcenter.call.settings import VoiceSettings
+from callcenter.call.speaking import Speaking
 from callcenter.keypad import run_with_digits
-from callcenter.playback import Playback
 from speech.echo import EchoCanceller
-from speech.vad import PHONE_RATE
 from swarm.events import DigitsRequested, EscalationReason
 from swarm.session import Session
 from swarm.speculation import Speculation
@@ -85,17 +83,11 @@ class Conversation:
     ) -> None:
         """`fillers_audio`: the acknowledgements' audio rendered at start-up (callcenter.acknowledgement)."""
         self.call, self.session, self.settings = call, session, settings
-        self.synthesizer = synthesizer
         self.on_turn = on_turn
         self.transcript = Transcript()
-        fillers = settings.fillers
-        self._acknowledger = (
-            Acknowledger(fillers, synthesizer, call.call_id, fillers_audio) if fillers is not None else None
-        )
         self.disposition: Disposition = "completed"
         self._turn: asyncio.Task[None] | None = None
-        self._spoken: list[tuple[str, int]] = []  # sentences of the running turn and the sample where each ends
-        self._playback = Playback(call)  # the running turn's audio: paused, resumed or stopped by the caller
+        self.speaking = Speaking(call, session, synthesizer, settings, self.transcript, fillers_audio)
         self._echo = EchoCanceller()
         self.rules = CallRules(settings, time.monotonic())  # greeting, re-prompts, keypad, hand-over, goodbye, drain
         self._keypad_pause: asyncio.TimerHandle | None = None
@@ -111,7 +103,6 @@ class Conversation:
             language_check=language_check,
         )
         self._answered: AnsweredWords | None = None  # what the running turn answers
-        self._agent_lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
         self._greeting: asyncio.Task[None] | None = None  # the turn that opens the call
 
     async def run(self, *, overflow: bool = False) -> str:
@@ -136,7 +127,7 @@ class Conversation:
                 self.transcript.add("caller", self.hearing.held.text)  # said, if never answered: the record keeps it
             tasks = [*mine, *hearing]
             await asyncio.gather(*tasks, return_exceptions=True)
-            self._forget_unheard("call_ended")
+            self.speaking.forget_unheard("call_ended")
             self._act(self.rules.call_ended())
             self.session.dispose()
         if self.call.end_reason == "transferred":
@@ -151,7 +142,7 @@ class Conversation:
 
     async def _listen(self) -> None:
         async for frame in self.call.audio_in:
-            self.hearing.feed(self._echo.process(frame, self._playback.sent(frame.size)))
+            self.hearing.feed(self._echo.process(frame, self.speaking.playback.sent(frame.size)))
 
     @property
     def closing(self) -> bool:
@@ -163,7 +154,7 @@ class Conversation:
 
     @property
     def agent_paused(self) -> bool:
-        return self._playback.paused
+        return self.speaking.playback.paused
 
     @property
     def answering(self) -> bool:
@@ -175,24 +166,29 @@ class Conversation:
             self.answering
             or self.rules.keypad is not None
             or self.rules.closing
-            or self._playback.paused
-            or self._playback.talking
+            or self.speaking.playback.paused
+            or self.speaking.playback.talking
         )
 
     def caller_started(self) -> None:
         self.rules.activity(time.monotonic())
         # A reply not yet heard waits too: an agent does not start talking over the caller.
-        if not self.rules.closing and (self._playback.pause() or (self._answered and self._playback.hold())):
+        if not self.rules.closing and (
+            self.speaking.playback.pause() or (self._answered and self.speaking.playback.hold())
+        ):
             # Silent within the VAD's onset; whether it was an interruption, the words will tell.
             log.info(
-                "event=agent_paused call=%s heard=%d/%d", self.call.call_id, self._playback.heard, self._playback.total
+                "event=agent_paused call=%s heard=%d/%d",
+                self.call.call_id,
+                self.speaking.playback.heard,
+                self.speaking.playback.total,
             )
 
     def caller_stopped(self) -> None:
         self.rules.activity(time.monotonic())
 
     def resume_agent(self) -> None:
-        self._playback.resume()
+        self.speaking.playback.resume()
 
     def reply_outdated(self) -> None:
         if self.answering:
@@ -237,37 +233,19 @@ class Conversation:
 
     def agent_so_far(self) -> AgentSoFar:
         turn = self._turn
-        done = turn is not None and turn.done()
-        return AgentSoFar(tuple(self._spoken), self._playback.heard, done, turn is not None and turn is self._greeting)
+        return self.speaking.so_far(turn is not None and turn.done(), turn is not None and turn is self._greeting)
 
     def _interrupt(self, reason: str) -> None:
         """Stop the agent's turn and its playback now; the session and the record keep only what was heard."""
-        self._forget_unheard(reason)
-        self._playback.stop()
+        self.speaking.forget_unheard(reason)
+        self.speaking.playback.stop()
         self._answered = None
         if self._turn is not None and not self._turn.cancelling():
             self._turn.cancel()  # once: a second cancel would reach a tool the first lets finish
 
-    def _forget_unheard(self, reason: str) -> None:
-        """Forget the sentences of the running turn that the caller has not heard (yet)."""
-        played = self._playback.heard
-        heard = [sentence for sentence, end in self._spoken if end <= played]
-        if len(heard) < len(self._spoken):
-            self.session.commit_heard(" ".join(heard))
-            unheard = {id(line) for line in self._agent_lines[len(heard) :]}
-            self.transcript.lines = [line for line in self.transcript.lines if id(line) not in unheard]
-            log.info(
-                "event=agent_interrupted call=%s reason=%s heard=%d/%d sentences",
-                self.call.call_id,
-                reason,
-                len(heard),
-                len(self._spoken),
-            )
-        self._spoken, self._agent_lines = [], []
-
     async def _keys(self) -> None:
         async for key in self.call.dtmf_in:
-            actions = self.rules.key(key, time.monotonic(), self._playback.talking)
+            actions = self.rules.key(key, time.monotonic(), self.speaking.playback.talking)
             if any(isinstance(action, Escalate) and action.reason == "caller_pressed_0" for action in actions):
                 log.info("event=dtmf_operator call=%s", self.call.call_id)
             self._act(actions)
@@ -298,7 +276,7 @@ class Conversation:
             return "handing over" if self.session.escalated() else "ending"
         if self.rules.keypad is not None:
             return "keypad"
-        if self._playback.talking:
+        if self.speaking.playback.talking:
             return "agent speaking"
         if self.hearing.transcribing or self.answering:
             return "thinking"
@@ -311,7 +289,7 @@ class Conversation:
             await asyncio.sleep(0.25)
             # A caller in the middle of a long sentence is not silent (seen: "Are you still there?" 8 s into one).
             speaking = self.hearing.caller_speaking
-            busy = self.answering or self._playback.talking or self.hearing.transcribing or speaking
+            busy = self.answering or self.speaking.playback.talking or self.hearing.transcribing or speaking
             self._act(self.rules.tick(time.monotonic(), busy))
 
     # --- what the call rules say to do ------------------------------------------------------------------------
@@ -335,9 +313,9 @@ class Conversation:
         """Do a turn's steps, one after the other."""
         for step in steps:
             if isinstance(step, Say):
-                await self._say_prepared(step.text)
+                await self.speaking.prepared(step.text)
             elif isinstance(step, LetHear):
-                self._playback.resume()  # what is said now is said to its end
+                self.speaking.playback.resume()  # what is said now is said to its end
                 await self.call.wait_played()
             elif isinstance(step, EndCall):
                 self.session.end_call(step.reason)
@@ -383,7 +361,7 @@ class Conversation:
     def _start_turn(self, work: Coroutine[Any, Any, None]) -> None:
         """A newer turn replaces the running one; what the caller has not heard of it yet is never said."""
         self._interrupt("new_turn")
-        self._playback.reset()
+        self.speaking.playback.reset()
         self._turn = asyncio.create_task(self._guarded(work))
 
     async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
@@ -405,9 +383,9 @@ class Conversation:
                     timing.first_sentence_s = time.monotonic() - ended
                 yield sentence
 
-        filling = self._fill_silence(ended, timing)
+        filling = self.speaking.acknowledge(ended, timing)
         try:
-            await self._speak(sentences(), ended, timing)
+            await self.speaking.sentences(sentences(), ended, timing)
         finally:  # an interrupted turn was still a turn, with its latencies
             if filling is not None:
                 filling.cancel()
@@ -424,51 +402,12 @@ class Conversation:
             )
         await self._after_turn()
 
-    def _fill_silence(self, ended: float, timing: TurnTiming) -> asyncio.Task[None] | None:
-        """Acknowledge a slow answer (callcenter.acknowledgement): heard and recorded, not in the model's history."""
-        if self._acknowledger is None:
-            return None
-
-        def heard(text: str) -> None:
-            if timing.acknowledged_s is None:
-                timing.acknowledged_s = time.monotonic() - ended
-            self.transcript.add("agent", text, via="acknowledgement")
-
-        return asyncio.create_task(
-            self._acknowledger.fill(self._playback, ended, lambda: timing.first_audio_s is not None, heard)
-        )
-
-    async def _speak(
-        self, sentences: AsyncGenerator[str, None], ended: float | None = None, timing: TurnTiming | None = None
-    ) -> None:
-        async with contextlib.aclosing(sentences):
-            async for sentence in sentences:
-                async with contextlib.aclosing(
-                    self.synthesizer.synthesize_stream(sentence, self.call.call_id)
-                ) as chunks:
-                    async for chunk in chunks:
-                        if timing is not None and ended is not None and timing.first_audio_s is None:
-                            timing.first_audio_s = time.monotonic() - ended
-                            timing.behind_s = (self._playback.total - self._playback.heard) / PHONE_RATE
-                        self._playback.play(chunk)
-                self._spoken.append((sentence, self._playback.total))
-                self.transcript.add("agent", sentence)
-                self._agent_lines.append(self.transcript.lines[-1])
-
     async def _typed(self, request: DigitsRequested, digits: str) -> None:
         """The digits a tool asked for: the tool runs with them, and its answer is said."""
         self.transcript.add("caller", digits, via="keypad")
         say = await run_with_digits(self.session, request, digits)
         await self._run(self.rules.digits_answered(say))
         await self._after_turn()
-
-    async def _say_prepared(self, text: str) -> None:
-        self.session.emit(text)
-
-        async def one() -> AsyncGenerator[str, None]:
-            yield text
-
-        await self._speak(one())
 
     async def _after_turn(self) -> None:
         escalation = self.session.escalated()

@@ -324,7 +324,7 @@ async def test_yeah_to_the_agents_last_question_is_an_answer(app) -> None:
         await line.agent_done()
         await line.caller.say("I'd like to buy a new phone charger.")
         await until(lambda: line.said()[-1:] and line.said()[-1].endswith("?"), what="the offer")
-        playback = line.conversation._playback
+        playback = line.conversation.speaking.playback
         await until(lambda: line.call.playing and playback.total - playback.heard < 4000, what="the offer's end")
         await line.caller.start()
         await line.caller.end("Yeah.")
@@ -337,7 +337,7 @@ async def test_a_backchannel_over_the_greetings_question_is_no_answer_and_the_gr
     # The caller has not heard "How can I help you today?" yet: their "Okay." only acknowledges the hello.
     line = Line(app, speed=10.0)
     async with running(line.conversation):
-        playback = line.conversation._playback
+        playback = line.conversation.speaking.playback
         await until(lambda: line.call.playing and playback.total - playback.heard < 4000, what="the greeting's end")
         await line.caller.start()
         await line.caller.end(sound, 0.4)
@@ -545,9 +545,9 @@ async def test_a_caller_who_goes_on_over_the_replys_first_words_is_answered_once
     async with running(line.conversation):
         await line.agent_done()
         await line.caller.say("I want to return my headphones.")  # a pause in their sentence, answered
-        await until(lambda: line.conversation._playback.heard > 0, what="the reply heard")
+        await until(lambda: line.conversation.speaking.playback.heard > 0, what="the reply heard")
         await line.caller.start()  # over "I couldn't find that order."
-        assert 0 < line.conversation._playback.heard < 8000
+        assert 0 < line.conversation.speaking.playback.heard < 8000
         await line.caller.end("It is order 4 5 8 2.", 2.5)
         await line.agent_done()
     whole = "I want to return my headphones. It is order 4 5 8 2."
@@ -561,9 +561,9 @@ async def test_a_caller_who_speaks_after_the_replys_first_sentence_interrupts_it
     async with running(line.conversation):
         await line.agent_done()
         await line.caller.say("I want to return my headphones.")
-        await until(lambda: line.conversation._spoken, what="the reply's first sentence")
-        first_end = line.conversation._spoken[0][1]
-        await until(lambda: line.conversation._playback.heard >= first_end, what="it heard")
+        await until(lambda: line.conversation.speaking.spoken, what="the reply's first sentence")
+        first_end = line.conversation.speaking.spoken[0][1]
+        await until(lambda: line.conversation.speaking.playback.heard >= first_end, what="it heard")
         await line.caller.say("It is order 4 5 8 2.", 2.5)
         await line.agent_done()
     said = ["I want to return my headphones.", "It is order 4 5 8 2."]
