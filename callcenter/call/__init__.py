@@ -8,8 +8,9 @@ with the speech parts a call needs). callcenter.conversation drives both for the
 drives the rules where there is no audio (the WebSocket channel), as callcenter.testbed.textcall does for the eval.
 Of the hearing, what needs no audio: heard.py holds the caller's words as kept between breaths, barge_in.py decides
 whether words over the agent stop it, answer it or finish the caller's sentence, language.py checks the call's
-first words for a language the agents do not serve. record.py is what a call leaves for its record (the lines of
-both sides, each turn's timings). settings.py holds what a call says and how long it waits.
+first words for a language the agents do not serve. `Speaking` (speaking.py) is the agent's voice: its sentences
+played, and what the caller heard of them. record.py is what a call leaves for its record (the lines of both
+sides, each turn's timings). settings.py holds what a call says and how long it waits.
 """
 
 from callcenter.call.heard import CallerSaid, Heard
@@ -36,6 +37,7 @@ from callcenter.call.rules import (
 )
 from callcenter.call.seams import Endpointing, Listener, Synthesizing, Transcribing
 from callcenter.call.settings import VoiceSettings
+from callcenter.call.speaking import Speaking
 from callcenter.call.text import CallInText
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "Listener",
     "RunDigits",
     "Say",
+    "Speaking",
     "StartTurn",
     "Step",
     "Synthesizing",
