@@ -155,12 +155,16 @@ async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
 # --- the server's side ----------------------------------------------------------------------------------------
 
 
-async def run_variant(speech: SpeechModels, name: str, sentences: tuple[str, ...], threads: int) -> Variant:
+async def run_variant(
+    speech: SpeechModels, name: str, sentences: tuple[str, ...], threads: int, batch_threads: int
+) -> Variant:
     variant = Variant(name)
     route_first, acknowledge_after_ms = VARIANTS[name]
     with tempfile.TemporaryDirectory() as folder:
         config = Config(
-            llm=LLMConfig(provider="local", route_first=route_first, local_threads=threads),
+            llm=LLMConfig(
+                provider="local", route_first=route_first, local_threads=threads, local_batch_threads=batch_threads
+            ),
             database=str(Path(folder) / "shop.db"),
             sip=SipConfig(listen="127.0.0.1:0"),
             voice=VoiceConfig(
@@ -236,6 +240,7 @@ async def main() -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--calls", type=int, default=len(SENTENCES), help="how many of the sentences, in order")
     parser.add_argument("--llm-threads", type=int, default=LLMConfig().local_threads)
+    parser.add_argument("--llm-batch-threads", type=int, default=LLMConfig().local_batch_threads)
     parser.add_argument("--dial", metavar="URI", help=argparse.SUPPRESS)  # the caller's process
     parser.add_argument("--sentence", help=argparse.SUPPRESS)
     parser.add_argument("--number", help=argparse.SUPPRESS)
@@ -245,7 +250,7 @@ async def main() -> int:
         return await caller_main(args.dial, args.sentence, args.number)
     sentences = _sentences()[: args.calls]
     print(
-        f"{os.cpu_count()} cores, llama.cpp threads {args.llm_threads}; load average before: "
+        f"{os.cpu_count()} cores, llama.cpp threads {args.llm_threads}, reading prompts {args.llm_batch_threads}; load average before: "
         f"{os.getloadavg()[0]:.2f}; {len(sentences)} calls a variant, one at a time, 2 caller turns each; "
         "seconds from the end of the caller's voice, at the caller\n",
         flush=True,
@@ -254,7 +259,7 @@ async def main() -> int:
     try:
         print(HEADER, flush=True)
         for name in args.variants.split(","):
-            print(row(await run_variant(speech, name, sentences, args.llm_threads)), flush=True)
+            print(row(await run_variant(speech, name, sentences, args.llm_threads, args.llm_batch_threads)), flush=True)
     finally:
         speech.close()
     print(f"load average after: {os.getloadavg()[0]:.2f}")

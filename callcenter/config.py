@@ -30,6 +30,11 @@ class ConfigError(Exception):
 PROVIDERS = ("auto", "offline", "ollama", "openai", "local")
 
 
+def all_the_cores() -> int:
+    """The cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def half_the_cores() -> int:
     """The local LLM's default threads: half the cores this process may use, at least one.
 
@@ -38,8 +43,7 @@ def half_the_cores() -> int:
     with 1 thread it kept 3-4 (benchmarks/local_llm_turns.py). Generation is bound by memory bandwidth, so
     the other half of the cores costs it little and keeps the calls' media and speech models fed.
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores // 2)
+    return max(1, all_the_cores() // 2)
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ class LLMConfig:
     # the model packages) or a .gguf file; its threads and context size (tokens, shared by the calls).
     local_model: str = "qwen2.5-coder-1.5b"
     local_threads: int = field(default_factory=half_the_cores)
+    # The threads that read a prompt (a hand-over's history, tool results): every core this process may use.
+    local_batch_threads: int = field(default_factory=all_the_cores)
     local_ctx: int = 4096
     # When the LLM fails mid-call: "none" apologises and offers a person; "offline" lets the router carry on.
     fallback: str = "none"
@@ -684,6 +690,8 @@ def _validate_local(llm: LLMConfig) -> None:
             raise ConfigError(f"llm.local_model: the file {llm.local_model} does not exist")
     if not 1 <= llm.local_threads <= 256:
         raise ConfigError(f"llm.local_threads is {llm.local_threads}; use 1 up to the number of cores")
+    if not 1 <= llm.local_batch_threads <= 256:
+        raise ConfigError(f"llm.local_batch_threads is {llm.local_batch_threads}; use 1 up to the number of cores")
     if not 512 <= llm.local_ctx <= 32768:
         raise ConfigError(f"llm.local_ctx is {llm.local_ctx}; use 512 to 32768 tokens (the models' limit)")
 

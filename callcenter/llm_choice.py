@@ -63,7 +63,12 @@ async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice
     # A slot per agent: two calls' turns run at once, batched, instead of one after the other (measured with
     # two prefilled prompts: 15.4 s for both with two slots, 17.8 s with one, the second reply starting 8 s late).
     server = await asyncio.to_thread(
-        local_server, llm.local_model, threads=llm.local_threads, ctx=llm.local_ctx, parallel=len(agents)
+        local_server,
+        llm.local_model,
+        threads=llm.local_threads,
+        batch_threads=llm.local_batch_threads,
+        ctx=llm.local_ctx,
+        parallel=len(agents),
     )
     provider = LocalProvider(
         server,
@@ -73,7 +78,10 @@ async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice
         tool_mode=resolve_tool_mode(llm.tool_mode, "local"),
     )
     await provider.start()
-    description = f"local model {server.spec.name} (llama.cpp on {server.url}, {llm.local_threads} threads){why}"
+    description = (
+        f"local model {server.spec.name} (llama.cpp on {server.url}, {llm.local_threads} threads, "
+        f"{llm.local_batch_threads} reading prompts){why}"
+    )
     return LLMChoice(dict.fromkeys(agents, provider), description, (provider,))
 
 

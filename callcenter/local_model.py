@@ -212,10 +212,24 @@ def _gguf_value(file: BinaryIO, kind: object) -> object:
 
 
 def local_server(
-    spec: str, *, threads: int, ctx: int, parallel: int = 1, cache_dir: str | Path | None = None
+    spec: str,
+    *,
+    threads: int,
+    ctx: int,
+    parallel: int = 1,
+    batch_threads: int = 0,
+    cache_dir: str | Path | None = None,
 ) -> LocalServer:
-    """A (not yet started) llama.cpp server for the local model `spec`: `parallel` slots of `ctx` tokens."""
+    """A (not yet started) llama.cpp server for the local model `spec`: `parallel` slots of `ctx` tokens;
+    `threads` write the replies, `batch_threads` (0: as many) read the prompts."""
     model = local_model_file(spec, cache_dir)
-    return LocalServer(
-        ServerSpec(model.path, model.chat_template, threads=threads, ctx=ctx, parallel=parallel, name=model.name)
+    spec_ = ServerSpec(
+        model.path,
+        model.chat_template,
+        threads=threads,
+        batch_threads=batch_threads,
+        ctx=ctx,
+        parallel=parallel,
+        name=model.name,
     )
+    return LocalServer(spec_)

@@ -151,6 +151,14 @@ def test_local_keys_default_to_the_packaged_1_5b_model() -> None:
     llm = load_config(environ={}).llm
     assert (llm.provider, llm.local_model, llm.local_ctx) == ("auto", "qwen2.5-coder-1.5b", 4096)
     assert llm.local_threads == max(1, len(os.sched_getaffinity(0)) // 2)  # 1 on 2 cores: see half_the_cores
+    assert llm.local_batch_threads == len(os.sched_getaffinity(0))  # prompts are read on every core
+
+
+def test_the_server_reads_prompts_with_its_batch_threads_and_writes_with_its_threads() -> None:
+    argv = ServerSpec(Path("m.gguf"), threads=1, batch_threads=2).argv()
+    assert argv[argv.index("--threads") + 1] == "1" and argv[argv.index("--batch-threads") + 1] == "2"
+    argv = ServerSpec(Path("m.gguf"), threads=3).argv()
+    assert argv[argv.index("--batch-threads") + 1] == "3"  # unset: as many as write
 
 
 def test_local_keys_from_file_and_environment(tmp_path: Path) -> None:
@@ -175,6 +183,7 @@ def test_local_keys_from_file_and_environment(tmp_path: Path) -> None:
         ),
         ('local_model = "/nowhere/model.gguf"', "llm.local_model: the file /nowhere/model.gguf does not exist"),
         ("local_threads = 0", "llm.local_threads is 0"),
+        ("local_batch_threads = 0", "llm.local_batch_threads is 0"),
         ('local_threads = "two"', "llm.local_threads must be a int"),
         ("local_ctx = 100", "llm.local_ctx is 100; use 512 to 32768"),
         ('provider = "llamacpp"', "use one of auto, offline, ollama, openai, local"),

@@ -1,6 +1,6 @@
 """llama.cpp's server (the `xllamacpp` wheel) in a process of its own; `LocalServer` runs it, not people.
 
-    python -m swarm.providers.llama_server --model M.gguf [--chat-template T.jinja] --threads 2 --ctx 4096 --nice 10 --max-tokens 512
+    python -m swarm.providers.llama_server --model M.gguf [--chat-template T.jinja] --threads 1 --batch-threads 2 --ctx 4096 --nice 10 --max-tokens 512
 
 A child process, so that the server's threads never hold the GIL of the process that paces RTP, can run
 at a lower priority than the calls' media and Whisper, and can be restarted when it dies. It prints one
@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m swarm.providers.llama_server")
     parser.add_argument("--model", required=True)
     parser.add_argument("--chat-template", default="", help="a jinja chat template file; default: the model's own")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="threads that write the reply, token by token")
+    parser.add_argument("--batch-threads", type=int, default=0, help="threads that read the prompt; 0: --threads")
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--nice", type=int, default=0)
@@ -45,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     params.n_ctx = args.ctx
     params.n_parallel = args.parallel
     params.n_predict = args.max_tokens
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
+    params.cpuparams.n_threads = args.threads
+    params.cpuparams_batch.n_threads = args.batch_threads or args.threads
     params.hostnames = ["127.0.0.1"]
     params.port = 0
     params.warmup = True
