@@ -476,6 +476,28 @@ async def test_the_history_after_triages_question_is_read_into_the_cache(local_0
     assert prefills and set(prefills) == {"event=local_llm_prefilled"}, prefills
 
 
+@pytest.mark.llm
+async def test_a_warm_read_is_skipped_while_the_server_works_on_a_turn(local_05b: LocalServer, caplog) -> None:
+    # A read beside a turn halves the speed of both, and a cancelled one goes on on the server: in the eval
+    # such reads, piled up from one call into the next, pushed a turn onto a cold slot and past the timeout.
+    provider = LocalProvider(local_05b, owns_server=False, timeout=60)
+    caplog.set_level(logging.DEBUG, logger="swarm.providers.local")
+    turn = provider.stream(request("Count from one to thirty in words, please."))
+    assert isinstance(await anext(turn), Delta)  # the server is writing the turn's reply
+    started = time.monotonic()
+    await provider.warm(request("Say hello to Anna.", "And to Bob."))
+    skipped_after = time.monotonic() - started
+    assert isinstance([item async for item in turn][-1], Completion)
+    await provider.warm(request("Say hello to Anna.", "And to Bob."))  # the server is idle now: read
+    await provider.aclose()
+    logged = [r.getMessage().split()[0] for r in caplog.records if "local_llm_" in r.getMessage()]
+    assert skipped_after < 0.5, skipped_after
+    assert [e for e in logged if e in ("event=local_llm_warm_skipped", "event=local_llm_prefilled")] == [
+        "event=local_llm_warm_skipped",
+        "event=local_llm_prefilled",
+    ], logged
+
+
 def test_a_warm_read_ends_where_the_callers_words_go() -> None:
     spoken = CompletionRequest("triage", "t", (Message("system", "S"), Message("assistant", "Buy or return?")))
     assert ahead_of_the_caller(spoken).messages[-1] == Message("user", "")

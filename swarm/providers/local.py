@@ -248,12 +248,25 @@ class LocalProvider:
         self._restarting: asyncio.Future[None] | None = None
         self._rewarming: asyncio.Future[None] | None = None
         self._prefills: list[CompletionRequest] = []
+        self._in_flight = 0  # turns and warm reads the server is working on
 
     async def start(self) -> None:
         """Start the server (if it is not running) and fill its prompt cache; blocks until done."""
         await self._ready()
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        self._in_flight += 1
+        working = True
+        try:
+            async for item in self._stream(request):
+                if isinstance(item, Completion) and working:  # the server is done, whenever the reader closes
+                    working, self._in_flight = False, self._in_flight - 1
+                yield item
+        finally:
+            if working:
+                self._in_flight -= 1
+
+    async def _stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         try:
             # A turn waits for a (re)start no longer than it would wait for a reply.
             async with asyncio.timeout(self.timeout):
@@ -287,8 +300,21 @@ class LocalProvider:
         await self._prefill(request)
 
     async def warm(self, request: CompletionRequest) -> None:
-        """Read this prompt into the cache now, once (a turn's history while the caller hears its say line)."""
-        await self._prefill(ahead_of_the_caller(request), logging.DEBUG)
+        """Read this prompt into the cache now, once (a turn's history while the caller hears its say line),
+        unless the server is working on something else: then the next turn reads it itself.
+
+        A read beside other work halves the speed of both, and cancelling it (the call ended) does not stop it
+        on the server before the end of its prompt. In the eval, a call's read went on into the next call,
+        whose own read and turn then found every slot busy, took one holding another agent's prompt and read
+        1,008 tokens from the start: 31 s, past the 20 s timeout (3 reads at once on 2 cores)."""
+        if self._in_flight:
+            log.debug("event=local_llm_warm_skipped agent=%s busy=%d", request.agent, self._in_flight)
+            return
+        self._in_flight += 1
+        try:
+            await self._prefill(ahead_of_the_caller(request), logging.DEBUG)
+        finally:
+            self._in_flight -= 1
 
     async def warmed(self) -> None:
         """Wait until the prompt cache is filled again after a restart (for tests and benchmarks)."""
