@@ -1,8 +1,8 @@
-"""Words held mid-sentence (callcenter.conversation._hold): the rest heard alone, or with them.
+"""Words held mid-sentence (callcenter.call.hearing, Hearing._hold): the rest heard alone, or with them.
 
 A caller who pauses mid-sentence ("my order number is four five ... eight two one") is heard in two
 utterances. The rest was once transcribed alone and joined to the held words as text; now the rest is
-transcribed with the held words' audio (conversation._heard), so Whisper hears it in context. Each
+transcribed with the held words' audio (Hearing._to_transcribe), so Whisper hears it in context. Each
 sentence of triage_untouched.jsonl (never used to tune anything) is cut at its last word where the
 mid-sentence rule holds it (speech.turn_words.unfinished) and the halves are spoken apart, by Piper and
 espeak-ng, through 8 kHz G.711. WER of the whole sentence after Whisper's English normaliser, and the

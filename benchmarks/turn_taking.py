@@ -278,7 +278,7 @@ def run(
     judge: TimedJudge | None = None,
     words: Words | None = None,
 ) -> Ends:
-    """The frames through the endpointer. With `words`, as the service does (conversation._pause_heard): the
+    """The frames through the endpointer. With `words`, as the service does (Hearing._early_transcript_in): the
     transcript of each pause lands Whisper's time later, and finished words call endpointer.finish()."""
     echo = EchoCanceller()
     ends = Ends()
@@ -340,7 +340,7 @@ def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule, finished_ms:
 def heard_first(ends: Ends, stt_s: Any, tts_first: float) -> float:
     """Seconds of the reply to the first turn that reach the caller before their voice comes back and pauses
     it (SpeechStarted); 0 when none. Up to WENT_ON_S of it, the reply is taken back and the service answers
-    their whole sentence (conversation._went_on); beyond, it stands. `stt_s` gives Whisper's time on an audio."""
+    their whole sentence (callcenter.call.barge_in, AgentSoFar.went_on); beyond, it stands. `stt_s` gives Whisper's time on an audio."""
     end = ends.at_s[0]
     paused = [(at, pause) for at, pause in zip(ends.paused_at_s, ends.pauses, strict=True) if at <= end]
     ready = end if not paused else paused[-1][0] + stt_s(paused[-1][1].audio)  # the model starts at the pause
@@ -361,7 +361,7 @@ Stops = dict[str, list[int]]
 
 
 def stops_paused_agent(transcribe: Any, turn: SpeechEnded) -> bool:
-    """The service's rule over the paused agent (conversation._barge_in): words stop it, and a short sound
+    """The service's rule over the paused agent (Hearing._stops_agent): words stop it, and a short sound
     only if heard so again with the backchannel prompt."""
     _, text, confident = transcribe(turn.audio)
     if not stops_agent(text, confident, AGENT, turn.duration_s):
@@ -463,13 +463,13 @@ def main() -> None:
         return stt_cache[key]
 
     def waits(audio: np.ndarray) -> bool:
-        """The service holds the turn for the rest (conversation._hold): its words stop mid-sentence, or
+        """The service holds the turn for the rest (Hearing._hold): its words stop mid-sentence, or
         Whisper was unsure of them."""
         _, text, confident = transcribe(audio)
         return heard_unfinished(text) or (bool(text) and not confident)
 
     def finished_words(audio: np.ndarray) -> tuple[float, bool]:
-        """What the service's pause transcript says (conversation._pause_heard): Whisper's time, and whether
+        """What the service's pause transcript says (Hearing._early_transcript_in): Whisper's time, and whether
         the words are a finished sentence, heard confidently."""
         stt_s, text, confident = transcribe(audio)
         return stt_s, bool(text) and confident and not heard_unfinished(text)
