@@ -1,0 +1,98 @@
+"""A real phone call buys from the reference shop (issue 24, "Done when"): a SIP caller (callcenter.caller.TestCaller,
+Piper's voice over RTP) calls the voice server configured for django-oscar (harness/oscar_shop/voiceswarm.toml), and
+the order is read back through oscar's own REST API, not VoiceSwarm's tables.
+
+The agents run on the offline router (`llm.provider = "offline"`, the reference config's): no LLM is loaded, so the
+call's cost is the speech models (Whisper tiny.en, Piper, the VAD: the `speech` fixture) and the call itself, ~40 s
+here. The shop is the session's one oscar (harness/oscar.py), copied fresh for the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from callcenter.caller import CallerTiming, TestCaller
+from callcenter.config import SipConfig
+from callcenter.records import CallRecord
+from callcenter.redact import DIGIT_WORDS
+from callcenter.server import VoiceServer
+from callcenter.voice import SpeechModels
+from harness.oscar import OscarShop
+from tests.test_http_shop_oscar import CHARGER, oscar_config, product_id, stock
+
+pytestmark = pytest.mark.timeout(120)
+
+CALLER = "+493090182077"  # the SIP caller ID; oscar stores it as given (E.164)
+BUY = "I'd like to buy a phone charger."
+YES = "Yes, please."
+
+
+async def record_of(server: VoiceServer, timeout_s: float = 20.0) -> CallRecord:
+    """The call's record, written by the server once the call has ended on its side."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        records = server.records.recent(5)
+        if records:
+            assert len(records) == 1, [r.call_id for r in records]
+            return records[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no call record within {timeout_s} s")
+
+
+def digits_heard(text: str) -> str:
+    """The digits in what the caller transcribed, whether Whisper wrote "1 0 0", "100" or "one oh oh"."""
+    words = re.findall(r"[a-z]+|\d", text.lower())
+    return "".join(DIGIT_WORDS.get(word, word) for word in words if word.isdigit() or word in DIGIT_WORDS)
+
+
+async def test_a_phone_call_buys_a_charger_and_the_order_is_in_oscar(
+    oscar_shop: OscarShop, speech: SpeechModels, tmp_path: Path
+) -> None:
+    charger = product_id(oscar_shop, CHARGER)
+    before = stock(oscar_shop, charger)
+    assert oscar_shop.get("/admin/orders/") == []
+    config = oscar_config(oscar_shop, tmp_path)
+    assert config.shop_http is not None and config.llm.provider == "offline"
+    config = replace(
+        config,
+        sip=SipConfig(listen="127.0.0.1:0", no_media_timeout_s=30.0),
+        voice=replace(
+            config.voice,
+            whisper_model="tiny.en",
+            calls_database=str(tmp_path / "calls.db"),
+            metrics_listen="",
+            shutdown_deadline_s=2.0,
+        ),
+    )
+    caller = TestCaller(speech, caller_id=CALLER, timing=CallerTiming(turn_timeout_s=30.0))
+    caller.prepare(BUY, YES)  # synthesized before the call: no CPU taken from the server's turns
+    async with VoiceServer(config, speech=speech) as server:
+        host, port = server.address
+        async with caller.connected(f"sip:shop@{host}:{port}"):
+            await caller.agent_turn()
+            await caller.say(BUY)
+            await caller.agent_turn()
+            assert oscar_shop.get("/admin/orders/") == [], caller.exchange.lines  # offered and read back only
+            await caller.say(YES)
+            await caller.agent_turn()
+        record = await record_of(server)
+    # Oscar holds the order: one, of one charger, with the caller's number, and its stock dropped by one.
+    orders = oscar_shop.get("/admin/orders/")
+    assert len(orders) == 1, (orders, caller.exchange.lines)
+    [order] = orders
+    assert order["shipping_address"]["phone_number"] == CALLER
+    [line] = oscar_shop.get(order["lines"])
+    assert oscar_shop.get(line["product"])["upc"] == "CH-110" and line["quantity"] == 1, line
+    assert stock(oscar_shop, charger) == before - 1
+    # The call placed it, and the caller heard oscar's order number (read out digit by digit).
+    assert record.caller == CALLER and record.orders == [order["number"]], record
+    assert record.agents == ["triage", "sales"], record.agents
+    heard = caller.exchange.heard().lower()
+    assert "charger" in heard and "order number" in heard, caller.exchange.lines
+    assert digits_heard(heard.partition("order number")[2]).startswith(order["number"]), caller.exchange.lines
