@@ -1,4 +1,4 @@
-"""What a caller waits for with the local model, heard at the caller: real SIP calls, one at a time.
+"""What a caller waits for with the local model, heard at the caller: real SIP calls, one or more at a time.
 
 The server is VoiceSwarm with its default brain, the packaged Qwen2.5-Coder-1.5B in llama.cpp's server, on this
 machine's cores; the caller is the built-in SIP caller (callcenter/caller.py: real SIP, real RTP through its
@@ -19,8 +19,12 @@ Variants, each a fresh server (and model) in the same run, so they are compared 
   model         llm.route_first off, no acknowledgement: every step is the model's (the state before issue 27)
   +router       the router takes the steps it is sure of (triage's hand-over, the first lookup)
   +ack          and an acknowledgement 350 ms after the end of turn when the answer is not there yet (default)
+--at-once 1,2: each variant again with N callers dialling at the same time (each its own process and number, the
+sentences dealt between them, each caller's calls one after another), a fresh server a row; a row pools the turns
+of all its calls and says how many calls were up (dialled, not yet hung up) when each turn's caller stopped talking.
 
-Usage: .venv/bin/python benchmarks/heard_latency.py [--variants model,+router,+ack] [--calls 8] [--llm-threads N]
+Usage: .venv/bin/python benchmarks/heard_latency.py [--variants model,+router,+ack] [--at-once 1,2] [--calls 8]
+       [--llm-threads N]
 """
 
 from __future__ import annotations
@@ -79,11 +83,13 @@ class Heard:
     silence_max: float | None
     answer: float | None = None
     model_calls: int = 0
+    at_once: int = 1  # calls up when the caller stopped talking, this one included
 
 
 @dataclass
 class Variant:
     name: str
+    at_once: int = 1
     turns: list[Heard] = field(default_factory=list)
     mismatched: int = 0  # calls whose server turns could not be paired with the caller's lines
     apologies: int = 0  # calls where a turn ran into the model's timeout (llm.timeout): an apology, a transfer
@@ -106,12 +112,15 @@ def _sentences() -> tuple[str, ...]:
 
 
 async def caller_main(uri: str, sentence: str, number: str) -> int:
-    """Child process: one call; prints per line said what the caller heard after it (JSON)."""
+    """Child process: one call; prints when it was up and, per line said, when the caller's voice ended and what
+    it heard after it (JSON; monotonic times, one clock for every process of this machine)."""
     speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model="tiny.en"))
     try:
         caller = TestCaller(speech, caller_id=number, transcribe=False, timing=CALLER_TIMING)
         caller.prepare(sentence, ANSWER)
+        began = time.monotonic()
         exchange = await caller.call(uri, [sentence, ANSWER])
+        span = (began, time.monotonic())
     finally:
         speech.close()
     starts = [start for start, _ in exchange.spoken[1:]] + [math.inf]
@@ -119,15 +128,15 @@ async def caller_main(uri: str, sentence: str, number: str) -> int:
     for (_, ended), until in zip(exchange.spoken, starts, strict=True):
         loud = [at for at, level in exchange.levels if ended <= at < until and level > SILENCE_DBFS]
         if not loud:
-            out.append({"first_sound": None, "silence_max": None})
+            out.append({"ended": ended, "first_sound": None, "silence_max": None})
             continue
         gaps = np.diff([ended, *loud])
-        out.append({"first_sound": loud[0] - ended, "silence_max": float(gaps.max())})
-    print(json.dumps(out), flush=True)
+        out.append({"ended": ended, "first_sound": loud[0] - ended, "silence_max": float(gaps.max())})
+    print(json.dumps({"span": span, "turns": out}), flush=True)
     return 0
 
 
-async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
+async def dial(uri: str, sentence: str, number: str) -> dict[str, Any]:
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         __file__,
@@ -148,7 +157,7 @@ async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
         raise RuntimeError(f"the call did not end within {CALL_TIMEOUT_S} s") from None
     if child.returncode != 0:
         raise RuntimeError(f"the caller failed (exit {child.returncode})")
-    result: list[dict[str, Any]] = json.loads(out.decode().strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
     return result
 
 
@@ -156,9 +165,9 @@ async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
 
 
 async def run_variant(
-    speech: SpeechModels, name: str, sentences: tuple[str, ...], threads: int, batch_threads: int
+    speech: SpeechModels, name: str, sentences: tuple[str, ...], threads: int, batch_threads: int, at_once: int = 1
 ) -> Variant:
-    variant = Variant(name)
+    variant = Variant(name, at_once)
     route_first, acknowledge_after_ms = VARIANTS[name]
     with tempfile.TemporaryDirectory() as folder:
         config = Config(
@@ -176,10 +185,20 @@ async def run_variant(
         )
         async with VoiceServer(config, speech=speech) as server:
             host, port = server.address
-            for index, sentence in enumerate(sentences):
+            dialled: dict[int, dict[str, Any]] = {}
+
+            async def caller(indices: range) -> None:  # one caller's calls, one after another
+                for index in indices:
+                    number = f"+4930555{index:04d}"
+                    server.app.shop.seed_demo_order(number, PAST_ORDER, days_ago=5)
+                    dialled[index] = await dial(f"sip:shop@{host}:{port}", sentences[index], number)
+                    variant.load.append(os.getloadavg()[0])
+
+            await asyncio.gather(*(caller(range(first, len(sentences), at_once)) for first in range(at_once)))
+            spans = [call["span"] for call in dialled.values()]
+            for index, call in sorted(dialled.items()):
                 number = f"+4930555{index:04d}"
-                server.app.shop.seed_demo_order(number, PAST_ORDER, days_ago=5)
-                heard = await dial(f"sip:shop@{host}:{port}", sentence, number)
+                heard = call["turns"]
                 record = await _record(server, number)
                 turns = record.turns if record is not None else []
                 said = " ".join(line["text"] for line in record.transcript) if record is not None else ""
@@ -190,15 +209,16 @@ async def run_variant(
                     print(log_line, flush=True)
                     continue
                 for at_caller, at_server in zip(heard, turns, strict=True):
-                    variant.turns.append(_turn(at_caller, at_server))
-                variant.load.append(os.getloadavg()[0])
+                    turn = _turn(at_caller, at_server)
+                    turn.at_once = sum(start <= at_caller["ended"] < end for start, end in spans)
+                    variant.turns.append(turn)
     return variant
 
 
 async def _record(server: VoiceServer, number: str) -> Any:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        for record in server.records.recent(5):
+        for record in server.records.recent(20):
             if record.caller == number:
                 return record
         await asyncio.sleep(0.2)
@@ -216,8 +236,8 @@ def _turn(at_caller: dict[str, Any], at_server: dict[str, Any]) -> Heard:
 
 HEADER = (
     "| variant | turns | first sound p50 | p95 | max | answer p50 | p95 | max | silence max p50 | max "
-    "| turns with > 2 s silence | timeouts | unpaired calls | load |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| turns with > 2 s silence | timeouts | unpaired calls | load | calls up at the turn: turns |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -227,17 +247,20 @@ def row(v: Variant) -> str:
     silence = [t.silence_max for t in v.turns if t.silence_max is not None]
     unheard = sum(t.first_sound is None for t in v.turns)
     long_silences = sum(s > 2.0 for s in silence) + unheard
+    up = sorted({t.at_once for t in v.turns})
+    at_once = ", ".join(f"{n}: {sum(t.at_once == n for t in v.turns)}" for n in up)
     return (
-        f"| {v.name} | {len(v.turns)} | {pct(first, 50):.2f} | {pct(first, 95):.2f} | {max(first, default=math.nan):.2f} "
+        f"| {v.name}, {v.at_once} at once | {len(v.turns)} | {pct(first, 50):.2f} | {pct(first, 95):.2f} | {max(first, default=math.nan):.2f} "
         f"| {pct(answer, 50):.2f} | {pct(answer, 95):.2f} | {max(answer, default=math.nan):.2f} "
         f"| {pct(silence, 50):.2f} | {max(silence, default=math.nan):.2f} | {long_silences} | {v.apologies} | {v.mismatched} "
-        f"| {max(v.load, default=math.nan):.1f} |"
+        f"| {max(v.load, default=math.nan):.1f} | {at_once} |"
     )
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--at-once", default="1", help="callers dialling at the same time, a row each: 1,2")
     parser.add_argument("--calls", type=int, default=len(SENTENCES), help="how many of the sentences, in order")
     parser.add_argument("--llm-threads", type=int, default=LLMConfig().local_threads)
     parser.add_argument("--llm-batch-threads", type=int, default=LLMConfig().local_batch_threads)
@@ -249,9 +272,10 @@ async def main() -> int:
     if args.dial:
         return await caller_main(args.dial, args.sentence, args.number)
     sentences = _sentences()[: args.calls]
+    at_once = [int(n) for n in args.at_once.split(",")]
     print(
         f"{os.cpu_count()} cores, llama.cpp threads {args.llm_threads}, reading prompts {args.llm_batch_threads}; load average before: "
-        f"{os.getloadavg()[0]:.2f}; {len(sentences)} calls a variant, one at a time, 2 caller turns each; "
+        f"{os.getloadavg()[0]:.2f}; {len(sentences)} calls a row, {args.at_once} at a time, 2 caller turns each; "
         "seconds from the end of the caller's voice, at the caller\n",
         flush=True,
     )
@@ -259,7 +283,9 @@ async def main() -> int:
     try:
         print(HEADER, flush=True)
         for name in args.variants.split(","):
-            print(row(await run_variant(speech, name, sentences, args.llm_threads, args.llm_batch_threads)), flush=True)
+            for n in at_once:
+                variant = await run_variant(speech, name, sentences, args.llm_threads, args.llm_batch_threads, n)
+                print(row(variant), flush=True)
     finally:
         speech.close()
     print(f"load average after: {os.getloadavg()[0]:.2f}")
