@@ -73,6 +73,7 @@ VARIANTS: dict[str, tuple[bool, int]] = {  # llm.route_first, voice.acknowledge_
 }
 CALLER_TIMING = CallerTiming(agent_done_after_s=3.0, turn_timeout_s=90.0)
 CALL_TIMEOUT_S = 400.0
+SLOW_S = 5.0  # turns whose answer took longer are listed under the table (issue 27: two calls at once, p95 <= 5 s)
 
 
 @dataclass
@@ -84,6 +85,7 @@ class Heard:
     answer: float | None = None
     model_calls: int = 0
     at_once: int = 1  # calls up when the caller stopped talking, this one included
+    note: str = ""  # which call and line, and the server's own account of the turn
 
 
 @dataclass
@@ -208,9 +210,11 @@ async def run_variant(
                     log_line = f"  {name}: call {index}: {len(heard)} lines, {len(turns)} server turns: not paired"
                     print(log_line, flush=True)
                     continue
-                for at_caller, at_server in zip(heard, turns, strict=True):
+                for line, (at_caller, at_server) in enumerate(zip(heard, turns, strict=True)):
                     turn = _turn(at_caller, at_server)
                     turn.at_once = sum(start <= at_caller["ended"] < end for start, end in spans)
+                    said = (sentences[index], ANSWER)[line]
+                    turn.note = f"call {index} {said[:50]!r}: {turn.at_once} up, server {_brief(at_server)}"
                     variant.turns.append(turn)
     return variant
 
@@ -223,6 +227,11 @@ async def _record(server: VoiceServer, number: str) -> Any:
                 return record
         await asyncio.sleep(0.2)
     return None
+
+
+def _brief(at_server: dict[str, Any]) -> str:
+    keys = ("stt_s", "llm_s", "acknowledged_s", "answer_s")
+    return " ".join(f"{key} {at_server[key]:.2f}" for key in keys if at_server.get(key) is not None)
 
 
 def _turn(at_caller: dict[str, Any], at_server: dict[str, Any]) -> Heard:
@@ -282,12 +291,19 @@ async def main() -> int:
     speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig())
     try:
         print(HEADER, flush=True)
+        slow: list[str] = []
         for name in args.variants.split(","):
             for n in at_once:
                 variant = await run_variant(speech, name, sentences, args.llm_threads, args.llm_batch_threads, n)
                 print(row(variant), flush=True)
+                slow += [
+                    f"{name}, {n} at once: answer {t.answer or math.nan:.2f}, first sound {t.first_sound or math.nan:.2f}; {t.note}"
+                    for t in variant.turns
+                    if t.answer is None or t.answer > SLOW_S
+                ]
     finally:
         speech.close()
+    print(f"\nanswers over {SLOW_S} s:", *slow, sep="\n")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
