@@ -1,17 +1,21 @@
-"""Assembles the application from config: the shop, the LLM choice and the swarm registry."""
+"""Assembles the application from config: the shop, the LLM choice and the swarm registry. `open_agents` is the
+one way an LLM is opened for a swarm (`serve`, `chat`, `web`, and the testbed's `eval` and `agent_under_test`)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from callcenter.agents import SWARM, build_registry
 from callcenter.config import Config
 from callcenter.http_shop import HttpShop
 from callcenter.llm_choice import LLMChoice, choose_llm, prefill
+from callcenter.llm_spec import LLMSpec
 from callcenter.shop import Shop
 from callcenter.shop_backend import ShopBackend
-from callcenter.swarm_file import load_swarm_file
+from callcenter.swarm_file import SwarmFile, load_swarm_file
+from swarm.providers.base import Provider
 from swarm.registry import Registry
 from swarm.session import Session
 
@@ -37,7 +41,39 @@ class App:
             self.llm_choice.close()
 
 
-async def open_app(config: Config, provider: str | None = None) -> App:
+def agents_registry(
+    config: Config, backend: ShopBackend, providers: Mapping[str, Provider | None], swarm: SwarmFile
+) -> Registry:
+    """The swarm's agents on `backend`, served by `providers`, as the config's [llm] and [callers] say."""
+    return build_registry(
+        backend,
+        providers,
+        fallback_to_offline=config.llm.fallback == "offline",
+        route_first=config.llm.route_first,
+        verification=config.callers,
+        swarm=swarm,
+    )
+
+
+async def open_agents(
+    config: Config, backend: ShopBackend, swarm: SwarmFile, spec: str | LLMSpec | None = None
+) -> tuple[LLMChoice, Registry]:
+    """The LLM named (`spec`, else the config's [llm] provider) and the swarm's registry on `backend`, with each
+    local server's prompt cache holding its agent's first prompt. Raises LLMSpecError, ProviderError, ModelError
+    or SwarmFileError."""
+    llm_choice = await choose_llm(config, tuple(swarm.agents), spec)
+    try:
+        registry = agents_registry(config, backend, llm_choice.per_agent, swarm)
+        await prefill(registry, SWARM, llm_choice)
+    except BaseException:
+        llm_choice.close()
+        raise
+    return llm_choice, registry
+
+
+async def open_app(config: Config, provider: str | LLMSpec | None = None) -> App:
+    """The application on the config's shop; `provider`: the LLM in callcenter.llm_spec's words (default: the
+    config's)."""
     # Migrations and the catalogue may wait for a database server: not on the event loop.
     shop = await asyncio.to_thread(
         Shop, config.database, config.catalogue or None, phone_region=config.callers.phone_region
@@ -45,15 +81,5 @@ async def open_app(config: Config, provider: str | None = None) -> App:
     backend: ShopBackend = shop
     if config.shop_http is not None:
         backend = HttpShop(config.shop_http, phone_region=config.callers.phone_region)
-    swarm = load_swarm_file(config.swarm.file or None)
-    llm_choice = await choose_llm(config, tuple(swarm.agents), provider)
-    registry = build_registry(
-        backend,
-        llm_choice.per_agent,
-        fallback_to_offline=config.llm.fallback == "offline",
-        route_first=config.llm.route_first,
-        verification=config.callers,
-        swarm=swarm,
-    )
-    await prefill(registry, SWARM, llm_choice)
+    llm_choice, registry = await open_agents(config, backend, load_swarm_file(config.swarm.file or None), provider)
     return App(config, shop, registry, llm_choice.description, llm_choice, backend)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from callcenter.http_shop import HttpShopConfig, MappingError, load_mapping
+from callcenter.llm_spec import LLMSpec, LLMSpecError, parse_llm, served
 from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from callcenter.redact import PHONE_REGIONS
 from callcenter.swarm_file import SwarmFileError, load_swarm_file
@@ -25,9 +26,6 @@ from telephony.sip.tls import TlsConfig
 
 class ConfigError(Exception):
     """The configuration cannot be used; the message names the key and what is allowed."""
-
-
-PROVIDERS = ("auto", "offline", "ollama", "openai", "local")
 
 
 def all_the_cores() -> int:
@@ -48,8 +46,8 @@ def half_the_cores() -> int:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    # "auto": Ollama when it answers at `host` with `model`, else the local model when its packages are
-    # installed, else the offline router.
+    # The LLM, in the words of callcenter.llm_spec (also `--llm`'s): "auto" is Ollama when it answers at `host`
+    # with `model`, else the local model when its packages are installed, else the offline router.
     provider: str = "auto"
     host: str = "http://127.0.0.1:11434"
     model: str = "qwen3:4b"
@@ -77,6 +75,14 @@ class LLMConfig:
     # lookup of sales and refund, on the caller's words): milliseconds instead of a generation's seconds on a
     # CPU. false: the model takes every step.
     route_first: bool = True
+
+    def choosing(self, spec: LLMSpec) -> LLMConfig:
+        """These settings with what `spec` names on top: its model serves every agent, its URL is the server's."""
+        if spec.kind == "local" and spec.model:
+            return replace(self, local_model=spec.model)
+        if spec.kind in ("ollama", "openai") and spec.model:
+            return replace(self, model=spec.model, agent_models={}, base_url=spec.url or self.base_url)
+        return self
 
 
 @dataclass(frozen=True)
@@ -418,15 +424,17 @@ def _section(cls: type, values: dict[str, Any], name: str) -> Any:
 
 
 def _validated(config: Config) -> Config:
-    if config.llm.provider not in PROVIDERS:
-        raise ConfigError(f"llm.provider is {config.llm.provider!r}; use one of {', '.join(PROVIDERS)}")
+    try:
+        spec = served(parse_llm(config.llm.provider))
+    except LLMSpecError as error:
+        raise ConfigError(f"llm.provider: {error}") from None
     if config.llm.fallback not in ("none", "offline"):
         raise ConfigError(f"llm.fallback is {config.llm.fallback!r}; use 'none' or 'offline'")
     if config.llm.tool_mode not in ("auto", *TOOL_MODES):
         raise ConfigError(f"llm.tool_mode is {config.llm.tool_mode!r}; use auto, {', '.join(TOOL_MODES)}")
     if not config.llm.timeout > 0:  # also refuses NaN
         raise ConfigError("llm.timeout must be positive (seconds)")
-    _validate_local(config.llm)
+    _validate_local(config.llm.choosing(spec))
     if config.session.history_size < 2:
         raise ConfigError("session.history_size must be at least 2")
     if config.sip.registrar and not (config.sip.username and config.sip.password):

@@ -1,4 +1,5 @@
-"""Which LLM serves the agents: built from config, with "auto" probing Ollama, then the local model, at start-up."""
+"""Which LLM serves the agents: built from config and the words of callcenter.llm_spec, with "auto" probing Ollama,
+then the local model, at start-up."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 from dataclasses import dataclass, field
 
 from callcenter.config import Config, LLMConfig
+from callcenter.llm_spec import LLMSpec, parse_llm, served
 from callcenter.local_model import local_server, missing_local_model
 from speech.models import ModelError
 from swarm.providers.base import Provider, ProviderError
@@ -85,11 +87,18 @@ async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice
     return LLMChoice(dict.fromkeys(agents, provider), description, (provider,))
 
 
-async def choose_llm(config: Config, agents: tuple[str, ...], provider: str | None = None) -> LLMChoice:
-    """Build the providers; "auto" takes Ollama when it answers with the model, else the local model when its
-    packages are installed, else the offline router, and the description says why."""
-    llm = config.llm
-    kind = provider or llm.provider
+def chosen(config: Config, spec: str | LLMSpec | None = None) -> tuple[LLMSpec, LLMConfig]:
+    """The LLM named (`spec`, else the config's [llm] provider) and the [llm] settings with its words on top."""
+    named = served(spec if isinstance(spec, LLMSpec) else parse_llm(spec or config.llm.provider))
+    return named, config.llm.choosing(named)
+
+
+async def choose_llm(config: Config, agents: tuple[str, ...], spec: str | LLMSpec | None = None) -> LLMChoice:
+    """Build the providers of the LLM named (`spec`, else the config's); "auto" takes Ollama when it answers with
+    the model, else the local model when its packages are installed, else the offline router, and the
+    description says why. Raises LLMSpecError, ProviderError or ModelError."""
+    named, llm = chosen(config, spec)
+    kind = named.kind
     if kind == "auto":
         no_ollama = await check_ollama(llm.host, llm.model)
         if no_ollama is None:
@@ -119,12 +128,12 @@ async def choose_llm(config: Config, agents: tuple[str, ...], provider: str | No
 
 async def check_llm(config: Config) -> str | None:
     """None when the configured LLM server answers, else why not (for `voiceswarm config --check`)."""
-    llm = config.llm
-    if llm.provider == "offline":
+    named, llm = chosen(config)
+    if named.kind == "offline":
         return None
-    if llm.provider == "local":
+    if named.kind == "local":
         return missing_local_model(llm.local_model)
-    if llm.provider == "openai":
+    if named.kind == "openai":
         import httpx
 
         try:
@@ -133,7 +142,7 @@ async def check_llm(config: Config) -> str | None:
             return None if response.status_code < 400 else f"{llm.base_url} answered HTTP {response.status_code}"
         except httpx.HTTPError as error:
             return f"no OpenAI-compatible server answers at {llm.base_url}: {error}"
-    if llm.provider == "auto":
+    if named.kind == "auto":
         no_ollama = await check_ollama(llm.host, llm.model)
         if no_ollama:  # then the local model serves, as choose_llm decides
             missing = missing_local_model(llm.local_model)

@@ -186,7 +186,7 @@ def test_local_keys_from_file_and_environment(tmp_path: Path) -> None:
         ("local_batch_threads = 0", "llm.local_batch_threads is 0"),
         ('local_threads = "two"', "llm.local_threads must be a int"),
         ("local_ctx = 100", "llm.local_ctx is 100; use 512 to 32768"),
-        ('provider = "llamacpp"', "use one of auto, offline, ollama, openai, local"),
+        ('provider = "llamacpp"', "llm.provider: unknown LLM 'llamacpp'; use auto, offline, local"),
     ],
 )
 def test_bad_local_keys_are_refused_at_load_time(tmp_path: Path, line: str, message: str) -> None:

@@ -12,8 +12,9 @@ import pytest
 from callcenter.agents import AGENTS, TRIAGE_PROMPT
 from callcenter.cli import main
 from callcenter.config import Config
+from callcenter.llm_spec import LLMSpec, LLMSpecError, parse_llm
 from callcenter.shop import Shop
-from callcenter.testbed.llm_spec import LLMSpec, LLMSpecError, OpenLLM, open_llm, parse_llm
+from callcenter.testbed.llms import OpenLLM, open_llm
 from callcenter.testbed.report import baseline_diff, pass_hat_k, summarise
 from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.runner import TrialResult, run_trial

@@ -121,7 +121,8 @@ def line(speech: SpeechModels) -> Iterator[PhoneLine]:
 
 
 async def audio_trial(tmp_path: Path, line: PhoneLine, scenario_path: Path, trial: int = 1) -> TrialResult:
-    from callcenter.testbed.llm_spec import open_llm, parse_llm
+    from callcenter.llm_spec import parse_llm
+    from callcenter.testbed.llms import open_llm
     from callcenter.testbed.runner import run_trial
     from callcenter.testbed.scenario import load_scenario
     from callcenter.testbed.state import expected_state

@@ -12,7 +12,8 @@ import pytest
 
 from callcenter.agents import AGENTS
 from callcenter.config import Config
-from callcenter.testbed.llm_spec import LLMSpec, OpenLLM
+from callcenter.llm_spec import LLMSpec
+from callcenter.testbed.llms import OpenLLM
 from callcenter.testbed.report import markdown, summarise
 from callcenter.testbed.runner import run_trial
 from callcenter.testbed.scenario import load_suite

@@ -11,13 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from callcenter.app import open_app
-from callcenter.config import PROVIDERS, Config
+from callcenter.commands import add_llm_option
+from callcenter.config import Config
 from callcenter.turn_events import turn_events
 
 
 def register(subparsers: Any) -> None:
     chat = subparsers.add_parser("chat", help="talk to the agents in the terminal")
-    chat.add_argument("--llm", choices=PROVIDERS, help="the LLM (default: from config)")
+    add_llm_option(chat)
     chat.add_argument("--json", action="store_true", help="print one JSON object per event")
     chat.add_argument("--caller", default="+4915100000000", help="the caller's phone number")
     chat.set_defaults(run=run)

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from callcenter.config import Config
+from callcenter.llm_spec import USAGE, LLMSpec, LLMSpecError, parse_llm
 from callcenter.shop import ShopError
 from callcenter.swarm_file import SwarmFile, SwarmFileError, load_swarm_file
-from callcenter.testbed.llm_spec import LLMSpec, LLMSpecError, OpenLLM, open_llm, parse_llm
+from callcenter.testbed.llms import OpenLLM, open_llm
 from callcenter.testbed.report import baseline_diff, markdown, summarise
 from callcenter.testbed.runner import TrialResult, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
@@ -35,8 +36,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--llm",
         default="offline",
-        help="LLMs, comma-separated: offline, local[:0.5b|1.5b], ollama:MODEL, "
-        "openai:MODEL@URL, scripted:FILE (default: offline)",
+        help=f"LLMs, comma-separated: {USAGE} (default: offline)",
     )
     p.add_argument("--repeat", "-k", type=int, default=1, help="trials per scenario and LLM (pass^1..pass^K)")
     p.add_argument("--only", action="append", default=[], help="run only scenarios whose id contains this (repeatable)")

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from callcenter.commands import add_llm_option
 from callcenter.config import Config, ConfigError, check_caller_id_door
 from callcenter.log_safety import configure as configure_logging
 from callcenter.server import VoiceServer
@@ -16,7 +17,7 @@ from callcenter.server import VoiceServer
 def register(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser("serve", help="answer phone calls over SIP")
     serve.add_argument("--listen", help="SIP HOST:PORT (default: sip.listen from config)")
-    serve.add_argument("--llm", choices=("auto", "offline", "ollama", "openai"))
+    add_llm_option(serve)
     serve.set_defaults(run=run)
 
 

@@ -9,7 +9,8 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from callcenter.config import PROVIDERS, Config, ConfigError, validate_web
+from callcenter.commands import add_llm_option
+from callcenter.config import Config, ConfigError, validate_web
 from callcenter.web import serve
 from callcenter.web_tokens import DEFAULT_TTL_S, TokenError, issue
 
@@ -17,7 +18,7 @@ from callcenter.web_tokens import DEFAULT_TTL_S, TokenError, issue
 def register(subparsers: Any) -> None:
     web = subparsers.add_parser("web", help="serve the WebSocket endpoint /api/v1/session/{client_id}")
     web.add_argument("--listen", help="HOST:PORT (default: web.listen, 127.0.0.1:8080)")
-    web.add_argument("--llm", choices=PROVIDERS)
+    add_llm_option(web)
     web.add_argument("--issue-token", metavar="CALLER", help="print a signed token for CALLER and exit")
     web.add_argument("--ttl", type=int, default=DEFAULT_TTL_S, help="the token's lifetime in seconds")
     web.set_defaults(run=run)

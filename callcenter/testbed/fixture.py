@@ -16,11 +16,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from callcenter.agents import SWARM, build_registry
+from callcenter.agents import SWARM
+from callcenter.app import agents_registry
 from callcenter.config import Config
+from callcenter.llm_spec import parse_llm
 from callcenter.shop import Shop
 from callcenter.swarm_file import SwarmFile, load_swarm_file
-from callcenter.testbed.llm_spec import open_llm, parse_llm
+from callcenter.testbed.llms import open_llm
 from callcenter.testbed.scenario import DEFAULT_CALLER, Scenario, SeedOrder
 from callcenter.testbed.state import prepare_shop
 from callcenter.testbed.textcall import Expect, TextCall, TurnResult
@@ -84,7 +86,7 @@ async def agent_under_test(
             shop, values = prepare_shop(where / "shop.db", setup)
             stack.callback(shop.close)
             chosen = dict(providers) if providers is not None else opened.providers(values)  # type: ignore[union-attr]
-            registry = build_registry(shop, {a: chosen.get(a) for a in swarm.agents}, swarm=swarm)
+            registry = agents_registry(config, shop, {a: chosen.get(a) for a in swarm.agents}, swarm)
             session = registry.session("agent-under-test", SWARM, metadata={"caller": caller}, config=config.session)
             names = {
                 k.removeprefix("orders."): v

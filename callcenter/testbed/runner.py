@@ -17,13 +17,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from callcenter.agents import DEFAULT_SWARM, SWARM, build_registry
-from callcenter.app import App
+from callcenter.agents import DEFAULT_SWARM, SWARM
+from callcenter.app import App, agents_registry
 from callcenter.config import Config
 from callcenter.shop import Shop
 from callcenter.swarm_file import SwarmFile
 from callcenter.testbed import checks
-from callcenter.testbed.llm_spec import OpenLLM
+from callcenter.testbed.llms import OpenLLM
 from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.scenario import Scenario, Turn, pattern, render, render_value
 from callcenter.testbed.state import ShopState
@@ -92,7 +92,7 @@ async def run_trial(
     latencies: list[float] = []
     call: Caller | None = None
     try:
-        registry = build_registry(opened.backend, llm.providers(values), swarm=swarm)
+        registry = agents_registry(config, opened.backend, llm.providers(values), swarm)
         if phone is None:
             session = registry.session(
                 f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session

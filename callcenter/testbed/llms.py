@@ -1,5 +1,6 @@
-"""The LLMs an eval compares, named on the command line: offline, local[:MODEL], ollama:MODEL,
-openai:MODEL@URL, scripted:FILE. An LLM is opened once (a local server starts once) and serves every trial."""
+"""The LLMs an eval compares, named in callcenter.llm_spec's words (offline, local[:MODEL], ollama:MODEL,
+openai:MODEL@URL, scripted:FILE, ...). An LLM is opened once (a local server starts once) and serves every trial;
+a scripted LLM, the testbed's own, starts afresh in each."""
 
 from __future__ import annotations
 
@@ -7,51 +8,21 @@ import json
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callcenter.agents import DEFAULT_SWARM, SWARM, build_registry
+from callcenter.agents import DEFAULT_SWARM
+from callcenter.app import open_agents
 from callcenter.config import Config
-from callcenter.llm_choice import LLMChoice, choose_llm, prefill
+from callcenter.llm_choice import LLMChoice
+from callcenter.llm_spec import LLMSpec, LLMSpecError
 from callcenter.shop import Shop
 from callcenter.swarm_file import SwarmFile
 from callcenter.testbed.scenario import render_value
 from swarm.messages import CompletionRequest
 from swarm.providers.base import Completion, Provider
 from swarm.providers.scripted import ScriptedProvider, reply
-
-LOCAL_ALIASES = {"0.5b": "qwen2.5-coder-0.5b", "1.5b": "qwen2.5-coder-1.5b"}
-
-
-class LLMSpecError(Exception):
-    """An LLM named on the command line that cannot be used; the message says what is expected."""
-
-
-@dataclass(frozen=True)
-class LLMSpec:
-    text: str  # as given, the LLM's name in reports
-    kind: str  # offline, local, ollama, openai, scripted
-    model: str = ""
-    url: str = ""
-
-
-def parse_llm(text: str) -> LLMSpec:
-    kind, _, rest = text.partition(":")
-    if kind == "offline" and not rest:
-        return LLMSpec(text, kind)
-    if kind == "local":
-        return LLMSpec(text, kind, LOCAL_ALIASES.get(rest, rest))
-    if kind == "ollama" and rest:
-        return LLMSpec(text, kind, rest)
-    if kind == "openai" and "@" in rest:
-        model, _, url = rest.partition("@")
-        return LLMSpec(text, kind, model, url)
-    if kind == "scripted" and rest:
-        return LLMSpec(text, kind, url=rest)
-    raise LLMSpecError(
-        f"unknown LLM {text!r}; use offline, local[:0.5b|1.5b|FILE.gguf], ollama:MODEL, openai:MODEL@URL or scripted:FILE"
-    )
 
 
 @dataclass
@@ -72,23 +43,15 @@ async def open_llm(spec: LLMSpec, config: Config, swarm: SwarmFile | None = None
     swarm = swarm or DEFAULT_SWARM
     agents = tuple(swarm.agents)
     if spec.kind == "scripted":
-        rules = load_script(Path(spec.url))
+        rules = load_script(Path(spec.file))
         return OpenLLM(
             spec,
-            f"scripted LLM {spec.url} ({len(rules)} rules)",
+            f"scripted LLM {spec.file} ({len(rules)} rules)",
             lambda values: dict.fromkeys(agents, ScriptedProvider(script_for(rules, values), name="scripted")),
         )
-    llm = config.llm
-    if spec.kind == "local":
-        llm = replace(llm, local_model=spec.model or llm.local_model)
-    elif spec.kind == "ollama":
-        llm = replace(llm, model=spec.model, agent_models={})
-    elif spec.kind == "openai":
-        llm = replace(llm, model=spec.model, base_url=spec.url, agent_models={})
-    llm_choice = await choose_llm(replace(config, llm=llm), agents, spec.kind)
     # The local server's prompt cache is warmed once, on a throwaway shop, so trial one is not the slow one.
     with Shop(":memory:") as shop:
-        await prefill(build_registry(shop, llm_choice.per_agent, swarm=swarm), SWARM, llm_choice)
+        llm_choice, _ = await open_agents(config, shop, swarm, spec)
     return OpenLLM(spec, llm_choice.description, lambda values: dict(llm_choice.per_agent), llm_choice)
 
 
