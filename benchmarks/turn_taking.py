@@ -340,7 +340,8 @@ def endpointer(vad: VadModel, judge: TimedJudge | None, rule: Rule, finished_ms:
 def heard_first(ends: Ends, stt_s: Any, tts_first: float) -> float:
     """Seconds of the reply to the first turn that reach the caller before their voice comes back and pauses
     it (SpeechStarted); 0 when none. Up to WENT_ON_S of it, the reply is taken back and the service answers
-    their whole sentence (callcenter.call.barge_in, AgentSoFar.went_on); beyond, it stands. `stt_s` gives Whisper's time on an audio."""
+    their whole sentence (barge_in.AgentSoFar.went_on); beyond, it stands. `stt_s` gives Whisper's time on an
+    audio."""
     end = ends.at_s[0]
     paused = [(at, pause) for at, pause in zip(ends.paused_at_s, ends.pauses, strict=True) if at <= end]
     ready = end if not paused else paused[-1][0] + stt_s(paused[-1][1].audio)  # the model starts at the pause

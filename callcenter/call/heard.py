@@ -38,8 +38,8 @@ class HeldWords:
 
 @dataclass(frozen=True)
 class AnsweredWords:
-    """The caller's words the running turn answers: if they go on before hearing its first words (callcenter.conversation),
-    the turn is taken back and their sentence is heard whole, as held words are."""
+    """The caller's words the running turn answers: if they go on before hearing its first words (the conversation's
+    stop_agent), the turn is taken back and their sentence is heard whole, as held words are."""
 
     words: HeldWords
     line: dict[str, Any]  # their transcript line

@@ -182,7 +182,8 @@ class Hearing:
 
     def _drop_early(self) -> None:
         if self._at_pause is not None:
-            self._at_pause.transcription.cancel()  # a transcription not yet running never runs; a running one is ignored
+            # A transcription not yet running never runs; a running one is ignored.
+            self._at_pause.transcription.cancel()
             self._at_pause = None
         self._drop_speculation()
 
