@@ -454,7 +454,7 @@ async def test_sentences_the_caller_never_heard_leave_the_page() -> None:
         live._update(live.calls["c"])
         said = [await anext(events) for _ in range(3)]
         assert [e["item"]["text"] for e in said] == ["One.", "Two.", "Three."]
-        transcript.lines = transcript.lines[:1]  # what Conversation._forget_unheard does
+        transcript.lines = transcript.lines[:1]  # what Speaking.forget_unheard does (callcenter.call.speaking)
         transcript.add("caller", "Stop.")
         live._update(live.calls["c"])
         assert await anext(events) == {"event": "unsaid", "call_id": "c", "items": [1, 2]}
