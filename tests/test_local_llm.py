@@ -6,6 +6,7 @@ packaged models (the 0.5B one where only the plumbing counts).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
@@ -496,6 +497,30 @@ async def test_a_warm_read_is_skipped_while_the_server_works_on_a_turn(local_05b
         "event=local_llm_warm_skipped",
         "event=local_llm_prefilled",
     ], logged
+
+
+@pytest.mark.llm
+async def test_another_calls_turn_stops_a_warm_read_and_the_same_calls_does_not(local_05b: LocalServer, caplog) -> None:
+    provider = LocalProvider(local_05b, owns_server=False, timeout=60)
+    caplog.set_level(logging.DEBUG, logger="swarm.providers.local")
+    history = "The caller asked about kettles, toasters, lamps and cables, and their delivery. " * 40
+
+    def long_read(client: str) -> CompletionRequest:
+        return CompletionRequest("triage", client, (Message("system", f"{client}: {history}"), Message("user", "")))
+
+    outcomes = []
+    for turn_client in ("other-call", "same-call"):
+        read = asyncio.ensure_future(provider.warm(long_read("same-call")))
+        await asyncio.sleep(0.5)  # the server is reading it
+        turn = provider.stream(replace(request("Say hello."), client_id=turn_client))
+        await anext(turn)
+        outcomes.append(read.done())
+        assert isinstance([item async for item in turn][-1], Completion)
+        await read  # never raises: a stopped read only cost time
+    await provider.aclose()
+    logged = [r.getMessage().split()[0] for r in caplog.records if "local_llm_warm" in r.getMessage()]
+    # Stopped when the other call's turn began (done before its first word); the same call's read went on.
+    assert outcomes[0] and logged.count("event=local_llm_warm_stopped") == 1, (outcomes, logged)
 
 
 def test_a_warm_read_ends_where_the_callers_words_go() -> None:

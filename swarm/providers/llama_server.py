@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     params.n_ctx = args.ctx
     params.n_parallel = args.parallel
     params.n_predict = args.max_tokens
+    # The server works through a prompt in chunks of n_batch tokens, and only between chunks does it take up
+    # a cancelled request's end, or write the next token of another slot's reply. 256 instead of 2,048: a warm
+    # read of a call that hung up stops within a chunk, at the same speed (23.0 against 22.9 tokens/s, median
+    # of 5 interleaved reads of a 500-token prompt on 2 busy cores).
+    params.n_batch = params.n_ubatch = 256
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.batch_threads or args.threads
     params.hostnames = ["127.0.0.1"]

@@ -249,12 +249,14 @@ class LocalProvider:
         self._rewarming: asyncio.Future[None] | None = None
         self._prefills: list[CompletionRequest] = []
         self._in_flight = 0  # turns and warm reads the server is working on
+        self._warming: tuple[str, asyncio.Future[None]] | None = None  # the warm read running: (client, task)
 
     async def start(self) -> None:
         """Start the server (if it is not running) and fill its prompt cache; blocks until done."""
         await self._ready()
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
+        self._stop_other_calls_read(request)
         self._in_flight += 1
         working = True
         try:
@@ -310,11 +312,24 @@ class LocalProvider:
         if self._in_flight:
             log.debug("event=local_llm_warm_skipped agent=%s busy=%d", request.agent, self._in_flight)
             return
+        read = asyncio.ensure_future(self._prefill(ahead_of_the_caller(request), logging.DEBUG))
+        self._warming = (request.client_id, read)
         self._in_flight += 1
         try:
-            await self._prefill(ahead_of_the_caller(request), logging.DEBUG)
+            await read
+        except asyncio.CancelledError:
+            if not read.cancelled() or _cancelling():
+                raise  # this read's own caller gave up on it (the call ended)
+            log.debug("event=local_llm_warm_stopped agent=%s", request.agent)  # another call's turn came
         finally:
             self._in_flight -= 1
+            self._warming = None
+
+    def _stop_other_calls_read(self, request: CompletionRequest) -> None:
+        """A turn is what a caller waits for: another call's warm read gives the server up to it. (This call's
+        own read is not stopped: its turn waited for it, or is the early reply that will use it.)"""
+        if self._warming is not None and self._warming[0] != request.client_id:
+            self._warming[1].cancel()
 
     async def warmed(self) -> None:
         """Wait until the prompt cache is filled again after a restart (for tests and benchmarks)."""
@@ -403,6 +418,12 @@ class LocalProvider:
                 return
         finally:
             await warming.aclose()
+
+
+def _cancelling() -> bool:
+    """True when the running task itself is being cancelled (not only something it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def ahead_of_the_caller(request: CompletionRequest) -> CompletionRequest:
