@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from callcenter.call import VoiceSettings
 from harness.fake_ollama import FakeOllama
 
 TIMEOUT = 30.0
@@ -110,6 +111,22 @@ def test_chat_goodbye_ends_the_chat(tmp_path: Path) -> None:
 
 def test_chat_without_input_prints_only_the_llm(tmp_path: Path) -> None:
     assert [e["event"] for e in chat(tmp_path)] == ["llm"]
+
+
+def test_chat_keys_follow_the_phones_call_rules(tmp_path: Path) -> None:
+    # 0 is a person, as on the phone (callcenter.call.rules): the hand-over line, the transfer, no model turn.
+    events = chat(tmp_path, "/keys 0", "I'd like to buy a new phone charger.")
+    assert events[1:] == [
+        {"event": "reply", "agent": "triage", "text": VoiceSettings.handover},
+        {"event": "transfer", "reason": "caller_pressed_0"},
+    ]
+
+
+def test_chat_typed_digits_run_the_tool_that_asked_for_them(tmp_path: Path) -> None:
+    events = chat(tmp_path, "Where is my order?", "/keys 1x", "/keys 10042#")
+    assert {"event": "error", "error": "keys are 0-9, * and #: /keys 0"} in events
+    found = [e["arguments"] for e in events if e["event"] == "tool_call" and e["name"] == "find_order"]
+    assert len(found) == 2 and "order_number" not in found[0] and found[1]["order_number"] == "10042"
 
 
 def test_config_prints_effective_config_with_environment(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ and "0 for a person", hand-over, goodbye, drain. `Hearing` (hearing.py) turns th
 endpointer events, transcripts begun at a pause (and the model's early start), held half-sentences, second hearings,
 the language check; it tells the call what it heard (`Heard`, `CallerSaid`) through the `Listener` seam (seams.py,
 with the speech parts a call needs). callcenter.conversation drives both for the phone; `CallInText` (text.py)
-drives the rules where there is no audio (the WebSocket channel), as callcenter.testbed.textcall does for the eval.
+drives the rules where there is no audio (the WebSocket, `chat`), as callcenter.testbed.textcall does for the eval.
 Of the hearing, what needs no audio: heard.py holds the caller's words as kept between breaths, barge_in.py decides
 whether words over the agent stop it, answer it or finish the caller's sentence, language.py checks the call's
 first words for a language the agents do not serve. `Speaking` (speaking.py) is the agent's voice: its sentences

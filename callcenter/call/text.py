@@ -1,5 +1,5 @@
-"""The call rules on a channel without audio (the WebSocket text channel): the caller's messages and keys go to the
-session, with the phone's rules around them.
+"""The call rules on a channel without audio (the WebSocket, `voiceswarm chat`): the caller's messages and keys go to
+the session, with the phone's rules around them.
 
 The rules are the phone's own (callcenter.call.rules, driven here as callcenter.conversation drives them): the
 greeting, re-prompts and the hang-up of a silent caller, the call's time limit, typed digits that run the tool which
