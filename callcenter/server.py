@@ -170,7 +170,7 @@ class VoiceServer:
         log.info(
             "event=node_draining deadline_s=%s live_calls=%d",
             self.config.voice.shutdown_deadline_s,
-            len(self.endpoint.calls),
+            len(self.service.calls),
         )
 
     async def _end_live_calls(self) -> None:
@@ -178,16 +178,15 @@ class VoiceServer:
         record's end_reason: drained). Returns once their conversations have ended (bounded)."""
         voice = self.config.voice
         await self._until_no_calls(voice.shutdown_deadline_s)
-        ending = [live.conversation for live in list(self.service.live.calls.values())]
-        if ending:
-            said = sum(conversation.end_for_drain(voice.drain_goodbye) for conversation in ending)
-            log.info("event=drain_deadline live_calls=%d goodbyes=%d", len(ending), said)
+        if live := len(self.service.calls):
+            said = self.service.calls.end_for_drain(voice.drain_goodbye)
+            log.info("event=drain_deadline live_calls=%d goodbyes=%d", live, said)
             await self._until_no_calls(GOODBYE_TIMEOUT_S)
 
     async def _until_no_calls(self, timeout_s: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while self.service.live.calls and loop.time() < deadline:
+        while self.service.calls and loop.time() < deadline:
             await asyncio.sleep(0.1)
 
     async def __aexit__(self, *exc_info: object) -> None:

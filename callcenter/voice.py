@@ -13,6 +13,7 @@ import numpy as np
 
 from callcenter.acknowledgement import render
 from callcenter.app import App
+from callcenter.call import LiveConversations
 from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
 from callcenter.metrics import VoiceMetrics
@@ -165,7 +166,9 @@ class VoiceService:
         # "announce": the notice comes first, on calls whose recording has started.
         self.announcing = replace(self.settings, greeting=f"{voice.recording_notice} {voice.greeting}")
         self.prompt = domain_prompt(app)
-        self.live = LiveCalls()  # what the supervisor's page watches
+        self.live = LiveCalls()  # the supervisor's page's feed of the live calls
+        # The calls live on this node: a drain ends them; the feed is told of each one coming and going.
+        self.calls: LiveConversations[Conversation] = LiveConversations(self.live)
         self.fillers_audio: dict[str, np.ndarray] = {}  # the acknowledgements, rendered by warm_up()
         self._overflow: dict[str, bool] = {}  # call ids taken over the admission limits, to hand to a person
 
@@ -199,7 +202,7 @@ class VoiceService:
             fillers_audio=self.fillers_audio,
         )
         self.metrics.active_calls.inc()
-        self.live.add(call, conversation)
+        self.calls.add(call, conversation)
         log.info(
             "event=call_answered call=%s caller=%s called=%s",
             call.call_id,
@@ -216,7 +219,7 @@ class VoiceService:
             log.exception("event=call_failed call=%s", call.call_id)
             await call.hangup()
         finally:
-            self.live.end(call.call_id, disposition)
+            self.calls.end(call.call_id, disposition)
             self.metrics.active_calls.dec()
             self.metrics.calls.labels(disposition).inc()
             call.tap = None

@@ -10,11 +10,13 @@ Of the hearing, what needs no audio: heard.py holds the caller's words as kept b
 whether words over the agent stop it, answer it or finish the caller's sentence, language.py checks the call's
 first words for a language the agents do not serve. `Speaking` (speaking.py) is the agent's voice: its sentences
 played, and what the caller heard of them. record.py is what a call leaves for its record (the lines of both
-sides, each turn's timings). settings.py holds what a call says and how long it waits.
+sides, each turn's timings). settings.py holds what a call says and how long it waits. `LiveConversations` (live.py)
+holds the calls live on a node, for whatever acts on all of them (a drain, the supervisor's feed).
 """
 
 from callcenter.call.heard import CallerSaid, Heard
 from callcenter.call.hearing import Hearing
+from callcenter.call.live import LiveConversations
 from callcenter.call.rules import (
     DRAIN_GRACE_S,
     Action,
@@ -58,6 +60,7 @@ __all__ = [
     "KeypadOpened",
     "LetHear",
     "Listener",
+    "LiveConversations",
     "RunDigits",
     "Say",
     "Speaking",

@@ -1,9 +1,10 @@
-"""The calls in progress on this node, and a feed of what happens in them, for the supervisor's page.
+"""A feed of what happens in the calls in progress on this node, for the supervisor's page.
 
-The voice service adds each answered call and ends it; the hub looks at the live conversations a few times
-a second and publishes what changed (transcript lines, tool calls, the active agent, the state, each turn's
-latencies). Looking, rather than hooks in every place a conversation changes, keeps the conversation's code
-as it is: it only says what state it is in. A supervisor sees a change within POLL_S.
+The node's registry of live calls (callcenter.call.LiveConversations, the voice service's) tells the feed of each
+call as it comes and goes; the feed looks at the live conversations a few times a second and publishes what
+changed (transcript lines, tool calls, the active agent, the state, each turn's latencies). Looking, rather than
+hooks in every place a conversation changes, keeps the conversation's code as it is: it only says what state it is
+in. A supervisor sees a change within POLL_S.
 """
 
 from __future__ import annotations
