@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from callcenter.errors import CallCenterError
 from callcenter.http_shop import HttpShopConfig, MappingError, load_mapping
 from callcenter.llm_spec import LLMSpec, LLMSpecError, parse_llm, served
 from callcenter.local_model import PACKAGED as PACKAGED_MODELS
@@ -24,7 +25,7 @@ from telephony.sip.registration import RegistrationConfig
 from telephony.sip.tls import TlsConfig
 
 
-class ConfigError(Exception):
+class ConfigError(CallCenterError):
     """The configuration cannot be used; the message names the key and what is allowed."""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from callcenter.errors import CallCenterError
 from callcenter.local_model import PACKAGED
 
 KINDS = ("auto", "offline", "local", "ollama", "openai", "scripted")
@@ -24,7 +25,7 @@ SERVED = "auto, offline, local[:0.5b|1.5b|FILE.gguf], ollama[:MODEL], openai[:MO
 USAGE = f"{SERVED} or scripted:FILE"
 
 
-class LLMSpecError(Exception):
+class LLMSpecError(CallCenterError):
     """Words that name no LLM; the message says which part is wrong and what is expected."""
 
 

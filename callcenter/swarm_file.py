@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from callcenter.errors import CallCenterError
+
 PACKAGED = "callcenter/data/swarm.toml"
 _AGENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _TOOL_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,63}")
@@ -23,7 +25,7 @@ _FUNCTION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 HAND_OVER_PREFIX = "navigate_to_"
 
 
-class SwarmFileError(Exception):
+class SwarmFileError(CallCenterError):
     """The swarm file cannot be used; the message names the file, the line and what to change."""
 
 

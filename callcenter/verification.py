@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from callcenter.errors import CallCenterError
 from callcenter.store.domain import Order
 from callcenter.store.phones import last_digits
 from callcenter.store.spoken import number_tokens, spoken_digits, words
@@ -53,7 +54,7 @@ MASKED_ANSWER = "•••"
 OUTCOMES = ("passed", "failed", "gave_up")
 
 
-class VerificationError(ValueError):
+class VerificationError(CallCenterError, ValueError):
     """The verification settings cannot be used; the message names the key."""
 
 

@@ -17,6 +17,8 @@ import hmac
 import json
 import time
 
+from callcenter.errors import CallCenterError
+
 PREFIX = "vs1."
 DEFAULT_TTL_S = 600
 # A token long-lived enough to be worth stealing is a password: a day at most, whatever the issuer asks for.
@@ -24,7 +26,7 @@ MAX_TTL_S = 86_400
 MAX_TOKEN_CHARS = 1024
 
 
-class TokenError(ValueError):
+class TokenError(CallCenterError, ValueError):
     """A token cannot be issued as asked."""
 
 

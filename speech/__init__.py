@@ -6,8 +6,9 @@ Offline only: the models come from a configured path or from the model packages 
 What a user imports from here: `Transcriber` (Whisper), `Synthesizer` (Piper), `VadModel` and `Endpointer`
 (when a caller's turn starts and ends, with its events), `TurnModel` (Smart Turn), `EchoCanceller`,
 `LanguageCheck` (the language a caller speaks, as a `Language`), `normalize_for_speech`, the WAV helpers and
-the errors; `Transcript` and `EndpointerEvent` are what a transcriber and an endpointer give back. Each is loaded on first use: importing `speech` (or
-`speech.audio`) does not load faster-whisper, Piper or onnxruntime.
+the errors (each a `SpeechError`); `Transcript` and `EndpointerEvent` are what a transcriber and an endpointer give
+back. Each is loaded on first use: importing `speech` (or `speech.audio`) does not load faster-whisper, Piper or
+onnxruntime.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from speech.echo import EchoCanceller
     from speech.endpointer import Endpointer, FrameError, SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
     from speech.endpointer import Event as EndpointerEvent
+    from speech.errors import SpeechError
     from speech.language import Language, LanguageCheck
     from speech.models import ModelError
     from speech.normalize import normalize_for_speech
@@ -41,6 +43,7 @@ _HOMES = {
     "SpeechPaused": "endpointer",
     "SpeechResumed": "endpointer",
     "SpeechStarted": "endpointer",
+    "SpeechError": "errors",
     "Language": "language",
     "LanguageCheck": "language",
     "ModelError": "models",
@@ -66,6 +69,7 @@ __all__ = [
     "LanguageCheck",
     "ModelError",
     "SpeechEnded",
+    "SpeechError",
     "SpeechPaused",
     "SpeechResumed",
     "SpeechStarted",

@@ -9,8 +9,10 @@ from typing import BinaryIO
 import numpy as np
 import soxr
 
+from speech.errors import SpeechError
 
-class WavError(Exception):
+
+class WavError(SpeechError):
     """A WAV file cannot be read; the message names the file and what is wrong with it."""
 
 

@@ -35,6 +35,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from speech.errors import SpeechError
 from speech.vad import PHONE_RATE, VadModel
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 FORGET_AFTER_MS = 2000
 
 
-class FrameError(ValueError):
+class FrameError(SpeechError, ValueError):
     """A frame that is not 8 kHz PCM16 as a 1-D numpy int16 array."""
 
 

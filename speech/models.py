@@ -19,6 +19,8 @@ from importlib.resources import files
 from pathlib import Path
 from types import ModuleType
 
+from speech.errors import SpeechError
+
 # Belt and braces: faster-whisper only reaches the Hugging Face hub when given a size name, which this
 # module never returns, but a hub client in this process must not try either.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -52,7 +54,7 @@ PIPER_JOE_SHA256 = {
 }
 
 
-class ModelError(Exception):
+class ModelError(SpeechError):
     """A model cannot be found or does not match its recorded digest; the message says what to do."""
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from piper import PiperVoice, SynthesisConfig
 
 from speech.audio import resample
+from speech.errors import SpeechError
 from speech.models import piper_voice_paths
 from speech.normalize import normalize_for_speech
 
@@ -47,7 +48,7 @@ _NUMBER_WORDS = frozenset(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-class SynthesizerError(Exception):
+class SynthesizerError(SpeechError):
     """The voice cannot be loaded or an option is out of range; the message says what to change."""
 
 

@@ -31,6 +31,8 @@ import onnxruntime
 import soxr
 from faster_whisper.feature_extractor import FeatureExtractor
 
+from speech.errors import SpeechError
+
 log = logging.getLogger(__name__)
 
 MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
@@ -42,7 +44,7 @@ PHONE_RATE = 8_000
 WINDOW_S = 8
 
 
-class TurnModelError(RuntimeError):
+class TurnModelError(SpeechError, RuntimeError):
     """The Smart Turn model is missing or not the file measured here."""
 
 

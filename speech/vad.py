@@ -17,6 +17,8 @@ import numpy as np
 import onnxruntime
 import soxr
 
+from speech.errors import SpeechError
+
 SAMPLE_RATE = 16_000
 WINDOW = 512  # new samples per model run: 32 ms
 CONTEXT = 64  # samples of the previous window the model sees again
@@ -24,7 +26,7 @@ PHONE_RATE = 8_000
 MODEL_SHA256 = "4cbf549b8326f60f80f2536d9eefeb450a9abe83365a098031c89719f1be17d2"
 
 
-class VadModelError(RuntimeError):
+class VadModelError(SpeechError, RuntimeError):
     """The Silero VAD model is missing or is not the file we tuned the thresholds on."""
 
 

@@ -7,6 +7,7 @@ The model back ends live in `swarm.providers` (`Provider` is the protocol; `swar
 `.openai_compat`, `.ollama`, `.offline` and `.scripted` implement it); import the one you use.
 """
 
+from swarm.errors import SwarmError
 from swarm.events import Event, events_from_json, events_to_json
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion, Delta, Provider, ProviderError
@@ -29,6 +30,7 @@ __all__ = [
     "RegistryError",
     "Session",
     "SessionConfig",
+    "SwarmError",
     "SwarmSpec",
     "Tool",
     "ToolCall",

@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote
 
 import httpx
 
+from swarm.errors import SwarmError
 from swarm.tools import Tool, ToolContext
 
 SAFE_METHODS = frozenset({"GET", "HEAD"})  # RFC 9110 9.2.1: they change nothing on the server
@@ -20,7 +21,7 @@ _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 _LOCATIONS = ("path", "query", "header")
 
 
-class ToolHTTPError(Exception):
+class ToolHTTPError(SwarmError):
     """The API behind a tool could not be reached or did not answer in time."""
 
 

@@ -10,11 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from swarm.errors import SwarmError
 from swarm.providers.base import Provider
 from swarm.tools import Tool
 
 
-class RegistryError(Exception):
+class RegistryError(SwarmError):
     """A duplicate or dangling name in the swarm's configuration; raised at start-up, not mid-call."""
 
 

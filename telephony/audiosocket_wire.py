@@ -12,6 +12,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from telephony.errors import TelephonyError
+
 KIND_HANGUP = 0x00  # no payload; closing the socket means the same
 KIND_UUID = 0x01  # 16 bytes: the binary UUID given to AudioSocket() in the dialplan
 KIND_DTMF = 0x03  # 1 byte: the ASCII digit
@@ -38,7 +40,7 @@ HANGUP_MESSAGE = bytes((KIND_HANGUP, 0, 0))
 _HEADER = struct.Struct(">BH")
 
 
-class AudioSocketFramingError(ValueError):
+class AudioSocketFramingError(TelephonyError, ValueError):
     """The peer broke the AudioSocket framing; the connection cannot be resynchronised and must close."""
 
 

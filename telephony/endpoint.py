@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from telephony import sdp
+from telephony.errors import TelephonyError
 from telephony.media_clock import MediaClock
 from telephony.ports import PortRangeExhausted
 from telephony.rtp import MediaTotals, RtpError, RtpSession
@@ -52,7 +53,7 @@ from telephony.srtp import check_mode as check_srtp_mode
 log = logging.getLogger(__name__)
 
 
-class CallFailed(Exception):
+class CallFailed(TelephonyError):
     """An outgoing call was not answered: the final SIP status and reason (408 when nobody answered)."""
 
     def __init__(self, status: int, reason: str) -> None:

@@ -6,8 +6,10 @@ import errno
 import random
 import socket
 
+from telephony.errors import TelephonyError
 
-class PortRangeExhausted(RuntimeError):
+
+class PortRangeExhausted(TelephonyError, RuntimeError):
     """Every even port pair in the RTP range is taken."""
 
 
@@ -39,7 +41,7 @@ def allocate(host: str, port_range: tuple[int, int]) -> tuple[socket.socket, soc
     raise PortRangeExhausted(f"no free RTP port pair in {low}-{high} on {host}: widen the range or take fewer calls")
 
 
-class _PortTaken(Exception):
+class _PortTaken(TelephonyError):
     pass
 
 

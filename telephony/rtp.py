@@ -36,6 +36,7 @@ import numpy as np
 from telephony.call import FRAME_BYTES, FRAME_SAMPLES, MediaTap
 from telephony.codec import Codec
 from telephony.dtmf import VOLUME, DtmfDetector, TelephoneEvent, event_code
+from telephony.errors import TelephonyError
 from telephony.jitter import JitterBuffer
 from telephony.media_clock import MediaClock
 from telephony.ports import allocate
@@ -62,7 +63,7 @@ _TIMESPEC = struct.Struct("@ll")  # struct timespec: time_t and long, both C lon
 _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 
 
-class RtpError(RuntimeError):
+class RtpError(TelephonyError, RuntimeError):
     """The session cannot do what was asked (not started, closed, no telephone-event agreed, on hold)."""
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from telephony.errors import TelephonyError
+
 _HEADER = struct.Struct("!BBHII")
 VERSION = 2
 
 
-class MalformedPacket(ValueError):
+class MalformedPacket(TelephonyError, ValueError):
     """A datagram that is not a valid RTP or RTCP packet."""
 
 

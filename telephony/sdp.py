@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from telephony.codec import CLOCK_RATE, STATIC_PAYLOAD_TYPES, SUPPORTED, Codec
+from telephony.errors import TelephonyError
 from telephony.srtp import SUITES, SrtpKeys, SrtpPolicy
 
 DIRECTIONS = ("sendrecv", "sendonly", "recvonly", "inactive")
@@ -28,7 +29,7 @@ _MEDIA_BEFORE_C, _MEDIA_AFTER_C = "i", "bk"
 PTIME_MS = 20
 
 
-class SdpError(ValueError):
+class SdpError(TelephonyError, ValueError):
     """The SDP body is malformed."""
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import pylibsrtp
 
+from telephony.errors import TelephonyError
+
 MODES = ("off", "offer", "require")
 
 
@@ -73,7 +75,7 @@ class SrtpKeys:
     remote_key: bytes = field(repr=False)
 
 
-class SrtpRejected(Exception):
+class SrtpRejected(TelephonyError):
     """An incoming packet failed SRTP authentication or replay checks, or could not be processed."""
 
 

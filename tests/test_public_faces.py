@@ -11,7 +11,16 @@ import pytest
 
 @pytest.mark.parametrize(
     "package",
-    ["telephony", "speech", "swarm", "swarm.providers", "callcenter.call", "callcenter.store", "callcenter.testbed"],
+    [
+        "telephony",
+        "speech",
+        "swarm",
+        "swarm.providers",
+        "callcenter",
+        "callcenter.call",
+        "callcenter.store",
+        "callcenter.testbed",
+    ],
 )
 def test_every_listed_name_is_importable(package: str) -> None:
     module = importlib.import_module(package)

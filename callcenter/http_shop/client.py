@@ -15,6 +15,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from callcenter.errors import CallCenterError
 from callcenter.http_shop.mapping import HttpShopConfig
 from callcenter.store.domain import ShopUnavailable
 
@@ -166,6 +167,6 @@ class ShopClient:
             raise ShopUnavailable(NOT_UNDERSTOOD, f"{method} {url}: {status}, not JSON: {text}") from None
 
 
-class _Busy(Exception):
+class _Busy(CallCenterError):
     def __init__(self, status: int) -> None:
         super().__init__(f"answered {status}")

@@ -11,11 +11,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from callcenter.errors import CallCenterError
+
 LINK = "->"
 _PLACEHOLDER = re.compile(r"\{([a-z_]+(?:\.[A-Za-z0-9_]+)*)\}")
 
 
-class FieldMissing(LookupError):
+class FieldMissing(CallCenterError, LookupError):
     """The response has no value where the mapping says; the message names the path."""
 
 

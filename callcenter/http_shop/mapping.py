@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from callcenter.errors import CallCenterError
 from callcenter.http_shop.fields import check_path, first_name, placeholders
 
 AUTH_MODES = ("bearer", "basic", "none")
@@ -45,7 +46,7 @@ _ORDER_VARS = _COMMON | {"sku", "quantity"}
 _RETURN_VARS = _COMMON | {"order_number", "sku", "quantity", "reason"}
 
 
-class MappingError(ValueError):
+class MappingError(CallCenterError, ValueError):
     """The [shop.http] settings cannot be used; the message names the key and why."""
 
 

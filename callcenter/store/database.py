@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
+from callcenter.errors import CallCenterError
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -25,7 +27,7 @@ Dialect = Literal["sqlite", "postgresql"]
 WRITE_ATTEMPTS = 8
 
 
-class DatabaseError(Exception):
+class DatabaseError(CallCenterError):
     """The database cannot be opened or used; the message names the URL and what to change."""
 
 

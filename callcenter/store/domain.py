@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from callcenter.errors import CallCenterError
 
-class ShopError(Exception):
+
+class ShopError(CallCenterError):
     """A request the shop cannot fulfil; the message can be told to the caller."""
 
 

@@ -22,6 +22,7 @@ from callcenter.app import App
 from callcenter.caller import SILENCE_DBFS, CallerTiming, TestCaller
 from callcenter.config import Config
 from callcenter.conversation import Conversation
+from callcenter.errors import CallCenterError
 from callcenter.server import VoiceServer
 from callcenter.testbed.textcall import CallOver, TurnResult
 from callcenter.testbed.voices import CallerVoice, VoiceSpec
@@ -47,7 +48,7 @@ CALLER_WHISPER = "base"
 CALLER_PROMPT = "Thank you for calling. What can I do for you? Is there anything else?"
 
 
-class PhoneError(Exception):
+class PhoneError(CallCenterError):
     """The phone path could not carry the trial (the call was not answered, the server never saw it)."""
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from callcenter.errors import CallCenterError
+
 DEFAULT_CALLER = "+44 20 7946 0321"
 AGENT_NAMES = ("triage", "sales", "refund")
 # Conditions callers' turns often wait for, by name; any other `when` is a regular expression.
@@ -32,7 +34,7 @@ CONDITIONS = {
 _TEMPLATE = re.compile(r"\{([a-z_]+(?:\.[A-Za-z0-9_-]+)*)\}")
 
 
-class ScenarioError(Exception):
+class ScenarioError(CallCenterError):
     """A scenario file that cannot be run as written; the message names the file and the key."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from callcenter.call.rules import CallRules
 from callcenter.call.settings import VoiceSettings
 from callcenter.call.text import CallInText
+from callcenter.errors import CallCenterError
 from callcenter.testbed import checks
 from swarm.events import Event
 from swarm.session import Session
@@ -60,7 +61,7 @@ class TurnResult:
         self.expect = Expect(self.events)
 
 
-class CallOver(Exception):
+class CallOver(CallCenterError):
     """The caller tried to go on after the call ended (a transfer, a goodbye, the silence hang-up)."""
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from callcenter.errors import CallCenterError
 from speech.audio import WavError, read_wav, resample
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ FRAME = 160
 NAMED = ("piper", "espeak")
 
 
-class VoiceError(Exception):
+class VoiceError(CallCenterError):
     """A caller voice that cannot be used, or a line it cannot say; the message says which and why."""
 
 

@@ -10,6 +10,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from .errors import SipError
 from .syntax import TOKEN, SipParseError, quote, read_quoted
 
 _HASHES = {"MD5": "md5", "SHA-256": "sha256", "SHA-512-256": "sha512_256"}
@@ -18,7 +19,7 @@ _TOKEN_VALUE_RE = re.compile(r"[^\s,\"]+")
 _SEPARATOR_RE = re.compile(r"[ \t]*(,[ \t]*|$)")
 
 
-class DigestError(ValueError):
+class DigestError(SipError, ValueError):
     """A well-formed challenge this client cannot answer (unknown algorithm, only qop=auth-int)."""
 
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from .errors import SipError
 from .message import MAX_MESSAGE_SIZE
 
 _HEADER_END_RE = re.compile(rb"\r?\n\r?\n")
@@ -28,7 +29,7 @@ Frame = bytes | KeepAlive
 
 
 @dataclass
-class FramingError(Exception):
+class FramingError(SipError):
     """The stream cannot be framed any further; `head` is the header block, when one was read, for a response."""
 
     status: int

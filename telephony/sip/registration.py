@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from .auth import Challenge, DigestError, authorization
+from .errors import SipError
 from .headers import Headers, NameAddr
 from .message import Request, Response, SipParseError, SipUri, new_call_id, new_tag
 from .metrics import SipMetrics
@@ -31,7 +32,7 @@ _ALGORITHM_PREFERENCE = ("SHA-512-256", "SHA-256", "MD5")  # strongest first, wh
 RegistrationState = Literal["unregistered", "registering", "registered", "failing"]
 
 
-class RegistrationError(Exception):
+class RegistrationError(SipError):
     """A REGISTER failed: the message says what the registrar answered, or that it did not."""
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .errors import SipError
+
 TOKEN = r"[A-Za-z0-9\-.!%*_+`'~]+"
 TOKEN_RE = re.compile(TOKEN)
 # gen-value = token / host / quoted-string; host adds ":" "[" "]" for IPv6 references.
@@ -12,7 +14,7 @@ _DIGITS_RE = re.compile(r"[0-9]+")
 WSP = " \t"
 
 
-class SipParseError(ValueError):
+class SipParseError(SipError, ValueError):
     """A SIP message, URI or header value that cannot be used.
 
     `status` is the response a server owes the sender when the message is a request:

@@ -11,11 +11,13 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import SipError
+
 _CERTIFICATE_PEM = b"-----BEGIN CERTIFICATE-----"
 _KEY_PEM_END = b"PRIVATE KEY-----"
 
 
-class TlsConfigError(ValueError):
+class TlsConfigError(SipError, ValueError):
     """A certificate, key or CA file cannot be used; the message names the file and what is wrong with it."""
 
 
