@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from callcenter.config import Config, LLMConfig
 from callcenter.llm_spec import LLMSpec, parse_llm, served
 from callcenter.local_model import local_server, missing_local_model
-from speech.models import ModelError
+from speech.model_files import ModelError
 from swarm.providers.base import Provider, ProviderError
 from swarm.providers.local import LocalProvider
 from swarm.providers.ollama import OllamaProvider, check_ollama

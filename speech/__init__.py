@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from speech.endpointer import Event as EndpointerEvent
     from speech.errors import SpeechError
     from speech.language import Language, LanguageCheck
-    from speech.models import ModelError
+    from speech.model_files import ModelError
     from speech.normalize import normalize_for_speech
     from speech.synthesizer import Synthesizer, SynthesizerConfig, SynthesizerError
     from speech.transcriber import Thresholds, Transcriber, Transcript
@@ -46,7 +46,7 @@ _HOMES = {
     "SpeechError": "errors",
     "Language": "language",
     "LanguageCheck": "language",
-    "ModelError": "models",
+    "ModelError": "model_files",
     "normalize_for_speech": "normalize",
     "Synthesizer": "synthesizer",
     "SynthesizerConfig": "synthesizer",

