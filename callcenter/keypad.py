@@ -49,9 +49,10 @@ async def run_with_digits(session: Session, request: DigitsRequested, digits: st
     context = ToolContext(session.client_id, agent.name, session, session.metadata, session.session_id)
     if tool.errors(arguments, context):
         return None
-    result = await tool.call(arguments, context)
-    # The typed digits are what the caller said this turn: the model's history shows them before the result.
+    # The typed digits are what the caller said this turn: the model's history shows them before the result,
+    # and the tool finds them there (an order number nobody said or typed is a model's invention).
     session.commit_user_message(f"(typed on the keypad) {' '.join(digits)}")
+    result = await tool.call(arguments, context)
     call_id = f"keypad-{uuid.uuid4().hex[:8]}"
     session.commit_tool_output(call_id, tool.name, result_text(result), arguments, context.requests)
     say = result.get("say") if isinstance(result, dict) else None

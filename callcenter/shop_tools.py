@@ -14,7 +14,15 @@ from num2words import num2words
 from callcenter.shop import Order, Product, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
 from callcenter.store.domain import ForAPerson, ShopUnavailable
-from callcenter.verification import CallState, Verification, answer_said, call_state, proves, question_open
+from callcenter.verification import (
+    CallState,
+    Verification,
+    answer_said,
+    call_state,
+    named_in_call,
+    proves,
+    question_open,
+)
 from swarm.events import Escalated
 from swarm.tools import Tool, ToolContext, tool_from_function
 
@@ -162,6 +170,8 @@ def shop_tools(
             return _to_a_person(context)
         caller = _identified(context)
         number = spoken_digits(order_number) if isinstance(order_number, str) else ""
+        if number and not named_in_call(context.session.events, number):
+            number = ""  # invented: the caller's own orders, or the question for the number, not a security check
         if not number:
             return await asyncio.to_thread(_own_orders, context, caller, product)
         named = await asyncio.to_thread(_named, number)

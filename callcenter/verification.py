@@ -22,7 +22,7 @@ from callcenter.errors import CallCenterError
 from callcenter.store.domain import Order
 from callcenter.store.phones import last_digits
 from callcenter.store.spoken import number_tokens, spoken_digits, words
-from swarm.events import Event, ToolCalled, UserText
+from swarm.events import AssistantText, Event, ToolCalled, UserText
 
 # "trusted": the trunk vouches for the caller's number (a carrier's network asserted identity, a PBX that
 # checks its extensions), so a caller is the customer whose number they call from. "claimed": the number is
@@ -176,6 +176,17 @@ def answer_said(events: Sequence[Event]) -> str | None:
         return None
     said = events[last]
     return said.text if isinstance(said, UserText) else None
+
+
+def named_in_call(events: Sequence[Event], number: str) -> bool:
+    """Whether `number` came up in this call: the caller said or typed it, or a tool or the agent read it out.
+    A number that did not is the model's invention (the 1.5B wrote "12345" before anyone named an order)."""
+    for event in events:
+        match event:
+            case UserText(text=text) | AssistantText(text=text) | ToolCalled(result=text):
+                if number in spoken_digits(text):
+                    return True
+    return False
 
 
 def answering(events: Sequence[Event], turn: int) -> bool:

@@ -21,7 +21,7 @@ from callcenter.shop_tools import shop_tools
 from callcenter.store.phones import customer_key, last_digits
 from callcenter.verification import CALLER_ID_MODES, FACTORS, Verification, VerificationError, proves
 from harness.postgres import count_rows
-from swarm.events import Escalated, Event, ToolCalled
+from swarm.events import Escalated, Event, ToolCalled, UserText
 from swarm.messages import Message
 from swarm.session import Session
 from swarm.tools import Tool, ToolContext, result_text
@@ -181,11 +181,26 @@ async def test_a_model_that_writes_create_return_for_another_customers_order_wri
     assert "return_number" in await call(refund, Log(), GERMAN, **arguments)
 
 
+async def test_an_order_number_nobody_said_is_no_order_number(shop: Shop) -> None:
+    # The 1.5B, told "I'd like to return a kettle", wrote order_number "12345": from another phone that was a
+    # security question about an order the caller never named, instead of the question for its number.
+    order_of(shop, GERMAN)
+    find = tools(shop)["find_order"]
+    log = Log()
+    log.events.append(UserText("I'd like to return a charger I bought from you."))
+    invented = await call(find, log, STRANGER, order_number="12345", product="charger")
+    assert invented["orders"] == [] and "order number" in invented["say"] and "verification" not in invented
+    log.events.append(UserText("The order number is 1 2 3 4 5."))
+    said = await call(find, log, STRANGER, order_number="12345", product="charger")
+    assert said["verification"] == "needed"  # said by the caller: the rule of an order named by number
+
+
 async def test_claimed_caller_id_is_not_enough_even_for_the_own_number(shop: Shop) -> None:
     order = order_of(shop, GERMAN)
     find = tools(shop, Verification(caller_id="claimed"))["find_order"]
     log = Log()
     assert (await call(find, log, GERMAN, product="charger"))["orders"] == []  # asks for the order number
+    log.events.append(UserText(f"It's order {order.order_number}."))
     asked = await call(find, log, GERMAN, order_number=order.order_number)
     assert asked["verification"] == "needed" and "orders" not in asked
     passed = await call(find, log, GERMAN, order_number=order.order_number, verification=EMAIL)
