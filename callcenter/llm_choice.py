@@ -62,8 +62,9 @@ def _openai(llm: LLMConfig, model: str) -> Provider:
 
 async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice:
     """Start the local model's server (joining its file on first use); raises ProviderError or ModelError."""
-    # A slot per agent: two calls' turns run at once, batched, instead of one after the other (measured with
-    # two prefilled prompts: 15.4 s for both with two slots, 17.8 s with one, the second reply starting 8 s late).
+    # A slot per agent, each agent's requests pinned to its own (LocalProvider.slots): two calls' turns with
+    # different agents run at once, batched; with the same agent the second waits for the first's reply (with
+    # two prefilled prompts: 15.4 s for both batched, 17.8 s one after the other) rather than risk a cold slot.
     server = await asyncio.to_thread(
         local_server,
         llm.local_model,
@@ -78,6 +79,7 @@ async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice
         timeout=llm.timeout,
         name=f"local:{server.spec.name}",
         tool_mode=resolve_tool_mode(llm.tool_mode, "local"),
+        slots={agent: slot for slot, agent in enumerate(agents)},
     )
     await provider.start()
     description = (

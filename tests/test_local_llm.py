@@ -530,6 +530,21 @@ async def test_another_calls_turn_stops_a_warm_read_and_the_same_calls_does_not(
     assert outcomes[0] and logged.count("event=local_llm_warm_stopped") == 1, (outcomes, logged)
 
 
+@pytest.mark.llm
+async def test_each_agents_turns_and_reads_go_to_its_own_slot(local_05b: LocalServer, caplog) -> None:
+    # Left to choose, the server gave a turn that came 10 ms after its agent's read (the slot not yet free)
+    # another agent's slot, and the turn read its whole prompt cold.
+    provider = LocalProvider(local_05b, owns_server=False, timeout=60, slots={"triage": 1, "sales": 0})
+    caplog.set_level(logging.DEBUG, logger="swarm.providers.local")
+    await provider.warm(request("Say hello."))  # triage's
+    for agent in ("triage", "sales", "refund"):
+        assert isinstance(await collect(provider, replace(request("Say hello."), agent=agent)), Completion)
+    await provider.aclose()
+    chosen = [r.getMessage().split("selected slot by ")[1] for r in caplog.records if "selected slot" in r.getMessage()]
+    pinned = [c for c in chosen if c.startswith("id ")]
+    assert pinned == ["id (1)", "id (1)", "id (0)"] and len(chosen) > len(pinned), chosen  # refund: the server's pick
+
+
 def test_a_warm_read_ends_where_the_callers_words_go() -> None:
     spoken = CompletionRequest("triage", "t", (Message("system", "S"), Message("assistant", "Buy or return?")))
     assert ahead_of_the_caller(spoken).messages[-1] == Message("user", "")

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -51,10 +51,10 @@ class ServerSpec:
     ctx: int = 4096
     # Chosen by benchmarks/local_llm_load.py: the server yields the cores to the RTP clock and Whisper.
     nice: int = 10
-    # llama.cpp's slots, each `ctx` tokens: that many completions run at once (batched), so a second call's
-    # turn does not wait for the first one's whole reply. The server gives a request the slot holding the most
-    # similar prompt and swaps other prompts in from its RAM cache: a hand-over to the next agent processed
-    # 17 prompt tokens whether one slot or one per agent (benchmarks/local_llm_turns.py), so nothing is pinned.
+    # llama.cpp's slots, each `ctx` tokens: that many completions run at once (batched). The server swaps
+    # prompts in and out of a slot from its RAM cache: a hand-over to the next agent processed 17 prompt
+    # tokens whether one slot or one per agent (benchmarks/local_llm_turns.py). LocalProvider.slots pins each
+    # agent to one.
     parallel: int = 1
     # A reply is one to three spoken sentences or one tool call (<200 tokens): a model that loops or never
     # stops is cut here instead of generating until the context is full (seen: 120 s on the 0.5B).
@@ -234,8 +234,15 @@ class LocalProvider:
         name: str = "local",
         owns_server: bool = True,
         tool_mode: str = "constrained",
+        slots: Mapping[str, int] | None = None,
     ) -> None:
         self.server = server
+        # The server's slot of each agent (its prompt cached there), or none: the server picks. Left to pick,
+        # llama.cpp gives a request the idle slot with the most similar prompt, and a slot is busy for a few
+        # milliseconds after a warm read's stream closes: a turn 10 ms after its agent's read took another
+        # agent's slot and read its 516-token prompt cold, past the 20 s timeout. Pinned, it waits the 10 ms;
+        # a second call's turn waits for the first's, and the server swaps its history in from its RAM cache.
+        self.slots = dict(slots or {})
         self.tool_mode = tool_mode  # constrained: the measured best on the packaged models (swarm/tool_modes.py)
         # False when several providers (tests) share one server: aclose then leaves it running.
         self.owns_server = owns_server
@@ -325,6 +332,10 @@ class LocalProvider:
             self._in_flight -= 1
             self._warming = None
 
+    def _slot(self, request: CompletionRequest) -> dict[str, int]:
+        slot = self.slots.get(request.agent)
+        return {"id_slot": slot} if slot is not None else {}
+
     def _stop_other_calls_read(self, request: CompletionRequest) -> None:
         """A turn is what a caller waits for: another call's warm read gives the server up to it. (This call's
         own read is not stopped: its turn waited for it, or is the early reply that will use it.)"""
@@ -375,7 +386,12 @@ class LocalProvider:
             await old.aclose()
         url = await asyncio.to_thread(self.server.start)
         self._delegate = OpenAIProvider(
-            self.model, self.server.base_url, timeout=self.timeout, name=self.name, tool_mode=self.tool_mode
+            self.model,
+            self.server.base_url,
+            timeout=self.timeout,
+            name=self.name,
+            tool_mode=self.tool_mode,
+            extra_body=self._slot,
         )
         if self._prefills:
             # After a restart the cache is filled again in the background: a turn meanwhile waits in the
@@ -398,7 +414,8 @@ class LocalProvider:
             timeout=max(self.timeout, PREFILL_TIMEOUT_S),
             name=self.name,
             tool_mode=self.tool_mode,
-        )  # the same prompt as the turns', or the cache misses
+            extra_body=self._slot,
+        )  # the same prompt and slot as the turns', or the cache misses
         try:
             # Twice: seen at start-up, llama.cpp refused the first tools-only grammar now and then (HTTP 400
             # "Failed to initialize samplers") and took the same request a moment later.

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -54,6 +54,8 @@ class OpenAIProvider:
         max_tokens: int | None = 256,
         # Low, as for Ollama (llm.options): servers default to ~0.8, and a phone agent should not improvise.
         temperature: float | None = 0.2,
+        # Server-specific fields for a request (llama.cpp's `id_slot`), beside the OpenAI ones.
+        extra_body: Callable[[CompletionRequest], dict[str, Any]] | None = None,
     ) -> None:
         try:
             import openai
@@ -71,6 +73,7 @@ class OpenAIProvider:
         self.tool_mode = tool_mode
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.extra_body = extra_body
         # Retries are off: a caller is waiting on the line, and the session has its own fallback.
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
@@ -136,6 +139,8 @@ class OpenAIProvider:
             body["max_tokens"] = self.max_tokens
         if self.temperature is not None:
             body["temperature"] = self.temperature
+        if self.extra_body is not None and (extra := self.extra_body(request)):
+            body["extra_body"] = extra
         return body
 
     async def _deltas(
