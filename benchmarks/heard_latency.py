@@ -21,7 +21,7 @@ Variants, each a fresh server (and model) in the same run, so they are compared 
   +ack          and an acknowledgement 350 ms after the end of turn when the answer is not there yet (default)
 --at-once 1,2: each variant again with N callers dialling at the same time (each its own process and number, the
 sentences dealt between them, each caller's calls one after another), a fresh server a row; a row pools the turns
-of all its calls and says how many calls were up (dialled, not yet hung up) when each turn's caller stopped talking.
+of all its calls and says how many calls the server had up when each turn's caller stopped talking.
 
 Usage: .venv/bin/python benchmarks/heard_latency.py [--variants model,+router,+ack] [--at-once 1,2] [--calls 8]
        [--llm-threads N]
@@ -114,15 +114,13 @@ def _sentences() -> tuple[str, ...]:
 
 
 async def caller_main(uri: str, sentence: str, number: str) -> int:
-    """Child process: one call; prints when it was up and, per line said, when the caller's voice ended and what
-    it heard after it (JSON; monotonic times, one clock for every process of this machine)."""
+    """Child process: one call; prints per line said when the caller's voice ended (monotonic, one clock for every
+    process of this machine) and what it heard after it (JSON)."""
     speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig(whisper_model="tiny.en"))
     try:
         caller = TestCaller(speech, caller_id=number, transcribe=False, timing=CALLER_TIMING)
         caller.prepare(sentence, ANSWER)
-        began = time.monotonic()
         exchange = await caller.call(uri, [sentence, ANSWER])
-        span = (began, time.monotonic())
     finally:
         speech.close()
     starts = [start for start, _ in exchange.spoken[1:]] + [math.inf]
@@ -134,11 +132,11 @@ async def caller_main(uri: str, sentence: str, number: str) -> int:
             continue
         gaps = np.diff([ended, *loud])
         out.append({"ended": ended, "first_sound": loud[0] - ended, "silence_max": float(gaps.max())})
-    print(json.dumps({"span": span, "turns": out}), flush=True)
+    print(json.dumps(out), flush=True)
     return 0
 
 
-async def dial(uri: str, sentence: str, number: str) -> dict[str, Any]:
+async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         __file__,
@@ -159,7 +157,7 @@ async def dial(uri: str, sentence: str, number: str) -> dict[str, Any]:
         raise RuntimeError(f"the call did not end within {CALL_TIMEOUT_S} s") from None
     if child.returncode != 0:
         raise RuntimeError(f"the caller failed (exit {child.returncode})")
-    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    result: list[dict[str, Any]] = json.loads(out.decode().strip().splitlines()[-1])
     return result
 
 
@@ -187,26 +185,26 @@ async def run_variant(
         )
         async with VoiceServer(config, speech=speech) as server:
             host, port = server.address
-            dialled: dict[int, dict[str, Any]] = {}
+            dialled: dict[int, list[dict[str, Any]] | None] = {}  # None: lost
 
             async def caller(indices: range) -> None:  # one caller's calls, one after another
                 for index in indices:
                     number = f"+4930555{index:04d}"
                     server.app.shop.seed_demo_order(number, PAST_ORDER, days_ago=5)
-                    began = time.monotonic()
                     try:
                         dialled[index] = await dial(f"sip:shop@{host}:{port}", sentences[index], number)
                     except RuntimeError as error:  # counted as lost; the other callers go on
                         print(f"  {name}: call {index}: {error}", flush=True)
-                        dialled[index] = {"span": (began, time.monotonic()), "turns": None}
+                        dialled[index] = None
                     variant.load.append(os.getloadavg()[0])
 
             await asyncio.gather(*(caller(range(first, len(sentences), at_once)) for first in range(at_once)))
-            spans = [call["span"] for call in dialled.values()]
-            for index, call in sorted(dialled.items()):
-                number = f"+4930555{index:04d}"
-                heard = call["turns"]
-                record = await _record(server, number)
+            records = {index: await _record(server, f"+4930555{index:04d}") for index in dialled}
+            # Calls up: as the server had them (wall clock); the caller's clock is monotonic, one offset away.
+            spans = [(record.started_at, record.ended_at) for record in records.values() if record is not None]
+            to_wall = time.time() - time.monotonic()
+            for index, heard in sorted(dialled.items()):
+                record = records[index]
                 turns = record.turns if record is not None else []
                 said = " ".join(line["text"] for line in record.transcript) if record is not None else ""
                 variant.apologies += config.session.apology in said
@@ -220,7 +218,7 @@ async def run_variant(
                     continue
                 for line, (at_caller, at_server) in enumerate(zip(heard, turns, strict=True)):
                     turn = _turn(at_caller, at_server)
-                    turn.at_once = sum(start <= at_caller["ended"] < end for start, end in spans)
+                    turn.at_once = sum(start <= at_caller["ended"] + to_wall < end for start, end in spans)
                     words = (sentences[index], ANSWER)[line]
                     turn.note = f"call {index} {words[:50]!r}: {turn.at_once} up, server {_brief(at_server)}"
                     variant.turns.append(turn)
