@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -113,9 +113,11 @@ class Browser:
 
     async def until(self, condition: Callable[[Any], Any], what: str, timeout_s: float = 30.0) -> Any:
         def wait(driver: Any) -> Any:
-            return WebDriverWait(driver, timeout_s, poll_frequency=0.2).until(
-                condition, f"{what}: not within {timeout_s} s"
-            )
+            # The page redraws its lists as the feed brings news: an element found a moment ago may be gone
+            # (stale) when the condition reads it, which means look again, as for one not there yet.
+            return WebDriverWait(
+                driver, timeout_s, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
+            ).until(condition, f"{what}: not within {timeout_s} s")
 
         return await self.run(wait)
 
