@@ -411,7 +411,7 @@ class RtpSession:
             pcm16 = pcm16.astype("<i2", copy=False).tobytes()
         elif len(pcm16) % 2:
             raise ValueError("play() takes 16-bit samples: an odd number of bytes was given")
-        if pcm16:
+        if pcm16 and not self._closed:  # a closed session plays nothing, so wait_played() has nothing to wait for
             self._out += pcm16
             self._played.clear()
 

@@ -642,6 +642,15 @@ async def test_play_rejects_what_is_not_16_bit_pcm(open_session) -> None:
         await session.send_dtmf("1")
 
 
+async def test_audio_played_after_close_is_not_waited_for(open_session) -> None:
+    # A caller that spoke after the other side hung up waited for wait_played() forever (a benchmark's call hung).
+    a, _ = await pair(open_session)
+    await a.close()
+    a.play(tone(440, 0.5))
+    await asyncio.wait_for(a.wait_played(), 1.0)
+    assert not a.playing
+
+
 async def test_close_leaves_no_task_and_frees_the_port(open_session) -> None:
     before = asyncio.all_tasks()
     a, b = await pair(open_session)
