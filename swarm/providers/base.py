@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from swarm.errors import SwarmError
 from swarm.messages import CompletionRequest, ToolCall
 
 
@@ -27,7 +28,7 @@ class Completion:
     timings: Mapping[str, float] | None = None
 
 
-class ProviderError(Exception):
+class ProviderError(SwarmError):
     """The LLM could not give a reply; the session apologises and offers a human."""
 
 
