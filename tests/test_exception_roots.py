@@ -45,7 +45,7 @@ def qualified(cls: type) -> str:
 
 
 def strays(classes: list[type[BaseException]], root: type[BaseException]) -> list[str]:
-    """The classes that neither derive from the root nor from a root still waiting for it."""
+    """The classes that do not derive from the root."""
     return sorted(qualified(cls) for cls in classes if not issubclass(cls, root))
 
 
