@@ -9,9 +9,6 @@ here. The shop is the session's one oscar (harness/oscar.py), copied fresh for t
 
 from __future__ import annotations
 
-import asyncio
-import re
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,36 +16,18 @@ import pytest
 
 from callcenter.caller import CallerTiming, TestCaller
 from callcenter.config import SipConfig
-from callcenter.records import CallRecord
-from callcenter.redact import DIGIT_WORDS
 from callcenter.server import VoiceServer
+from callcenter.store.spoken import spoken_digits
 from callcenter.voice import SpeechModels
 from harness.oscar import OscarShop
 from tests.test_http_shop_oscar import CHARGER, oscar_config, product_id, stock
+from tests.test_voice_e2e import record_of
 
 pytestmark = pytest.mark.timeout(120)
 
 CALLER = "+493090182077"  # the SIP caller ID; oscar stores it as given (E.164)
 BUY = "I'd like to buy a phone charger."
 YES = "Yes, please."
-
-
-async def record_of(server: VoiceServer, timeout_s: float = 20.0) -> CallRecord:
-    """The call's record, written by the server once the call has ended on its side."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        records = server.records.recent(5)
-        if records:
-            assert len(records) == 1, [r.call_id for r in records]
-            return records[0]
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no call record within {timeout_s} s")
-
-
-def digits_heard(text: str) -> str:
-    """The digits in what the caller transcribed, whether Whisper wrote "1 0 0", "100" or "one oh oh"."""
-    words = re.findall(r"[a-z]+|\d", text.lower())
-    return "".join(DIGIT_WORDS.get(word, word) for word in words if word.isdigit() or word in DIGIT_WORDS)
 
 
 async def test_a_phone_call_buys_a_charger_and_the_order_is_in_oscar(
@@ -95,4 +74,4 @@ async def test_a_phone_call_buys_a_charger_and_the_order_is_in_oscar(
     assert record.agents == ["triage", "sales"], record.agents
     heard = caller.exchange.heard().lower()
     assert "charger" in heard and "order number" in heard, caller.exchange.lines
-    assert digits_heard(heard.partition("order number")[2]).startswith(order["number"]), caller.exchange.lines
+    assert spoken_digits(heard.partition("order number")[2]).startswith(order["number"]), caller.exchange.lines

@@ -30,6 +30,7 @@ from telephony.rtp_packet import RtpPacket
 from telephony.sip.message import Response
 from telephony.sources import MediaSources
 from telephony.srtp import SrtpKeys, SrtpPolicy, SrtpStreams
+from tests.test_rtp import Peer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -39,40 +40,12 @@ PEER_LEVEL = 4000  # what the SDP's peer says
 STRANGER_LEVEL = 30000  # what the stranger says: a frame this loud was the stranger's
 
 
-class Socket(asyncio.DatagramProtocol):
-    def __init__(self) -> None:
-        self.inbox: asyncio.Queue[tuple[bytes, tuple]] = asyncio.Queue()
-        self.transport: asyncio.DatagramTransport | None = None
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def datagram_received(self, data: bytes, addr: tuple) -> None:
-        self.inbox.put_nowait((data, addr))
-
-    @property
-    def addr(self) -> tuple[str, int]:
-        assert self.transport is not None
-        return self.transport.get_extra_info("sockname")[:2]
-
-    def send(self, data: bytes, port: int) -> None:
-        assert self.transport is not None
-        self.transport.sendto(data, (LOCAL, port))
-
-    def drain(self) -> int:
-        count = 0
-        while not self.inbox.empty():
-            self.inbox.get_nowait()
-            count += 1
-        return count
-
-
 @pytest.fixture
 async def udp():
     opened: list[asyncio.DatagramTransport] = []
 
-    async def open_on(host: str) -> Socket:
-        transport, protocol = await asyncio.get_running_loop().create_datagram_endpoint(Socket, local_addr=(host, 0))
+    async def open_on(host: str) -> Peer:
+        transport, protocol = await asyncio.get_running_loop().create_datagram_endpoint(Peer, local_addr=(host, 0))
         opened.append(transport)
         return protocol
 
