@@ -161,6 +161,12 @@ class Conversation:
         """A turn of the agent's is running (thinking, or saying what it has to say)."""
         return self._turn is not None and not self._turn.done()
 
+    @property
+    def turn_ended(self) -> bool:
+        """The agent has had a turn and it has ended: False before its first turn (the greeting) and while one
+        runs."""
+        return self._turn is not None and self._turn.done()
+
     def agent_busy(self) -> bool:
         return (
             self.answering

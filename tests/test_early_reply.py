@@ -75,14 +75,12 @@ class Line:
 
     async def agent_done(self) -> None:
         await settle()
-        turn = self.conversation._turn
         await until(
             lambda: (
-                not self.call.playing and not self.conversation.hearing.transcribing and (turn is None or turn.done())
-            )
+                not self.call.playing and not self.conversation.hearing.transcribing and not self.conversation.answering
+            ),
+            what="agent done",
         )
-        turn = self.conversation._turn
-        await until(lambda: turn is None or turn.done(), what="agent done")
 
 
 async def test_the_model_started_at_the_pause_is_the_turns_when_the_caller_stays_silent() -> None:
