@@ -12,7 +12,8 @@ sentence.
 
 What the call does around the caller's turns (greeting, re-prompts, time limit, keypad and "0 for a person",
 hand-over, goodbye, drain) is decided by the call rules (callcenter.call.rules), the same for every channel:
-this loop feeds them the call's events and its clock, and does what they say.
+this loop feeds them the call's events and its clock, and does what they say. The agent's voice (its replies, what
+the caller heard of them) is callcenter.call.speaking's, the caller's keys callcenter.call.dtmf's.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import numpy as np
 
 from callcenter.call.barge_in import WENT_ON_SAMPLES as WENT_ON_SAMPLES  # benchmarks/turn_taking.py reads it here
 from callcenter.call.barge_in import AgentSoFar
+from callcenter.call.dtmf import Dtmf
 from callcenter.call.heard import AnsweredWords, CallerSaid, Heard
 from callcenter.call.hearing import Hearing
 from callcenter.call.language import LanguageChecking
@@ -40,8 +42,6 @@ from callcenter.call.rules import (
     Escalate,
     HangUp,
     Interrupt,
-    KeypadClosed,
-    KeypadOpened,
     LetHear,
     RunDigits,
     Say,
@@ -90,7 +90,7 @@ class Conversation:
         self.speaking = Speaking(call, session, synthesizer, settings, self.transcript, fillers_audio)
         self._echo = EchoCanceller()
         self.rules = CallRules(settings, time.monotonic())  # greeting, re-prompts, keypad, hand-over, goodbye, drain
-        self._keypad_pause: asyncio.TimerHandle | None = None
+        self.keys = Dtmf(call, self.rules, lambda: self.speaking.playback.talking, self._act)
         self._finished = asyncio.Event()
         self.hearing = Hearing(
             self,
@@ -110,7 +110,7 @@ class Conversation:
         hung up before any turn, or stayed silent), or failed (no operator took an escalation, media stopped).
         An `overflow` call (the node is over its limits) is handed to the operator after the overload notice."""
         opening = self.rules.start(time.monotonic(), overflow=overflow)
-        helpers = [asyncio.create_task(c) for c in (self._listen(), self._keys(), self._watch())]
+        helpers = [asyncio.create_task(c) for c in (self._listen(), self.keys.listen(), self._watch())]
         try:
             self._act(opening)
             self._greeting = None if overflow else self._turn
@@ -249,13 +249,6 @@ class Conversation:
         if self._turn is not None and not self._turn.cancelling():
             self._turn.cancel()  # once: a second cancel would reach a tool the first lets finish
 
-    async def _keys(self) -> None:
-        async for key in self.call.dtmf_in:
-            actions = self.rules.key(key, time.monotonic(), self.speaking.playback.talking)
-            if any(isinstance(action, Escalate) and action.reason == "caller_pressed_0" for action in actions):
-                log.info("event=dtmf_operator call=%s", self.call.call_id)
-            self._act(actions)
-
     def hand_to_person(self, reason: EscalationReason) -> bool:
         """Transfer the caller to the operator now (keypad 0, the supervisor's button); False when the call is
         already ending."""
@@ -308,12 +301,11 @@ class Conversation:
             elif isinstance(action, Interrupt):
                 self._interrupt(action.reason)
             elif isinstance(action, WaitForDigits):
-                self._cancel_keypad_pause()
-                self._keypad_pause = asyncio.get_running_loop().call_later(action.timeout_s, self._digits_due)
+                self.keys.wait(action.timeout_s)
             elif isinstance(action, Escalate):
                 self.session.escalate(action.reason)
             else:
-                self._note(action)
+                self.keys.note(action)
 
     async def _run(self, steps: tuple[Step, ...]) -> None:
         """Do a turn's steps, one after the other."""
@@ -337,30 +329,7 @@ class Conversation:
             elif isinstance(step, Escalate):
                 self.session.escalate(step.reason)
             else:
-                self._note(step)
-
-    def _note(self, note: KeypadOpened | KeypadClosed) -> None:
-        if isinstance(note, KeypadOpened):
-            request = note.request
-            log.info(
-                "event=keypad_open call=%s tool=%s argument=%s max_digits=%d",
-                self.call.call_id,
-                request.tool,
-                request.argument,
-                request.max_digits,
-            )
-        else:
-            self._cancel_keypad_pause()
-            log.info("event=keypad_closed call=%s reason=%s digits=%d", self.call.call_id, note.reason, note.digits)
-
-    def _digits_due(self) -> None:
-        self._keypad_pause = None
-        self._act(self.rules.digits_due())
-
-    def _cancel_keypad_pause(self) -> None:
-        if self._keypad_pause is not None:
-            self._keypad_pause.cancel()
-            self._keypad_pause = None
+                self.keys.note(step)
 
     # --- the agent's side -------------------------------------------------------------------------------------
 
@@ -383,29 +352,7 @@ class Conversation:
                 await self._run(self.rules.repeat())
 
     async def _reply(self, text: str, ended: float, timing: TurnTiming, speculation: Speculation | None = None) -> None:
-        async def sentences() -> AsyncGenerator[str, None]:
-            async for sentence in self.session.stream(text, speculation):
-                if timing.first_sentence_s is None:
-                    timing.first_sentence_s = time.monotonic() - ended
-                yield sentence
-
-        filling = self.speaking.acknowledge(ended, timing)
-        try:
-            await self.speaking.sentences(sentences(), ended, timing)
-        finally:  # an interrupted turn was still a turn, with its latencies
-            if filling is not None:
-                filling.cancel()
-            if speculation is not None:
-                timing.early_reply = speculation.taken
-                speculation.cancel()  # also when this turn was replaced before it asked the model
-            self.transcript.turns.append(timing)
-            if self.on_turn:
-                self.on_turn(timing)
-            log.info(
-                "event=turn call=%s %s",
-                self.call.call_id,
-                " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None),
-            )
+        await self.speaking.reply(text, ended, timing, speculation, self.on_turn)
         await self._after_turn()
 
     async def _typed(self, request: DigitsRequested, digits: str) -> None:

@@ -8,8 +8,9 @@ with the speech parts a call needs). callcenter.conversation drives both for the
 drives the rules where there is no audio (the WebSocket, `chat`), as callcenter.testbed.textcall does for the eval.
 Of the hearing, what needs no audio: heard.py holds the caller's words as kept between breaths, barge_in.py decides
 whether words over the agent stop it, answer it or finish the caller's sentence, language.py checks the call's
-first words for a language the agents do not serve. `Speaking` (speaking.py) is the agent's voice: its sentences
-played, and what the caller heard of them. record.py is what a call leaves for its record (the lines of both
+first words for a language the agents do not serve. `Speaking` (speaking.py) is the agent's voice: its replies and prepared lines
+played, and what the caller heard of them. `Dtmf` (dtmf.py) takes the phone caller's keys to the rules and times the
+wait for more digits. record.py is what a call leaves for its record (the lines of both
 sides, each turn's timings). settings.py holds what a call says and how long it waits. `LiveConversations` (live.py)
 holds the calls live on a node, for whatever acts on all of them (a drain, the supervisor's feed).
 """

@@ -1,7 +1,8 @@
 """The agent's side of one call: what it says, synthesized and played to the caller, and what the caller has heard
 of it. A turn's sentences are recorded as they are played; the ones the caller never heard (they interrupted, or
 hung up) are taken out of the session and the call's record again, so both keep only what was heard. A slow answer
-is acknowledged meanwhile (callcenter.acknowledgement)."""
+is acknowledged meanwhile (callcenter.acknowledgement). A reply's timings go into the record, also when it is
+interrupted."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from callcenter.call.settings import VoiceSettings
 from callcenter.playback import Playback
 from speech.vad import PHONE_RATE
 from swarm.session import Session
+from swarm.speculation import Speculation
 from telephony.call import Call
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,42 @@ class Speaking:
                 self._spoken.append((sentence, self.playback.total))
                 self.transcript.add("agent", sentence)
                 self._lines.append(self.transcript.lines[-1])
+
+    async def reply(
+        self,
+        text: str,
+        ended: float,
+        timing: TurnTiming,
+        speculation: Speculation | None = None,
+        on_turn: Callable[[TurnTiming], None] | None = None,
+    ) -> None:
+        """Answer the caller's `text` (ended at `ended`): the session's sentences said as they come, a slow answer
+        acknowledged meanwhile. An interrupted reply was still a turn, with its latencies: `timing` goes into the
+        record and to `on_turn` however it ends."""
+
+        async def sentences() -> AsyncGenerator[str, None]:
+            async for sentence in self.session.stream(text, speculation):
+                if timing.first_sentence_s is None:
+                    timing.first_sentence_s = time.monotonic() - ended
+                yield sentence
+
+        filling = self.acknowledge(ended, timing)
+        try:
+            await self.sentences(sentences(), ended, timing)
+        finally:
+            if filling is not None:
+                filling.cancel()
+            if speculation is not None:
+                timing.early_reply = speculation.taken
+                speculation.cancel()  # also when this turn was replaced before it asked the model
+            self.transcript.turns.append(timing)
+            if on_turn:
+                on_turn(timing)
+            log.info(
+                "event=turn call=%s %s",
+                self.call.call_id,
+                " ".join(f"{k}={v:.3f}" for k, v in timing.breakdown().items() if v is not None),
+            )
 
     async def prepared(self, text: str) -> None:
         """Say a prepared line (recorded in the session as the agent's)."""
