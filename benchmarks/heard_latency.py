@@ -1,7 +1,7 @@
 """What a caller waits for with the local model, heard at the caller: real SIP calls, one or more at a time.
 
 The server is VoiceSwarm with its default brain, the packaged Qwen2.5-Coder-1.5B in llama.cpp's server, on this
-machine's cores; the caller is the built-in SIP caller (callcenter/caller.py: real SIP, real RTP through its
+machine's cores; the caller is the built-in SIP caller (callcenter/testbed/dialer.py: real SIP, real RTP through its
 jitter buffer, Piper's voice) in a process of its own. Each call says one sentence from
 tests/data/triage_unseen.jsonl (written blind, never used to tune the router, the prompts or anything else;
 SENTENCES names which), then "Yes, please." to whatever the agent asked. Every caller has a past order of
@@ -47,9 +47,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from callcenter.caller import SILENCE_DBFS, CallerTiming, TestCaller  # noqa: E402
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig  # noqa: E402
 from callcenter.server import VoiceServer  # noqa: E402
+from callcenter.testbed.dialer import SILENCE_DBFS, CallerTiming, TestCaller  # noqa: E402
 from callcenter.voice import SpeechModels  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "triage_unseen.jsonl"

@@ -1,4 +1,4 @@
-"""What recording a call costs: the CPU of the recorder (callcenter.recording) per call, on the event loop that
+"""What recording a call costs: the CPU of the recorder (callcenter.recordings) per call, on the event loop that
 paces every call's RTP and on the writer thread, with files really written.
 
 N recorders are fed `--seconds` of a call each, a second at a time as fast as they take it (then the writer catches up): per 20 ms slot one sent frame (a tone)
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.rtp_pacing import one_run
 from callcenter.config import VoiceConfig
-from callcenter.recording import FRAME, CallRecorder, Recordings
+from callcenter.recordings import FRAME, CallRecorder, Recordings
 from telephony.rtp import RtpSession
 
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.voice_to_voice import MODEL_DELAY_S, pct, run_callers
 from benchmarks.voice_to_voice import model as scripted_model
+from callcenter.call_records import CallRecords
 from callcenter.config import VoiceConfig
-from callcenter.records import CallRecords
 from callcenter.shop import Shop
 from callcenter.store import open_database
 from callcenter.voice import SpeechModels

@@ -52,9 +52,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from callcenter.caller import CallerTiming, TestCaller  # noqa: E402
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig  # noqa: E402
 from callcenter.server import VoiceServer  # noqa: E402
+from callcenter.testbed.dialer import CallerTiming, TestCaller  # noqa: E402
 from callcenter.voice import SpeechModels  # noqa: E402
 from harness.fake_ollama import FakeOllama, Reply  # noqa: E402
 

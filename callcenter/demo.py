@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from callcenter.caller import CallerTiming, TestCaller
+from callcenter.call_records import CallRecords
 from callcenter.config import Config, load_config
 from callcenter.local_model import missing_local_model
-from callcenter.records import CallRecords
 from callcenter.server import VoiceServer
+from callcenter.testbed.dialer import CallerTiming, TestCaller
 from callcenter.voice import SpeechModels
 from speech.models import ModelError
 from swarm.providers.base import ProviderError

@@ -10,12 +10,12 @@ import socket
 from aiohttp import web
 
 from callcenter.app import App, open_app
+from callcenter.call_records import CallRecords
 from callcenter.config import Config, SupervisorConfig, endpoint_config, host_port
 from callcenter.metrics import TelephonyCollector, VoiceMetrics
 from callcenter.metrics_page import metrics_app
 from callcenter.node import AdmissionLimits, NodeState
-from callcenter.recording import RETENTION_EVERY_S, Recordings
-from callcenter.records import CallRecords
+from callcenter.recordings import RETENTION_EVERY_S, Recordings
 from callcenter.redact import redact
 from callcenter.supervisor import Sources, supervisor_app
 from callcenter.voice import SpeechModels, VoiceService

@@ -14,11 +14,11 @@ import numpy as np
 from callcenter.acknowledgement import render
 from callcenter.app import App
 from callcenter.call import LiveConversations
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.config import EARLY_TAIL_MS, VoiceConfig
 from callcenter.conversation import Conversation, TurnTiming, VoiceSettings
 from callcenter.metrics import VoiceMetrics
-from callcenter.recording import OFF, CallRecorder, RecordingOutcome, Recordings
-from callcenter.records import CallRecord, CallRecords
+from callcenter.recordings import OFF, CallRecorder, RecordingOutcome, Recordings
 from callcenter.redact import redact
 from callcenter.supervisor.live import LiveCalls
 from callcenter.supervisor.views import masked_number

@@ -36,6 +36,7 @@ from callcenter.app import App, open_app
 from callcenter.call.settings import VoiceSettings
 from callcenter.call.text import CallInText
 from callcenter.config import Config, WebConfig
+from callcenter.event_json import turn_events
 from callcenter.log_safety import printable
 from callcenter.supervisor.auth import (
     Failures,
@@ -45,7 +46,6 @@ from callcenter.supervisor.auth import (
     refuse_if_slowed,
     same_origin,
 )
-from callcenter.turn_events import turn_events
 from callcenter.web_tokens import PREFIX, caller_of
 
 log = logging.getLogger(__name__)

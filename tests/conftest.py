@@ -77,7 +77,7 @@ MODULE_TIERS = {
     "test_echo_command": ("peers",),
     "test_kamailio": ("peers",),
     "test_oscar_call": ("peers", "models"),  # our own dialer calls the voice server selling through oscar
-    "test_recording_e2e": ("peers", "models"),  # our own dialer calls the voice server
+    "test_recordings_e2e": ("peers", "models"),  # our own dialer calls the voice server
     "test_sip_baresip": ("peers",),
     "test_sip_message_sipp": ("peers",),
     "test_sip_sipp": ("peers",),

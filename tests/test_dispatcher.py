@@ -19,7 +19,7 @@ from typing import TypedDict
 
 import pytest
 
-from callcenter.records import CallRecord
+from callcenter.call_records import CallRecord
 from callcenter.voice import SpeechModels
 from harness.cluster import dispatcher, node, node_process
 from harness.peers import LOCAL, Peers

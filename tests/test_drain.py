@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.caller import TestCaller
+from callcenter.call_records import CallRecords
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
-from callcenter.records import CallRecords
 from callcenter.server import VoiceServer
+from callcenter.testbed.dialer import TestCaller
 from callcenter.voice import SpeechModels
 
 pytestmark = pytest.mark.timeout(120)

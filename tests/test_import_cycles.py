@@ -1,7 +1,7 @@
 """No import cycles between the modules of our packages, including imports inside functions.
 
 A cycle hides a knot in the layering (each side needs the other's insides); break it by moving the shared piece
-down into a module both import, as swarm.specs and callcenter.turn_events were.
+down into a module both import, as swarm.specs and callcenter.event_json were.
 """
 
 from __future__ import annotations

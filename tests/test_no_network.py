@@ -125,8 +125,8 @@ async def test_the_supervisor_page_connects_nowhere(tmp_path: Path) -> None:
     the page loads nothing from another host (its files name no URL but SVG's namespace)."""
     from aiohttp.test_utils import TestClient, TestServer
 
+    from callcenter.call_records import CallRecord, CallRecords
     from callcenter.config import SupervisorConfig
-    from callcenter.records import CallRecord, CallRecords
     from callcenter.supervisor import LiveCalls, Sources, supervisor_app
     from callcenter.supervisor.routes import STATIC
 
@@ -177,8 +177,8 @@ async def test_the_supervisor_page_connects_nowhere(tmp_path: Path) -> None:
 
 async def test_redaction_records_and_metrics_connect_nowhere(tmp_path: Path) -> None:
     # phonenumbers and python-stdnum read their tables from the installed package, lazily: first use is here.
+    from callcenter.call_records import CallRecord, CallRecords
     from callcenter.metrics import TelephonyCollector, VoiceMetrics
-    from callcenter.records import CallRecord, CallRecords
     from callcenter.redact import redact
     from telephony.endpoint import EndpointConfig, SipEndpoint
     from telephony.sip_call import SipCall

@@ -1,4 +1,4 @@
-"""A real phone call buys from the reference shop (issue 24, "Done when"): a SIP caller (callcenter.caller.TestCaller,
+"""A real phone call buys from the reference shop (issue 24, "Done when"): a SIP caller (callcenter.testbed.dialer.TestCaller,
 Piper's voice over RTP) calls the voice server configured for django-oscar (harness/oscar_shop/voiceswarm.toml), and
 the order is read back through oscar's own REST API, not VoiceSwarm's tables.
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.caller import CallerTiming, TestCaller
 from callcenter.config import SipConfig
 from callcenter.server import VoiceServer
 from callcenter.store.spoken import spoken_digits
+from callcenter.testbed.dialer import CallerTiming, TestCaller
 from callcenter.voice import SpeechModels
 from harness.oscar import OscarShop
 from tests.test_http_shop_oscar import CHARGER, oscar_config, product_id, stock

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stdnum import luhn
 
-from callcenter.records import CallRecord, CallRecords
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.redact import redact
 from callcenter.shop_tools import _digits, euros
 from callcenter.store.shop_store import NUMBER_WIDTHS

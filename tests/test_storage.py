@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import pytest
 
-from callcenter.records import CallRecord, CallRecords
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.shop import NotReturnable, OutOfStock, Shop
 from callcenter.store import DatabaseError, SchemaTooNew, open_database, parse_url
 from harness.postgres import count_rows

@@ -18,6 +18,7 @@ from aiohttp import WSMsgType, WSServerHandshakeError
 from aiohttp.test_utils import TestClient, TestServer
 
 from callcenter.app import App, open_app
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.config import (
     Config,
     ConfigError,
@@ -26,7 +27,6 @@ from callcenter.config import (
     load_config,
 )
 from callcenter.conversation import Conversation, Transcript, VoiceSettings
-from callcenter.records import CallRecord, CallRecords
 from callcenter.supervisor import LiveCalls, Sources, supervisor_app
 from callcenter.supervisor.auth import COOKIE
 from callcenter.supervisor.routes import STATIC

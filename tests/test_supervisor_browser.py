@@ -26,7 +26,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from callcenter.caller import TestCaller
+from callcenter.call_records import CallRecord
 from callcenter.config import (
     Config,
     LLMConfig,
@@ -34,8 +34,8 @@ from callcenter.config import (
     SupervisorConfig,
     VoiceConfig,
 )
-from callcenter.records import CallRecord
 from callcenter.server import VoiceServer
+from callcenter.testbed.dialer import TestCaller
 from callcenter.voice import SpeechModels
 from harness.peers import Peers
 from swarm.events import ToolCalled, UserText

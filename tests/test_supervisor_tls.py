@@ -13,8 +13,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from callcenter.app import App, open_app
+from callcenter.call_records import CallRecords
 from callcenter.config import Config, ConfigError, LLMConfig, SupervisorConfig, load_config
-from callcenter.records import CallRecords
 from callcenter.supervisor import LiveCalls, Sources, supervisor_app
 from callcenter.supervisor.auth import COOKIE
 

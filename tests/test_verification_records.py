@@ -15,9 +15,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from callcenter.agents import SWARM, build_registry
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.config import SupervisorConfig
 from callcenter.metrics import VoiceMetrics
-from callcenter.records import CallRecord, CallRecords
 from callcenter.shop import Order, Shop
 from callcenter.supervisor import LiveCalls, Sources, supervisor_app
 from callcenter.supervisor.views import shown

@@ -27,12 +27,12 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from callcenter.caller import TestCaller
+from callcenter.call_records import CallRecord
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
 from callcenter.conversation import VoiceSettings
-from callcenter.records import CallRecord
 from callcenter.redact import DIGIT_WORDS
 from callcenter.server import VoiceServer
+from callcenter.testbed.dialer import TestCaller
 from callcenter.voice import SpeechModels
 from harness.fake_ollama import FakeOllama, Reply
 from harness.peers import Peers, sip_request

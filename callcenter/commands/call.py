@@ -7,8 +7,8 @@ import asyncio
 import sys
 import time
 
-from callcenter.caller import TestCaller
 from callcenter.config import Config
+from callcenter.testbed.dialer import TestCaller
 from callcenter.voice import SpeechModels
 from telephony.endpoint import CallFailed
 

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.config import Config
-from callcenter.records import CallRecord, CallRecords
 from callcenter.store import parse_url
 
 

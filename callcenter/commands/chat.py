@@ -22,7 +22,7 @@ from callcenter.app import open_app
 from callcenter.call import CallInText, VoiceSettings
 from callcenter.commands import add_llm_option
 from callcenter.config import Config
-from callcenter.turn_events import turn_events
+from callcenter.event_json import turn_events
 from swarm.session import Session
 
 KEYS_COMMAND = "/keys"

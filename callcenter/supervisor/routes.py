@@ -12,8 +12,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from callcenter.call_records import CallRecords
 from callcenter.config import SupervisorConfig
-from callcenter.records import CallRecords
 from callcenter.shop_backend import ShopBackend
 from callcenter.supervisor.auth import Proxies, guard, security_headers
 from callcenter.supervisor.live import LiveCalls

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from callcenter.records import CallRecord
+from callcenter.call_records import CallRecord
 from callcenter.redact import redact
 from callcenter.shop_backend import ShopBackend
 from callcenter.store.domain import Order, Return

@@ -1,7 +1,8 @@
 """The testbed: scenario files scored by the shop's end state and the call's events, over LLMs and trials.
 
 `voiceswarm eval` runs suites (callcenter.commands.eval); `agent_under_test` (callcenter.testbed.fixture)
-lets a call centre's own pytest tests talk to the agents.
+lets a call centre's own pytest tests talk to the agents. `TestCaller` (callcenter.testbed.dialer) calls the voice
+server over SIP for `voiceswarm call`, the demo, the phone trials and the end-to-end tests.
 """
 
 from callcenter.testbed.fixture import AgentUnderTest, agent_under_test

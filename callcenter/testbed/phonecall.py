@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from callcenter.app import App
-from callcenter.caller import SILENCE_DBFS, CallerTiming, TestCaller
 from callcenter.config import Config
 from callcenter.conversation import Conversation
 from callcenter.errors import CallCenterError
 from callcenter.server import VoiceServer
+from callcenter.testbed.dialer import SILENCE_DBFS, CallerTiming, TestCaller
 from callcenter.testbed.textcall import CallOver, TurnResult
 from callcenter.testbed.voices import CallerVoice, VoiceSpec
 from callcenter.voice import SpeechModels

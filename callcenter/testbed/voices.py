@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from speech.synthesizer import Synthesizer
 
 PHONE_RATE = 8000
-SILENCE_DBFS = -40.0  # as callcenter.caller: a 20 ms frame below this holds no speech
+SILENCE_DBFS = -40.0  # as callcenter.testbed.dialer: a 20 ms frame below this holds no speech
 FRAME = 160
 NAMED = ("piper", "espeak")
 

@@ -99,7 +99,7 @@ class CallRecord:
     returns: list[str] = field(default_factory=list)
     turns: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
-    recording: str | None = None  # the WAV's absolute path (callcenter/recording.py)
+    recording: str | None = None  # the WAV's absolute path (callcenter/recordings.py)
     recording_seconds: float | None = None
     recording_error: str | None = None  # why there is no recording, or why it stops short
     node: str | None = None  # which VoiceSwarm node served the call

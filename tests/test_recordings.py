@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.cli import main
 from callcenter.config import VoiceConfig
-from callcenter.recording import AHEAD_SAMPLES, FRAME, LAG_SAMPLES, Recordings, WavWriter
-from callcenter.records import CallRecord, CallRecords
+from callcenter.recordings import AHEAD_SAMPLES, FRAME, LAG_SAMPLES, Recordings, WavWriter
 from telephony.audiosocket import AudioSocketCall, AudioSocketServer
 from telephony.codec import PCMU
 from telephony.g711 import ulaw_decode, ulaw_encode
@@ -215,7 +215,7 @@ import asyncio, os, signal, sys, time
 import numpy as np
 from callcenter.cli import main
 from callcenter.config import VoiceConfig
-from callcenter.recording import Recordings
+from callcenter.recordings import Recordings
 
 async def main():
     recordings = Recordings(VoiceConfig(recording="on", recording_dir=sys.argv[1]))
@@ -261,7 +261,7 @@ async def test_a_directory_that_cannot_be_written_leaves_no_recording_one_log_li
 ) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a regular file where the recordings' parent directory should be")
-    caplog.set_level(logging.WARNING, "callcenter.recording")
+    caplog.set_level(logging.WARNING, "callcenter.recordings")
     recorder = recordings(blocker / "recordings").start("call-4")
     assert not await recorder.opened() and not recorder.recording
     for _ in range(200):
@@ -270,7 +270,7 @@ async def test_a_directory_that_cannot_be_written_leaves_no_recording_one_log_li
     outcome = await recorder.stop()
     assert outcome.path is None and outcome.seconds is None
     assert "cannot write" in outcome.error and "Not a directory" in outcome.error, outcome.error
-    logged = [r.getMessage() for r in caplog.records if r.name == "callcenter.recording"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "callcenter.recordings"]
     assert len(logged) == 1 and "event=recording_failed call=call-4" in logged[0], logged
 
 
@@ -288,8 +288,8 @@ class FillingFile(io.FileIO):
 async def test_a_disk_that_fills_up_mid_call_keeps_what_was_written_and_says_why(
     recordings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr("callcenter.recording.open_exclusive", lambda path: (FillingFile(path, "xb"), path))
-    caplog.set_level(logging.WARNING, "callcenter.recording")
+    monkeypatch.setattr("callcenter.recordings.open_exclusive", lambda path: (FillingFile(path, "xb"), path))
+    caplog.set_level(logging.WARNING, "callcenter.recordings")
     recorder = recordings().start("call-5")
     for _ in range(300):  # 6 s
         recorder.slot(frame(7).tobytes(), 0)
@@ -299,7 +299,7 @@ async def test_a_disk_that_fills_up_mid_call_keeps_what_was_written_and_says_why
     assert outcome.seconds == 2.0 and "stopped after 2.0 s" in outcome.error and "No space left" in outcome.error
     caller, agent = stereo(Path(outcome.path))
     assert len(agent) == 16000 and set(levels(agent)) == {7} and set(levels(caller)) == {8}
-    assert len([r for r in caplog.records if r.name == "callcenter.recording"]) == 1
+    assert len([r for r in caplog.records if r.name == "callcenter.recordings"]) == 1
 
 
 async def test_a_directory_that_hangs_is_given_up_on_without_holding_the_call(
@@ -312,7 +312,7 @@ async def test_a_directory_that_hangs_is_given_up_on_without_holding_the_call(
         opening(writer)
 
     monkeypatch.setattr(WavWriter, "open", slow_open)
-    monkeypatch.setattr("callcenter.recording.OPEN_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("callcenter.recordings.OPEN_TIMEOUT_S", 0.05)
     recorder = recordings().start("call-8")
     started = time.monotonic()
     assert not await recorder.opened()
@@ -356,13 +356,13 @@ def test_retention_deletes_old_recordings_and_says_so_in_their_records(
                     path.stem, "+1", "shop", now, now + 1, "completed", recording=str(path), recording_seconds=1.0
                 )
             )
-        caplog.set_level(logging.INFO, "callcenter.recording")
+        caplog.set_level(logging.INFO, "callcenter.recordings")
         assert recordings.enforce_retention(records) == 1
         assert not old.exists() and not old.parent.exists() and new.exists()
         expired, kept = records.get(old.stem), records.get(new.stem)
         assert expired is not None and expired.recording_error == "deleted by retention after 30 days"
         assert kept is not None and kept.recording_error is None
-        assert [r.getMessage() for r in caplog.records if r.name == "callcenter.recording"] == [
+        assert [r.getMessage() for r in caplog.records if r.name == "callcenter.recordings"] == [
             f"event=recordings_expired deleted=1 days=30 dir={tmp_path / 'rec'}"
         ]
     finally:

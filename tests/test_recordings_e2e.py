@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from callcenter.caller import TestCaller
+from callcenter.call_records import CallRecord, CallRecords
 from callcenter.config import Config, LLMConfig, SipConfig, VoiceConfig
-from callcenter.recording import CallRecorder, Recordings
-from callcenter.records import CallRecord, CallRecords
+from callcenter.recordings import CallRecorder, Recordings
 from callcenter.server import VoiceServer
+from callcenter.testbed.dialer import TestCaller
 from callcenter.voice import SpeechModels
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.peers, pytest.mark.models, pytest.mark.slow]
@@ -235,6 +235,6 @@ async def test_a_directory_that_cannot_be_written_costs_the_call_nothing_and_the
     error = record.recording_error or ""
     assert "cannot write" in error and "Not a directory" in error, record
     failures = [
-        r.getMessage() for r in caplog.records if r.name == "callcenter.recording" and r.levelno >= logging.WARNING
+        r.getMessage() for r in caplog.records if r.name == "callcenter.recordings" and r.levelno >= logging.WARNING
     ]
     assert len(failures) == 1, failures

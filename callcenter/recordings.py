@@ -31,8 +31,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from callcenter.call_records import CallRecords
 from callcenter.config import VoiceConfig
-from callcenter.records import CallRecords
 
 log = logging.getLogger(__name__)
 
