@@ -20,7 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from callcenter.playback import Playback
-from speech.vad import PHONE_RATE
+from speech import PHONE_RATE
 
 ACKNOWLEDGEMENTS = ("One moment, please.", "Let me see.", "Just a moment.")
 STILL_WORKING = ("Bear with me, please.", "Thanks for waiting.", "I'm still on it.")

@@ -21,12 +21,19 @@ from callcenter.swarm_file import (
     load_swarm_file,
 )
 from callcenter.verification import Verification
-from swarm.confirmations import yes_or_no
-from swarm.messages import ToolSpec
-from swarm.providers.base import Provider
-from swarm.providers.offline import OfflineRouter
-from swarm.registry import Agent, Registry, SwarmSpec, navigate_back_tool, navigate_tool
-from swarm.tools import Tool, ToolContext
+from swarm import (
+    Agent,
+    Provider,
+    Registry,
+    SwarmSpec,
+    Tool,
+    ToolContext,
+    ToolSpec,
+    navigate_back_tool,
+    navigate_tool,
+    yes_or_no,
+)
+from swarm.providers import OfflineRouter
 
 SWARM = "shop"
 

@@ -15,9 +15,7 @@ from callcenter.llm_spec import LLMSpec
 from callcenter.shop import Shop
 from callcenter.shop_backend import ShopBackend
 from callcenter.swarm_file import SwarmFile, load_swarm_file
-from swarm.providers.base import Provider
-from swarm.registry import Registry
-from swarm.session import Session
+from swarm import Provider, Registry, Session
 
 
 @dataclass

@@ -23,7 +23,7 @@ from callcenter.store import Database, Migration, migrate, open_database
 from callcenter.store.database import Connection
 from callcenter.store.phones import customer_key
 from callcenter.verification import MASKED_ANSWER, VERIFYING_TOOLS, attempts
-from swarm.events import AgentChanged, Event, ToolCalled, event_from_dict
+from swarm import AgentChanged, Event, ToolCalled, event_from_dict
 
 log = logging.getLogger(__name__)
 

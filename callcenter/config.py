@@ -18,11 +18,8 @@ from callcenter.local_model import PACKAGED as PACKAGED_MODELS
 from callcenter.redact import PHONE_REGIONS
 from callcenter.swarm_file import SwarmFileError, load_swarm_file
 from callcenter.verification import Verification, VerificationError
-from swarm.registry import SessionConfig
-from swarm.tool_modes import TOOL_MODES
-from telephony.endpoint import EndpointConfig
-from telephony.sip.registration import RegistrationConfig
-from telephony.sip.tls import TlsConfig
+from swarm import TOOL_MODES, SessionConfig
+from telephony import EndpointConfig, RegistrationConfig, TlsConfig
 
 
 class ConfigError(CallCenterError):

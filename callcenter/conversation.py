@@ -55,11 +55,9 @@ from callcenter.call.seams import Endpointing, Synthesizing, Transcribing
 from callcenter.call.settings import VoiceSettings
 from callcenter.call.speaking import Speaking
 from callcenter.keypad import run_with_digits
-from speech.echo import EchoCanceller
-from swarm.events import DigitsRequested, EscalationReason
-from swarm.session import Session
-from swarm.speculation import Speculation
-from telephony.call import Call
+from speech import EchoCanceller
+from swarm import DigitsRequested, EscalationReason, Session, Speculation
+from telephony import Call
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from callcenter.local_model import missing_local_model
 from callcenter.server import VoiceServer
 from callcenter.testbed.dialer import CallerTiming, TestCaller
 from callcenter.voice import SpeechModels
-from speech.models import ModelError
-from swarm.providers.base import ProviderError
+from speech import ModelError
+from swarm import ProviderError
 
 CALLER = "+442079460321"
 DEMO_LLM_TIMEOUT_S = 60.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from swarm.events import AgentChanged, AssistantText, Event, ToolCalled
+from swarm import AgentChanged, AssistantText, Event, ToolCalled
 
 
 def turn_events(events: list[Event]) -> Iterator[dict[str, Any]]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, get_type_hints
 
 from callcenter.swarm_file import SwarmFile, SwarmFileError, ToolSpec
-from swarm.tools import Tool, tool_from_function
+from swarm import Tool, tool_from_function
 
 
 def function_tools(swarm: SwarmFile) -> list[Tool]:

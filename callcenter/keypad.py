@@ -12,9 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from swarm.events import DigitsRequested
-from swarm.session import Session
-from swarm.tools import ToolContext, result_text
+from swarm import DigitsRequested, Session, ToolContext, result_text
 
 
 @dataclass

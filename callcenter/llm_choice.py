@@ -11,12 +11,10 @@ from dataclasses import dataclass, field
 from callcenter.config import Config, LLMConfig
 from callcenter.llm_spec import LLMSpec, parse_llm, served
 from callcenter.local_model import local_server, missing_local_model
-from speech.model_files import ModelError
-from swarm.providers.base import Provider, ProviderError
-from swarm.providers.local import LocalProvider
+from speech import ModelError
+from swarm import Provider, ProviderError, Registry, resolve_tool_mode
+from swarm.providers import LocalProvider, OpenAIProvider
 from swarm.providers.ollama import OllamaProvider, check_ollama
-from swarm.registry import Registry
-from swarm.tool_modes import resolve_tool_mode
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +46,6 @@ def _ollama(llm: LLMConfig, model: str) -> OllamaProvider:
 
 
 def _openai(llm: LLMConfig, model: str) -> Provider:
-    from swarm.providers.openai_compat import OpenAIProvider
-
     return OpenAIProvider(
         model,
         llm.base_url,

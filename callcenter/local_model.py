@@ -21,8 +21,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import BinaryIO
 
-from speech.model_files import ModelError, default_cache_dir, import_package, join_verified, sha256
-from swarm.providers.local import LocalServer, ServerSpec
+from speech import ModelError, default_cache_dir, import_package, join_verified, sha256
+from swarm.providers import LocalServer, ServerSpec
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from callcenter.verification import OUTCOMES
-from telephony.endpoint import SipEndpoint
-from telephony.rtp import IntervalHistogram, RtpStats
-from telephony.sip.metrics import SipMetrics
+from telephony import IntervalHistogram, RtpStats, SipEndpoint, SipMetrics
 
 # Seconds: voice-to-voice latency lives between a few hundred milliseconds and a few seconds.
 _BUCKETS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from telephony.call import Call
+from telephony import Call
 
 
 class Playback:

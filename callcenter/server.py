@@ -19,8 +19,7 @@ from callcenter.recordings import RETENTION_EVERY_S, Recordings
 from callcenter.redact import redact
 from callcenter.supervisor import Sources, supervisor_app
 from callcenter.voice import SpeechModels, VoiceService
-from telephony.audiosocket import AudioSocketServer
-from telephony.endpoint import SipEndpoint
+from telephony import AudioSocketServer, SipEndpoint
 
 log = logging.getLogger(__name__)
 

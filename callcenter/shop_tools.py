@@ -23,8 +23,7 @@ from callcenter.verification import (
     proves,
     question_open,
 )
-from swarm.events import Escalated
-from swarm.tools import Tool, ToolContext, tool_from_function
+from swarm import Escalated, Tool, ToolContext, tool_from_function
 
 
 def euros(cents: int) -> str:

@@ -22,7 +22,7 @@ from callcenter.errors import CallCenterError
 from callcenter.store.domain import Order
 from callcenter.store.phones import last_digits
 from callcenter.store.spoken import number_tokens, spoken_digits, words
-from swarm.events import AssistantText, Event, ToolCalled, UserText
+from swarm import AssistantText, Event, ToolCalled, UserText
 
 # "trusted": the trunk vouches for the caller's number (a carrier's network asserted identity, a PBX that
 # checks its extensions), so a caller is the customer whose number they call from. "claimed": the number is

@@ -22,15 +22,20 @@ from callcenter.recordings import OFF, CallRecorder, RecordingOutcome, Recording
 from callcenter.redact import redact
 from callcenter.supervisor.live import LiveCalls
 from callcenter.supervisor.views import masked_number
-from speech.endpointer import Endpointer
-from speech.language import LanguageCheck
-from speech.models import ModelError
-from speech.synthesizer import Synthesizer, SynthesizerConfig
-from speech.transcriber import Transcriber
-from speech.turn import ThreadJudge, TurnModel, TurnModelError
-from speech.turn_words import TRAILING_OFF_PROMPT
-from speech.vad import VadModel
-from telephony.call import Call
+from speech import (
+    TRAILING_OFF_PROMPT,
+    Endpointer,
+    LanguageCheck,
+    ModelError,
+    Synthesizer,
+    SynthesizerConfig,
+    ThreadJudge,
+    Transcriber,
+    TurnModel,
+    TurnModelError,
+    VadModel,
+)
+from telephony import Call
 
 log = logging.getLogger(__name__)
 

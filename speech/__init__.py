@@ -6,7 +6,9 @@ Offline only: the models come from a configured path or from the model packages 
 What a user imports from here: `Transcriber` (Whisper), `Synthesizer` (Piper), `VadModel` and `Endpointer`
 (when a caller's turn starts and ends, with its events), `TurnModel` (Smart Turn), `EchoCanceller`,
 `LanguageCheck` (the language a caller speaks, as a `Language`), `normalize_for_speech`, the WAV helpers and
-the errors (each a `SpeechError`); `Transcript` and `EndpointerEvent` are what a transcriber and an endpointer give
+the errors (each a `SpeechError`), the phone's rates (`PHONE_RATE`, `TELEPHONE_RATE`), the words that tell a
+turn's end (`stops_agent`, `heard_again`, ... from `speech.turn_words`) and the checked model files' helpers
+(`import_package`, `join_verified`, `sha256`, `default_cache_dir`); `Transcript` and `EndpointerEvent` are what a transcriber and an endpointer give
 back. Each is loaded on first use: importing `speech` (or `speech.audio`) does not load faster-whisper, Piper or
 onnxruntime.
 """
@@ -23,12 +25,19 @@ if TYPE_CHECKING:
     from speech.endpointer import Event as EndpointerEvent
     from speech.errors import SpeechError
     from speech.language import Language, LanguageCheck
-    from speech.model_files import ModelError
+    from speech.model_files import ModelError, default_cache_dir, import_package, join_verified, sha256
     from speech.normalize import normalize_for_speech
-    from speech.synthesizer import Synthesizer, SynthesizerConfig, SynthesizerError
+    from speech.synthesizer import TELEPHONE_RATE, Synthesizer, SynthesizerConfig, SynthesizerError
     from speech.transcriber import Thresholds, Transcriber, Transcript
-    from speech.turn import TurnModel, TurnModelError
-    from speech.vad import VadModel, VadModelError
+    from speech.turn import ThreadJudge, TurnModel, TurnModelError
+    from speech.turn_words import (
+        BACKCHANNEL_PROMPT,
+        TRAILING_OFF_PROMPT,
+        heard_again,
+        heard_unfinished,
+        stops_agent,
+    )
+    from speech.vad import PHONE_RATE, VadModel, VadModelError
 
 _HOMES = {
     "WavError": "audio",
@@ -47,20 +56,36 @@ _HOMES = {
     "Language": "language",
     "LanguageCheck": "language",
     "ModelError": "model_files",
+    "default_cache_dir": "model_files",
+    "import_package": "model_files",
+    "join_verified": "model_files",
+    "sha256": "model_files",
     "normalize_for_speech": "normalize",
     "Synthesizer": "synthesizer",
     "SynthesizerConfig": "synthesizer",
     "SynthesizerError": "synthesizer",
+    "TELEPHONE_RATE": "synthesizer",
     "Thresholds": "transcriber",
     "Transcriber": "transcriber",
     "Transcript": "transcriber",
+    "ThreadJudge": "turn",
     "TurnModel": "turn",
     "TurnModelError": "turn",
+    "BACKCHANNEL_PROMPT": "turn_words",
+    "TRAILING_OFF_PROMPT": "turn_words",
+    "heard_again": "turn_words",
+    "heard_unfinished": "turn_words",
+    "stops_agent": "turn_words",
+    "PHONE_RATE": "vad",
     "VadModel": "vad",
     "VadModelError": "vad",
 }
 _NAMES_AT_HOME = {"EndpointerEvent": "Event"}  # a name too plain for the package's face
 __all__ = [
+    "BACKCHANNEL_PROMPT",
+    "PHONE_RATE",
+    "TELEPHONE_RATE",
+    "TRAILING_OFF_PROMPT",
     "EchoCanceller",
     "Endpointer",
     "EndpointerEvent",
@@ -76,6 +101,7 @@ __all__ = [
     "Synthesizer",
     "SynthesizerConfig",
     "SynthesizerError",
+    "ThreadJudge",
     "Thresholds",
     "Transcriber",
     "Transcript",
@@ -84,9 +110,16 @@ __all__ = [
     "VadModel",
     "VadModelError",
     "WavError",
+    "default_cache_dir",
+    "heard_again",
+    "heard_unfinished",
+    "import_package",
+    "join_verified",
     "normalize_for_speech",
     "read_wav",
     "resample",
+    "sha256",
+    "stops_agent",
     "write_wav",
 ]
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from speech.turn_words import stops_agent
-from speech.vad import PHONE_RATE
+from speech import PHONE_RATE, stops_agent
 
 # A word over the last second of the agent's question answers it ("yeah"), it does not acknowledge it (except
 # the greeting's: see AgentSoFar.answers_question).

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 
 from callcenter.call.rules import Action, CallRules, Escalate, KeypadClosed, KeypadOpened
-from telephony.call import Call
+from telephony import Call
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,8 @@ import numpy as np
 
 import speech
 from callcenter.call.record import TurnTiming
-from speech.endpointer import SpeechEnded
-from speech.vad import PHONE_RATE
-from swarm.speculation import Speculation
+from speech import PHONE_RATE, SpeechEnded
+from swarm import Speculation
 
 # Held words are heard again with the rest of the sentence, up to this much audio (Whisper hears 30 s).
 MAX_JOINED_SAMPLES = 20 * PHONE_RATE

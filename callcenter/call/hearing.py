@@ -29,10 +29,17 @@ from callcenter.call.language import LanguageChecking, LanguageChecks
 from callcenter.call.record import TurnTiming
 from callcenter.call.seams import Endpointing, Listener, Transcribing
 from callcenter.call.settings import VoiceSettings
-from speech.endpointer import SpeechEnded, SpeechPaused, SpeechResumed, SpeechStarted
-from speech.turn_words import BACKCHANNEL_PROMPT, heard_again, heard_unfinished
-from speech.vad import PHONE_RATE
-from swarm.speculation import Speculation
+from speech import (
+    BACKCHANNEL_PROMPT,
+    PHONE_RATE,
+    SpeechEnded,
+    SpeechPaused,
+    SpeechResumed,
+    SpeechStarted,
+    heard_again,
+    heard_unfinished,
+)
+from swarm import Speculation
 
 log = logging.getLogger(__name__)
 

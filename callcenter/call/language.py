@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 
 import speech
-from speech.endpointer import SpeechEnded
+from speech import SpeechEnded
 
 log = logging.getLogger(__name__)
 

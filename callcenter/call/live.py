@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from telephony.call import Call
+from telephony import Call
 
 
 class Drainable(Protocol):

@@ -19,7 +19,7 @@ from typing import Literal
 
 from callcenter.call.settings import VoiceSettings
 from callcenter.keypad import Keypad
-from swarm.events import DigitsRequested, EndReason, EscalationReason
+from swarm import DigitsRequested, EndReason, EscalationReason
 
 # At a drain's deadline, a caller who is talking gets this long to finish before the goodbye.
 DRAIN_GRACE_S = 5.0

@@ -21,10 +21,9 @@ from callcenter.call.record import Transcript, TurnTiming
 from callcenter.call.seams import Synthesizing
 from callcenter.call.settings import VoiceSettings
 from callcenter.playback import Playback
-from speech.vad import PHONE_RATE
-from swarm.session import Session
-from swarm.speculation import Speculation
-from telephony.call import Call
+from speech import PHONE_RATE
+from swarm import Session, Speculation
+from telephony import Call
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from callcenter.call.rules import (
 )
 from callcenter.call.settings import VoiceSettings
 from callcenter.keypad import run_with_digits
-from swarm.session import Session
+from swarm import Session
 
 
 class CallInText:

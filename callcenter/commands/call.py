@@ -10,7 +10,7 @@ import time
 from callcenter.config import Config
 from callcenter.testbed.dialer import TestCaller
 from callcenter.voice import SpeechModels
-from telephony.endpoint import CallFailed
+from telephony import CallFailed
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -23,7 +23,7 @@ from callcenter.call import CallInText, VoiceSettings
 from callcenter.commands import add_llm_option
 from callcenter.config import Config
 from callcenter.event_json import turn_events
-from swarm.session import Session
+from swarm import Session
 
 KEYS_COMMAND = "/keys"
 KEYS = frozenset("0123456789*#")

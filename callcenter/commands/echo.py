@@ -11,12 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from telephony.call import SAMPLE_RATE
-from telephony.endpoint import EndpointConfig, SipEndpoint
-from telephony.sip.tls import TlsConfig
-from telephony.sip.transport import TransportName
-from telephony.sip_call import SipCall
-from telephony.srtp import MODES as SRTP_MODES
+from telephony import SAMPLE_RATE, SRTP_MODES, EndpointConfig, SipCall, SipEndpoint, TlsConfig, TransportName
 
 
 def register(subparsers: Any) -> None:

@@ -23,8 +23,8 @@ from callcenter.testbed.scenario import Scenario, ScenarioError, load_suite
 from callcenter.testbed.state import ShopState
 from callcenter.testbed.trial_shop import BuiltInStore, ShopUnderTest, shop_under_test
 from callcenter.testbed.voices import VoiceError, parse_voice
-from speech.models import ModelError
-from swarm.providers.base import ProviderError
+from speech import ModelError
+from swarm import ProviderError
 
 if TYPE_CHECKING:  # the phone path imports the voice server and the speech models: only in audio mode
     from callcenter.testbed.phonecall import AudioMode

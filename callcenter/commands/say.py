@@ -7,9 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from speech.audio import write_wav
-from speech.models import ModelError
-from speech.synthesizer import TELEPHONE_RATE, Synthesizer, SynthesizerConfig, SynthesizerError
+from speech import TELEPHONE_RATE, ModelError, Synthesizer, SynthesizerConfig, SynthesizerError, write_wav
 
 # 8 kHz is the phone line; 16 kHz wideband SIP; 22.05 kHz the voice itself, unresampled.
 RATES = (8000, 16000, 22050)

@@ -19,9 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, config: Any) -> int:
-    from speech.audio import WavError, read_wav
-    from speech.models import ModelError
-    from speech.transcriber import Transcriber
+    from speech import ModelError, Transcriber, WavError, read_wav
 
     try:
         pcm, rate = read_wav(args.file)

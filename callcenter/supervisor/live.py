@@ -19,8 +19,8 @@ from typing import Any
 
 from callcenter.conversation import Conversation
 from callcenter.verification import MASKED_ANSWER, answering
-from swarm.events import ToolCalled
-from telephony.call import Call
+from swarm import ToolCalled
+from telephony import Call
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from callcenter.redact import redact
 from callcenter.shop_backend import ShopBackend
 from callcenter.store.domain import Order, Return
 from callcenter.verification import MASKED_ANSWER, VERIFYING_TOOLS
-from swarm.events import Event, ToolCalled, UserText
+from swarm import Event, ToolCalled, UserText
 
 # The page's handle on a call (?id=, the buttons): shown as it is, or the page could not name the call. Everything
 # else is masked by what it holds, whatever its key: a card number spoken as an "order_number" is still a card.

@@ -13,7 +13,7 @@ from typing import Any
 
 from callcenter.shop import spoken_digits
 from callcenter.testbed.scenario import pattern
-from swarm.events import AgentChanged, AssistantText, Event, ToolCalled
+from swarm import AgentChanged, AssistantText, Event, ToolCalled
 
 
 def handoffs(events: Sequence[Event]) -> list[str]:

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from callcenter.voice import SpeechModels
-from speech.endpointer import Endpointer, SpeechEnded, SpeechStarted
-from telephony.endpoint import EndpointConfig, SipEndpoint
-from telephony.sip_call import SipCall
+from speech import Endpointer, SpeechEnded, SpeechStarted
+from telephony import EndpointConfig, SipCall, SipEndpoint
 
 log = logging.getLogger(__name__)
 

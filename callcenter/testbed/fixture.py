@@ -26,7 +26,7 @@ from callcenter.testbed.llms import open_llm
 from callcenter.testbed.scenario import DEFAULT_CALLER, Scenario, SeedOrder
 from callcenter.testbed.state import prepare_shop
 from callcenter.testbed.textcall import Expect, TextCall, TurnResult
-from swarm.providers.base import Provider
+from swarm import Provider
 
 
 @dataclass

@@ -20,9 +20,8 @@ from callcenter.llm_spec import LLMSpec, LLMSpecError
 from callcenter.shop import Shop
 from callcenter.swarm_file import SwarmFile
 from callcenter.testbed.scenario import render_value
-from swarm.messages import CompletionRequest
-from swarm.providers.base import Completion, Provider
-from swarm.providers.scripted import ScriptedProvider, reply
+from swarm import Completion, CompletionRequest, Provider
+from swarm.providers import ScriptedProvider, reply
 
 
 @dataclass

@@ -27,10 +27,9 @@ from callcenter.testbed.dialer import SILENCE_DBFS, CallerTiming, TestCaller
 from callcenter.testbed.textcall import CallOver, TurnResult
 from callcenter.testbed.voices import CallerVoice, VoiceSpec
 from callcenter.voice import SpeechModels
-from speech.transcriber import Transcriber
-from swarm.events import Event
-from telephony.endpoint import CallFailed
-from telephony.sip_call import SipCall
+from speech import Transcriber
+from swarm import Event
+from telephony import CallFailed, SipCall
 
 CODECS = {"pcmu": "PCMU", "pcma": "PCMA"}
 # How long the server may take to show the answered call, and to hang up after its goodbye or hand-over.

@@ -29,9 +29,7 @@ from callcenter.testbed.scenario import Scenario, Turn, pattern, render, render_
 from callcenter.testbed.state import ShopState
 from callcenter.testbed.textcall import CallOver, TextCall, TurnResult
 from callcenter.testbed.trial_shop import BuiltInStore, ShopUnderTest
-from swarm.events import Event, Rescued, ToolCallRepaired, ValidationFailed
-from swarm.registry import Registry
-from swarm.session import Session
+from swarm import Event, Registry, Rescued, Session, ToolCallRepaired, ValidationFailed
 
 if TYPE_CHECKING:  # the phone path's imports (the voice server, the speech models) cost seconds in text mode
     from callcenter.testbed.phonecall import PhoneLine

@@ -16,8 +16,7 @@ from callcenter.call.settings import VoiceSettings
 from callcenter.call.text import CallInText
 from callcenter.errors import CallCenterError
 from callcenter.testbed import checks
-from swarm.events import Event
-from swarm.session import Session
+from swarm import Event, Session
 
 
 class Expect:

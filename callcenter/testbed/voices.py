@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from callcenter.errors import CallCenterError
-from speech.audio import WavError, read_wav, resample
+from speech import WavError, read_wav, resample
 
 if TYPE_CHECKING:
-    from speech.synthesizer import Synthesizer
+    from speech import Synthesizer
 
 PHONE_RATE = 8000
 SILENCE_DBFS = -40.0  # as callcenter.testbed.dialer: a 20 ms frame below this holds no speech

@@ -1,10 +1,29 @@
-"""The model back ends behind one protocol, `swarm.providers.base.Provider`: a completion streamed as deltas.
+"""The model back ends behind one protocol, `Provider`: a completion streamed as deltas.
 
-`local` (llama.cpp's server with a packaged model), `openai_compat` (any OpenAI-compatible server), `ollama`,
-`offline` (a keyword router for when no model answers) and `scripted` (tests and benchmarks). Each pulls in its
-own client library, so import the one you use from its module.
+On this face: `LocalProvider` (llama.cpp's server with a packaged model: `LocalServer`, `ServerSpec`),
+`OpenAIProvider` (any OpenAI-compatible server), `OfflineRouter` (a keyword router for when no model answers) and
+`ScriptedProvider` with `reply` (tests and benchmarks). `swarm.providers.ollama` is imported from its module: its
+client library (with pydantic and httpx) takes ~0.3 s to import, which every `import swarm` would pay.
 """
 
 from swarm.providers.base import Completion, Delta, Provider, ProviderError, ProviderTimeout, ProviderUnavailable
+from swarm.providers.local import LocalProvider, LocalServer, ServerSpec
+from swarm.providers.offline import OfflineRouter
+from swarm.providers.openai_compat import OpenAIProvider
+from swarm.providers.scripted import ScriptedProvider, reply
 
-__all__ = ["Completion", "Delta", "Provider", "ProviderError", "ProviderTimeout", "ProviderUnavailable"]
+__all__ = [
+    "Completion",
+    "Delta",
+    "LocalProvider",
+    "LocalServer",
+    "OfflineRouter",
+    "OpenAIProvider",
+    "Provider",
+    "ProviderError",
+    "ProviderTimeout",
+    "ProviderUnavailable",
+    "ScriptedProvider",
+    "ServerSpec",
+    "reply",
+]
