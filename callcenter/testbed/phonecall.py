@@ -216,7 +216,8 @@ class PhoneCall:
 
 
 async def _conversation(server: VoiceServer, call_id: str) -> Conversation:
-    """The server's conversation of the call just answered (the supervisor's list of live calls has it)."""
+    """The server's conversation of the call just answered, from the voice service's live calls
+    (server.service.live: callcenter.call.LiveConversations); waits up to FIND_CALL_S for it to appear."""
     deadline = time.monotonic() + FIND_CALL_S
     while time.monotonic() < deadline:
         live = server.service.live.calls.get(call_id)
