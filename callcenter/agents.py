@@ -33,7 +33,7 @@ from swarm import (
     navigate_tool,
     yes_or_no,
 )
-from swarm.providers import OfflineRouter
+from swarm.providers import Classifier, OfflineRouter
 
 SWARM = "shop"
 
@@ -140,11 +140,13 @@ def build_registry(
     route_first: bool = True,
     verification: Verification | None = None,
     swarm: SwarmFile | None = None,
+    classifier: Classifier | None = None,
 ) -> Registry:
     """The registry for the swarm of `swarm` (default: the demo shop's file); an agent whose provider is None is
     served by the offline router, and with `route_first` an LLM's agents take the steps the router is sure of
     from it (Agent.router). The shop's tools serve orders to callers identified or verified as `verification`
-    says (callcenter.verification). Raises SwarmFileError naming the file's line of each wrong name."""
+    says (callcenter.verification); `classifier` is the router's second opinion on triage's hand-over
+    (callcenter.triage_classifier). Raises SwarmFileError naming the file's line of each wrong name."""
     swarm = swarm or DEFAULT_SWARM
     registry = Registry()
     targets = [a for a in swarm.agents.values() if any(a.name in b.hand_overs for b in swarm.agents.values())]
@@ -174,7 +176,11 @@ def build_registry(
     # The router's phrases come from the tools themselves, so both LLMs share one vocabulary.
     unclear = {name: agent.unclear for name, agent in swarm.agents.items()}
     router = OfflineRouter(
-        {t.name: t.examples for t in tools}, unclear, precedence=swarm.precedence, doubtful=swarm.doubtful
+        {t.name: t.examples for t in tools},
+        unclear,
+        precedence=swarm.precedence,
+        doubtful=swarm.doubtful,
+        classifier=classifier,
     )
     for tool in tools:
         registry.add_tool(tool)

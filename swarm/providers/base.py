@@ -68,6 +68,20 @@ class Router(Protocol):
         ...
 
 
+@runtime_checkable
+class Classifier(Protocol):
+    """A second opinion beside the router's phrases (a sentence classifier): the one tool of those it tells apart
+    (`decides`) that the caller's last words ask for, when it is sure; never a guess."""
+
+    def decides(self, tool: str) -> bool:
+        """Whether `tool` is one of those it tells apart."""
+        ...
+
+    def sure_tool(self, request: CompletionRequest) -> str | None:
+        """The name of the tool the last caller message asks for, when sure and the tool is the request's; else None."""
+        ...
+
+
 async def collect(provider: Provider, request: CompletionRequest) -> Completion:
     """Run a provider to the end and return its Completion."""
     async for item in provider.stream(request):

@@ -18,7 +18,7 @@ from rapidfuzz import fuzz
 
 from swarm.confirmations import consent, normalise, pending_proposal, pending_question
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
-from swarm.providers.base import Completion, Delta
+from swarm.providers.base import Classifier, Completion, Delta
 
 # String arguments the router may fill with the caller's own words.
 _FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description", "reason", "question"})
@@ -38,11 +38,13 @@ class OfflineRouter:
         threshold: float = 88.0,
         precedence: tuple[str, ...] = (),
         doubtful: tuple[str, ...] = (),
+        classifier: Classifier | None = None,
         declined: str = "All right, I won't do that. Is there anything else I can help with?",
     ) -> None:
         """`examples`: tool name -> phrases that mean "use it"; `unclear`: agent -> what to ask when nothing
         matches; `precedence`: tools that win a tie, first first; `doubtful`: phrases that leave the router
-        unsure whatever else matches (sure_call), as "ordered" said of a purchase to send back."""
+        unsure whatever else matches (sure_call), as "ordered" said of a purchase to send back; `classifier`: a
+        second opinion on the tools it tells apart (sure_call)."""
         self.name = name
         self.threshold = threshold
         self._precedence = {tool: len(precedence) - i for i, tool in enumerate(precedence)}
@@ -51,6 +53,7 @@ class OfflineRouter:
         self._examples = {tool: tuple(normalise(p).rstrip() for p in phrases) for tool, phrases in examples.items()}
         self._unclear = dict(unclear)
         self._doubtful = tuple(normalise(p).rstrip() for p in doubtful)
+        self._classifier = classifier
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         completion = self.route(request)
@@ -75,6 +78,10 @@ class OfflineRouter:
             if (changed := _read_back_again(proposal, text, request.tools)) is not None:
                 return changed  # the proposal's own tool, unconfirmed, with the caller's change: read back again
         tool = self.best_tool(text, request.tools) if text else None
+        if text and self._classifier is not None and (tool is None or self._classifier.decides(tool.name)):
+            # The classifier's sure call over the fuzzy phrases' pick between the tools it tells apart.
+            classified = self._classifier.sure_tool(request)
+            tool = next((t for t in request.tools if t.name == classified), tool)
         question = pending_question(request.messages) if text else None
         if question is not None and tool is None:
             # The caller answers what a tool asked ("It's 1 0 1 1 5."): their words are the asked argument. Words
@@ -104,18 +111,27 @@ class OfflineRouter:
         """The tool call the caller's last words ask for beyond doubt (swarm.providers.base.Router): no read-back
         awaits their yes or no, exactly one of the request's tools has its phrases in the words, word for word (the
         fuzzy match that survives transcription slips also hears "want to get" in "want to return"), no doubtful
-        phrase is there, and the words fill its required arguments. Else None, and the model decides."""
+        phrase is there, and the words fill its required arguments. Else None, and the model decides.
+
+        With a classifier, where the phrases name no tool but those it tells apart: its sure call decides when the
+        phrases are unsure (they name none, both, or a doubtful phrase is there), and where both are sure and
+        differ, neither is."""
         last = request.messages[-1] if request.messages else None
         if last is None or last.role != "user" or pending_proposal(request.messages):
             return None
         if pending_question(request.messages):
             return None  # the words may be the answer a tool asked for: the model (or route) decides
         said = normalise(last.content)
-        if any(self._occurs(phrase, said) for phrase in self._doubtful):
-            return None
+        doubtful = any(self._occurs(phrase, said) for phrase in self._doubtful)
         named = [t for t in request.tools if any(phrase in said for phrase in self._examples.get(t.name, ()))]
-        arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
-        return None if arguments is None else ToolCall("router_0", named[0].name, arguments)
+        tool = named[0] if len(named) == 1 and not doubtful else None
+        if self._classifier is not None and all(self._classifier.decides(t.name) for t in named):
+            classified = self._classifier.sure_tool(request)
+            if tool is not None and classified is not None and classified != tool.name:
+                return None
+            tool = tool or next((t for t in request.tools if t.name == classified), None)
+        arguments = fill_arguments(tool, last.content) if tool is not None else None
+        return None if tool is None or arguments is None else ToolCall("router_0", tool.name, arguments)
 
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])
