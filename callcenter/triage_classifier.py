@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from speech.model_files import ModelError, package_dir, sha256
-from swarm.confirmations import normalise
-from swarm.messages import CompletionRequest
+from speech import ModelError, package_dir, sha256
+from swarm import CompletionRequest
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +162,7 @@ class TriageClassifier:
         """The hand-over tool the caller's last words ask for when the classifier is sure, if it is this agent's
         request and the tool is among its tools; else None."""
         last = request.messages[-1] if request.messages else None
-        if request.agent != self.agent or last is None or last.role != "user" or not normalise(last.content).strip():
+        if request.agent != self.agent or last is None or last.role != "user" or not last.content.strip():
             return None
         try:
             label = self.classify(last.content).sure

@@ -8,7 +8,7 @@ What a user imports from here: `Transcriber` (Whisper), `Synthesizer` (Piper), `
 `LanguageCheck` (the language a caller speaks, as a `Language`), `normalize_for_speech`, the WAV helpers and
 the errors (each a `SpeechError`), the phone's rates (`PHONE_RATE`, `TELEPHONE_RATE`), the words that tell a
 turn's end (`stops_agent`, `heard_again`, ... from `speech.turn_words`) and the checked model files' helpers
-(`import_package`, `join_verified`, `sha256`, `default_cache_dir`); `Transcript` and `EndpointerEvent` are what a transcriber and an endpointer give
+(`import_package`, `package_dir`, `join_verified`, `sha256`, `default_cache_dir`); `Transcript` and `EndpointerEvent` are what a transcriber and an endpointer give
 back. Each is loaded on first use: importing `speech` (or `speech.audio`) does not load faster-whisper, Piper or
 onnxruntime.
 """
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from speech.endpointer import Event as EndpointerEvent
     from speech.errors import SpeechError
     from speech.language import Language, LanguageCheck
-    from speech.model_files import ModelError, default_cache_dir, import_package, join_verified, sha256
+    from speech.model_files import ModelError, default_cache_dir, import_package, join_verified, package_dir, sha256
     from speech.normalize import normalize_for_speech
     from speech.synthesizer import TELEPHONE_RATE, Synthesizer, SynthesizerConfig, SynthesizerError
     from speech.transcriber import Thresholds, Transcriber, Transcript
@@ -59,6 +59,7 @@ _HOMES = {
     "default_cache_dir": "model_files",
     "import_package": "model_files",
     "join_verified": "model_files",
+    "package_dir": "model_files",
     "sha256": "model_files",
     "normalize_for_speech": "normalize",
     "Synthesizer": "synthesizer",
@@ -116,6 +117,7 @@ __all__ = [
     "import_package",
     "join_verified",
     "normalize_for_speech",
+    "package_dir",
     "read_wav",
     "resample",
     "sha256",
