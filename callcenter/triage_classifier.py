@@ -143,6 +143,7 @@ class TriageClassifier:
         self._examples = examples
         self._lock = threading.Lock()
         self._centroids: np.ndarray | None = None
+        self._last: tuple[str, Verdict] | None = None
 
     def warm(self) -> None:
         """Load the model and embed the examples now (about a second), not in a caller's turn; raises ModelError
@@ -150,12 +151,17 @@ class TriageClassifier:
         self._load()
 
     def classify(self, text: str) -> Verdict:
+        last = self._last
+        if last is not None and last[0] == text:
+            return last[1]  # the turn asks again what its speculation, at the caller's pause, already asked
         centroids = self._load()
         similarities = centroids @ self.embedder.embed([text])[0]
         first, second = np.argsort(similarities)[::-1][:2]
         nearest, margin = LABELS[first], float(similarities[first] - similarities[second])
         sure = nearest if nearest != "neither" and margin >= self.margin else None
-        return Verdict(nearest, float(similarities[first]), margin, sure)
+        verdict = Verdict(nearest, float(similarities[first]), margin, sure)
+        self._last = (text, verdict)  # one tuple, replaced whole: safe to read from any thread
+        return verdict
 
     def decides(self, tool: str) -> bool:
         return tool in self.tools.values()
