@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -550,3 +551,20 @@ def test_a_warm_read_ends_where_the_callers_words_go() -> None:
     assert ahead_of_the_caller(spoken).messages[-1] == Message("user", "")
     asked = CompletionRequest("triage", "t", (Message("system", "S"), Message("user", "Hi")))
     assert ahead_of_the_caller(asked) is asked
+
+
+def test_speculation_reaches_llama_cpp_as_its_server_would_take_it() -> None:
+    from swarm.providers import llama_server
+
+    def params(spec: ServerSpec) -> Any:
+        return llama_server.params_of(llama_server.parse(spec.argv()[3:]))
+
+    plain = params(ServerSpec(Path("m.gguf")))
+    assert [t.name for t in plain.speculative.types] == ["COMMON_SPECULATIVE_TYPE_NONE"]
+    ngram = params(ServerSpec(Path("m.gguf"), spec_type="ngram-map-k", spec_n=4, spec_m=16))
+    assert [t.name for t in ngram.speculative.types] == ["COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K"]
+    assert (ngram.speculative.ngram_map_k.size_n, ngram.speculative.ngram_map_k.size_m) == (4, 16)
+    draft = params(ServerSpec(Path("m.gguf"), threads=1, batch_threads=2, draft_model=Path("d.gguf"), draft_max=4))
+    assert [t.name for t in draft.speculative.types] == ["COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE"]
+    assert (draft.speculative.draft.mparams.path, draft.speculative.draft.n_max) == ("d.gguf", 4)
+    assert (draft.speculative.draft.cpuparams.n_threads, draft.speculative.draft.cpuparams_batch.n_threads) == (1, 2)

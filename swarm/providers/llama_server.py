@@ -14,11 +14,30 @@ import argparse
 import os
 import signal
 import sys
+from typing import Any
 
 READY = "listening "
+# llama-server's --spec-type values that need no draft model: a draft is copied from the tokens already in the
+# slot (the prompt and the reply so far), so a reply that repeats its tool result's words is checked in batches.
+SPECULATION = ("none", "ngram-simple", "ngram-map-k", "ngram-mod")
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    # Ctrl-C in a terminal reaches the whole process group; the parent decides when the server stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.nice:
+        os.nice(args.nice)  # before any thread starts: Linux threads inherit their creator's niceness
+    import xllamacpp
+
+    server = xllamacpp.Server(params_of(args))  # returns once the model is loaded and the port is open
+    print(READY + server.listening_address, flush=True)
+    sys.stdin.read()  # until the parent closes it or dies
+    del server
+    return 0
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m swarm.providers.llama_server")
     parser.add_argument("--model", required=True)
     parser.add_argument("--chat-template", default="", help="a jinja chat template file; default: the model's own")
@@ -30,11 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-tokens", type=int, default=-1, help="per reply, unless a request asks for fewer; -1: no limit"
     )
-    args = parser.parse_args(argv)
-    # Ctrl-C in a terminal reaches the whole process group; the parent decides when the server stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if args.nice:
-        os.nice(args.nice)  # before any thread starts: Linux threads inherit their creator's niceness
+    parser.add_argument("--spec-type", default="none", choices=SPECULATION, help="draftless speculative decoding")
+    parser.add_argument("--spec-ngram-size-n", type=int, default=12, help="tokens matched against the history")
+    parser.add_argument("--spec-ngram-size-m", type=int, default=48, help="tokens drafted after a match, at most")
+    parser.add_argument("--model-draft", default="", help="a smaller model of the same tokenizer drafts replies")
+    parser.add_argument("--draft-max", type=int, default=16, help="tokens the draft model drafts, at most")
+    return parser.parse_args(argv)
+
+
+def params_of(args: argparse.Namespace) -> Any:
+    """The server's xllamacpp.CommonParams from the command line's words."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -56,11 +80,36 @@ def main(argv: list[str] | None = None) -> int:
     params.hostnames = ["127.0.0.1"]
     params.port = 0
     params.warmup = True
-    server = xllamacpp.Server(params)  # returns once the model is loaded and the port is open
-    print(READY + server.listening_address, flush=True)
-    sys.stdin.read()  # until the parent closes it or dies
-    del server
-    return 0
+    _speculate(params, args.spec_type, args.spec_ngram_size_n, args.spec_ngram_size_m)
+    if args.model_draft:
+        _draft(params, args.model_draft, args.draft_max, args.threads, args.batch_threads or args.threads)
+    return params
+
+
+def _speculate(params: Any, kind: str, n: int, m: int) -> None:
+    """Set llama-server's --spec-type, --spec-ngram-size-n and -m on `params` (xllamacpp.CommonParams)."""
+    if kind == "none":
+        return
+    import xllamacpp
+
+    speculative = params.speculative
+    speculative.types = [
+        getattr(xllamacpp.common_speculative_type, "COMMON_SPECULATIVE_TYPE_" + kind.upper().replace("-", "_"))
+    ]
+    for ngram in (speculative.ngram_simple, speculative.ngram_map_k):
+        ngram.size_n, ngram.size_m = n, m
+    speculative.ngram_mod.n_match, speculative.ngram_mod.n_min, speculative.ngram_mod.n_max = n, 1, m
+
+
+def _draft(params: Any, model: str, n_max: int, threads: int, batch_threads: int) -> None:
+    """llama-server's -md MODEL --draft-max N: the draft model on the same threads as the model."""
+    import xllamacpp
+
+    params.speculative.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+    draft = params.speculative.draft
+    draft.mparams.path = model
+    draft.n_max, draft.n_min = n_max, 0
+    draft.cpuparams.n_threads, draft.cpuparams_batch.n_threads = threads, batch_threads
 
 
 if __name__ == "__main__":

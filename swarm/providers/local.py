@@ -60,6 +60,14 @@ class ServerSpec:
     # stops is cut here instead of generating until the context is full (seen: 120 s on the 0.5B).
     max_tokens: int = 512
     name: str = "local"  # for logs and the provider's name
+    # Draftless speculative decoding (llama_server.SPECULATION): drafts copied from the slot's own tokens, with
+    # a match of `spec_n` tokens, at most `spec_m` drafted.
+    spec_type: str = "none"
+    spec_n: int = 12
+    spec_m: int = 48
+    # Or a smaller model of the same tokenizer drafting up to `draft_max` tokens (llama-server's -md).
+    draft_model: Path | None = None
+    draft_max: int = 16
 
     def argv(self) -> list[str]:
         argv = [
@@ -81,6 +89,11 @@ class ServerSpec:
             "--max-tokens",
             str(self.max_tokens),
         ]
+        if self.spec_type != "none":
+            argv += ["--spec-type", self.spec_type, "--spec-ngram-size-n", str(self.spec_n)]
+            argv += ["--spec-ngram-size-m", str(self.spec_m)]
+        if self.draft_model is not None:
+            argv += ["--model-draft", str(self.draft_model), "--draft-max", str(self.draft_max)]
         return argv + (["--chat-template", str(self.chat_template)] if self.chat_template else [])
 
 
