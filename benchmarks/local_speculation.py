@@ -90,7 +90,15 @@ def capture(path: Path) -> None:
             "--caller",
             f"+4416329600{number:02d}",
         ]
-        subprocess.run(command, input="\n".join(lines) + "\n", text=True, env=env, check=True, timeout=600)
+        subprocess.run(
+            command,
+            input="\n".join(lines) + "\n",
+            text=True,
+            env=env,
+            check=True,
+            timeout=600,
+            stdout=subprocess.DEVNULL,
+        )
     print(f"{sum(1 for _ in path.open())} requests in {path}")
 
 
