@@ -25,9 +25,10 @@ test: $(STAMP) system-packages
 system-packages:
 	harness/system-packages.sh
 
-# The fakes and pure functions, without real SIP peers, speech models, LLMs or slow runs: under a minute.
+# The fakes and pure functions, without real SIP peers, speech models, LLMs or slow runs: under a minute
+# (4 workers on 2 cores: 50 s, against 92 s in one).
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not peers and not models and not slow"
+	$(PY) -m pytest -q -n 4 -m "not peers and not models and not slow"
 
 # The checks pinned in the dev extra, configured in pyproject.toml.
 lint: $(STAMP)
