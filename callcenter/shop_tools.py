@@ -99,7 +99,9 @@ def shop_tools(
         except ShopUnavailable as error:
             return _system_down(context, error)
         if not found:
-            return {"products": [], "say": "I'm sorry, I couldn't find that. Could you describe it another way?"}
+            # An open question: to "Could you describe it another way?" callers said "Yes, please.", which the
+            # 1.5B took for a yes to an order (place_order refused: a second completion, 5 s in all).
+            return {"products": [], "say": "I'm sorry, I couldn't find that. What else could I look up for you?"}
         best, quantity = found[0], max(1, quantity)
         say = f"We have the {best.name} for {euros(best.price_cents)}. " + _stock_line(best, quantity)
         return {"products": [_product(p) for p in found], "say": say, **_offer(best, quantity)}
@@ -121,7 +123,10 @@ def shop_tools(
     def _place_order(context: ToolContext, sku: str, quantity: int, confirmed: bool) -> dict[str, Any]:
         product = shop.get_product(sku)
         if product is None:
-            return {"error": f"no product {sku!r}", "say": "I'm sorry, I can't find that product."}
+            return {
+                "error": f"no product {sku!r}",
+                "say": "I'm sorry, I can't find that product. Which product would you like?",
+            }
         if quantity < 1:
             return {"error": "quantity must be at least 1"}
         total = euros(product.price_cents * quantity)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 from swarm.confirmations import changes_quantity, proposal_in, yes_or_no
 from swarm.messages import Message, ToolCall
@@ -14,6 +15,8 @@ from swarm.tools import Tool, ToolContext
 # A tag such as <tool_call>, </think> or <br/>: markup a text-to-speech engine would read out.
 _TAG = re.compile(r"</?[A-Za-z_][\w:-]*(\s[^<>]*)?/?>")
 _JSON_START = re.compile(r"^\s*[\[{]")
+# The one refusal of a write whose arguments themselves are stale: the model must change them, not only ask.
+CHANGED_QUANTITY = "the caller changed the quantity"
 
 
 def spoken_text_errors(text: str) -> list[str]:
@@ -80,7 +83,33 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
             wanted = proposal.get("arguments", {})
             if changes_quantity(history[users[-1]].content, proposal):
                 # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations)
-                return [f"the caller changed the quantity: call {call.name} without confirmed to read it back"]
+                return [f"{CHANGED_QUANTITY}: call {call.name} without confirmed to read it back"]
             if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
                 return []
     return [f"the caller has not agreed to these arguments: call {call.name} without confirmed to read it back first"]
+
+
+def asked_first(
+    completion: Completion, errors: list[str], tools: dict[str, Tool], context: ToolContext
+) -> Completion | None:
+    """The completion with confirmed=true taken off its calls, when that is all that was wrong with it (`errors`
+    its tool_call_errors); else None. Not over a changed quantity (that read-back would repeat the old one) nor
+    after a no (the model is to take the no, not ask again).
+
+    What confirmation_errors tells the model is to read the write back first, and that is a step the session
+    can take itself: a read-back writes nothing. Told instead, the 1.5B spent a second completion (2-5 s) on it,
+    and now and then said "please read it back and ask me first" to the caller."""
+    calls = [
+        replace(call, arguments={**call.arguments, "confirmed": False})
+        if call.arguments.get("confirmed") is True
+        else call
+        for call in completion.tool_calls
+    ]
+    if calls == list(completion.tool_calls) or any(CHANGED_QUANTITY in error for error in errors):
+        return None
+    history = context.session.get_agent_history() if context.session is not None else []
+    said = [m.content for m in history if m.role == "user"]
+    if said and yes_or_no(said[-1]) is False:
+        return None
+    asking = replace(completion, tool_calls=tuple(calls))
+    return asking if not tool_call_errors(asking, tools, context) else None

@@ -65,7 +65,8 @@ class ValidationFailed(Event):
 class Rescued(Event):
     kind: ClassVar[str] = "rescue"
     agent: str
-    # "flush" (completed again on a clean view), "placeholder" (a canned line was said) or "provider_error".
+    # "flush" (completed again on a clean view), "placeholder" (a canned line was said), "provider_error", or
+    # "read_back_first" (a write the caller had not agreed to was run as its read-back: swarm.checks.asked_first).
     stage: str
     detail: str = ""
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any
 
-from swarm.checks import spoken_text_errors, tool_call_errors
+from swarm.checks import asked_first, spoken_text_errors, tool_call_errors
 from swarm.confirmations import consent, pending_proposal
 from swarm.events import (
     AgentChanged,
@@ -594,7 +594,11 @@ class _Attempt:
         if not completion.tool_calls and (self.errors or self.held):
             completion = self._repaired(completion, tools)
         if not self.errors:
-            self.errors = tool_call_errors(completion, tools, self.session._context(self.agent))
+            context = self.session._context(self.agent)
+            self.errors = tool_call_errors(completion, tools, context)
+            if self.errors and (asking := asked_first(completion, self.errors, tools, context)) is not None:
+                self.session._record(Rescued(self.agent.name, "read_back_first", "; ".join(self.errors)))
+                completion, self.errors = asking, []
         if not self.errors and not completion.tool_calls and not self.said:
             self.errors = spoken_text_errors("")
         if self.errors:

@@ -145,14 +145,17 @@ def build_writer(script: list) -> Registry:
     return registry
 
 
-async def test_a_write_without_the_read_back_and_the_callers_yes_never_happens() -> None:
+async def test_a_write_without_the_read_back_and_the_callers_yes_is_read_back_instead() -> None:
+    # Told to read it back first, the 1.5B spent a second completion on it (2-5 s of a caller's wait), and now
+    # and then said "please read it back and ask me first" to the caller: the session asks itself.
     WRITES.clear()
     eager = '{"name": "order", "arguments": {"sku": "K1", "confirmed": true}}'
-    session = build_writer([eager, eager, eager, eager, "What would you like?"]).session("c1", "shop")
+    session = build_writer([eager, "Shall I order K1?", eager]).session("c1", "shop")
     said = await session.complete("yes I want the kettle K1")
-    assert WRITES == [] and "Ordered" not in said
-    errors = next(e for e in session.events if isinstance(e, ValidationFailed)).errors
-    assert "read it back" in errors[0] or "without confirmed" in errors[0]
+    assert WRITES == [] and said == "Shall I order K1?"
+    assert [e.stage for e in session.events if isinstance(e, Rescued)] == ["read_back_first"]
+    assert not [e for e in session.events if isinstance(e, ValidationFailed)]
+    assert await session.complete("yes") == "Ordered." and WRITES == [{"sku": "K1"}]  # the yes to it writes once
 
 
 async def test_yes_to_the_read_back_writes_once_and_a_no_writes_nothing() -> None:
