@@ -25,7 +25,7 @@ of all its calls and says how many calls the server had up when each turn's call
 
 Usage: .venv/bin/python benchmarks/heard_latency.py [--variants model,+router,+ack] [--at-once 1,2] [--calls 8]
        [--set held-out|tuned] [--list-over SECONDS]
-       [--llm-threads N]
+       [--llm-threads N] [--llm-parallel-calls N]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -179,15 +179,13 @@ async def dial(uri: str, sentence: str, number: str) -> list[dict[str, Any]]:
 
 
 async def run_variant(
-    speech: SpeechModels, name: str, sentences: tuple[str, ...], threads: int, batch_threads: int, at_once: int = 1
+    speech: SpeechModels, name: str, sentences: tuple[str, ...], llm: LLMConfig, at_once: int = 1
 ) -> Variant:
     variant = Variant(name, at_once)
     route_first, acknowledge_after_ms = VARIANTS[name]
     with tempfile.TemporaryDirectory() as folder:
         config = Config(
-            llm=LLMConfig(
-                provider="local", route_first=route_first, local_threads=threads, local_batch_threads=batch_threads
-            ),
+            llm=replace(llm, route_first=route_first),
             database=str(Path(folder) / "shop.db"),
             sip=SipConfig(listen="127.0.0.1:0"),
             voice=VoiceConfig(
@@ -295,6 +293,7 @@ async def main() -> int:
     parser.add_argument("--list-over", type=float, default=5.0, help="list the turns whose answer took longer (s)")
     parser.add_argument("--llm-threads", type=int, default=LLMConfig().local_threads)
     parser.add_argument("--llm-batch-threads", type=int, default=LLMConfig().local_batch_threads)
+    parser.add_argument("--llm-parallel-calls", type=int, default=LLMConfig().local_parallel_calls)
     parser.add_argument("--dial", metavar="URI", help=argparse.SUPPRESS)  # the caller's process
     parser.add_argument("--sentence", help=argparse.SUPPRESS)
     parser.add_argument("--number", help=argparse.SUPPRESS)
@@ -305,10 +304,17 @@ async def main() -> int:
     sentences = _sentences(args.set)[: args.calls]
     at_once = [int(n) for n in args.at_once.split(",")]
     print(
-        f"{os.cpu_count()} cores, llama.cpp threads {args.llm_threads}, reading prompts {args.llm_batch_threads}; load average before: "
-        f"{os.getloadavg()[0]:.2f}; {len(sentences)} calls a row, {args.at_once} at a time, 2 caller turns each; "
+        f"{os.cpu_count()} cores, llama.cpp threads {args.llm_threads}, reading prompts {args.llm_batch_threads}, "
+        f"calls decoded together {args.llm_parallel_calls}; load average before: "
+        f"{os.getloadavg()[0]:.2f}; {len(sentences)} calls a row ({args.set} sentences), {args.at_once} at a time, 2 caller turns each; "
         "seconds from the end of the caller's voice, at the caller\n",
         flush=True,
+    )
+    llm = LLMConfig(
+        provider="local",
+        local_threads=args.llm_threads,
+        local_batch_threads=args.llm_batch_threads,
+        local_parallel_calls=args.llm_parallel_calls,
     )
     speech = await asyncio.to_thread(SpeechModels.load, VoiceConfig())
     try:
@@ -316,7 +322,7 @@ async def main() -> int:
         slow: list[str] = []
         for name in args.variants.split(","):
             for n in at_once:
-                variant = await run_variant(speech, name, sentences, args.llm_threads, args.llm_batch_threads, n)
+                variant = await run_variant(speech, name, sentences, llm, n)
                 print(row(variant), flush=True)
                 slow += [
                     f"{name}, {n} at once: answer {t.answer or math.nan:.2f}, first sound {t.first_sound or math.nan:.2f}; {t.note}"

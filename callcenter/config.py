@@ -67,6 +67,9 @@ class LLMConfig:
     # The threads that read a prompt (a hand-over's history, tool results): every core this process may use.
     local_batch_threads: int = field(default_factory=all_the_cores)
     local_ctx: int = 4096
+    # Calls whose model turns are decoded together (a copy of every agent's slot each: `local_ctx` tokens per agent
+    # per call, ~115 MB per 4,096 tokens with the 1.5B); more calls than this take turns.
+    local_parallel_calls: int = 2
     # When the LLM fails mid-call: "none" apologises and offers a person; "offline" lets the router carry on.
     fallback: str = "none"
     # The router's phrases take the steps they are sure of before the model does (triage's hand-over, the first
@@ -702,6 +705,8 @@ def _validate_local(llm: LLMConfig) -> None:
         raise ConfigError(f"llm.local_threads is {llm.local_threads}; use 1 up to the number of cores")
     if not 1 <= llm.local_batch_threads <= 256:
         raise ConfigError(f"llm.local_batch_threads is {llm.local_batch_threads}; use 1 up to the number of cores")
+    if not 1 <= llm.local_parallel_calls <= 16:
+        raise ConfigError(f"llm.local_parallel_calls is {llm.local_parallel_calls}; use 1 to 16")
     if not 512 <= llm.local_ctx <= 32768:
         raise ConfigError(f"llm.local_ctx is {llm.local_ctx}; use 512 to 32768 tokens (the models' limit)")
 

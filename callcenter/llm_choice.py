@@ -58,16 +58,15 @@ def _openai(llm: LLMConfig, model: str) -> Provider:
 
 async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice:
     """Start the local model's server (joining its file on first use); raises ProviderError or ModelError."""
-    # A slot per agent, each agent's requests pinned to its own (LocalProvider.slots): two calls' turns with
-    # different agents run at once, batched; with the same agent the second waits for the first's reply (with
-    # two prefilled prompts: 15.4 s for both batched, 17.8 s one after the other) rather than risk a cold slot.
+    # A slot per agent and call at once, each agent's requests pinned to its own (LocalProvider.slots) in the
+    # call's lane (swarm.providers.local.Lanes): calls' turns run at once, batched, never on a cold slot.
     server = await asyncio.to_thread(
         local_server,
         llm.local_model,
         threads=llm.local_threads,
         batch_threads=llm.local_batch_threads,
         ctx=llm.local_ctx,
-        parallel=len(agents),
+        parallel=len(agents) * llm.local_parallel_calls,
     )
     provider = LocalProvider(
         server,
@@ -76,6 +75,7 @@ async def _local(llm: LLMConfig, agents: tuple[str, ...], why: str) -> LLMChoice
         name=f"local:{server.spec.name}",
         tool_mode=resolve_tool_mode(llm.tool_mode, "local"),
         slots={agent: slot for slot, agent in enumerate(agents)},
+        lanes=llm.local_parallel_calls,
     )
     await provider.start()
     description = (

@@ -54,6 +54,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--spec-ngram-size-m", type=int, default=48, help="tokens drafted after a match, at most")
     parser.add_argument("--model-draft", default="", help="a smaller model of the same tokenizer drafts replies")
     parser.add_argument("--draft-max", type=int, default=16, help="tokens the draft model drafts, at most")
+    parser.add_argument("--slot-save-path", default="", help="a folder for /slots/N?action=save and restore")
     return parser.parse_args(argv)
 
 
@@ -80,6 +81,8 @@ def params_of(args: argparse.Namespace) -> Any:
     params.hostnames = ["127.0.0.1"]
     params.port = 0
     params.warmup = True
+    if args.slot_save_path:
+        params.slot_save_path = args.slot_save_path.rstrip("/") + "/"
     _speculate(params, args.spec_type, args.spec_ngram_size_n, args.spec_ngram_size_m)
     if args.model_draft:
         _draft(params, args.model_draft, args.draft_max, args.threads, args.batch_threads or args.threads)

@@ -15,13 +15,17 @@ import collections
 import logging
 import os
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import httpx
 
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.base import Completion, Delta, ProviderError, ProviderTimeout, ProviderUnavailable
@@ -31,6 +35,7 @@ from swarm.providers.openai_compat import OpenAIProvider
 log = logging.getLogger(__name__)
 
 PREFILL_TIMEOUT_S = 300.0
+MAX_CALLS_KEPT = 1000  # calls whose lane is remembered (Lanes); the oldest is forgotten first
 
 
 class LocalServerError(ProviderUnavailable):
@@ -109,6 +114,7 @@ class LocalServer:
         self._lock = threading.Lock()
         self._log_tail: collections.deque[str] = collections.deque(maxlen=30)
         self._stopping = False
+        self._slot_folder = ""  # where copy_slot's files go, made at the first start of a server of several slots
 
     @property
     def base_url(self) -> str:
@@ -156,11 +162,28 @@ class LocalServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if self._slot_folder:
+            shutil.rmtree(self._slot_folder, ignore_errors=True)
+            self._slot_folder = ""
+
+    def copy_slot(self, source: int, target: int) -> None:
+        """Copy the prompt cached in slot `source` into slot `target`, through a file (~25 ms for 700 tokens).
+
+        A request pinned to an empty slot never looks in llama.cpp's RAM prompt cache (llama.cpp issue 28139):
+        it would read the whole prompt again, ~7 s for an agent's on 2 cores. Raises httpx.HTTPError."""
+        name = f"slot-{source}.bin"
+        with httpx.Client(timeout=60) as client:
+            for slot, action in ((source, "save"), (target, "restore")):
+                client.post(f"{self.url}/slots/{slot}?action={action}", json={"filename": name}).raise_for_status()
 
     def _spawn(self) -> str:
         started = time.monotonic()
+        argv = self.spec.argv()
+        if self.spec.parallel > 1:
+            self._slot_folder = self._slot_folder or tempfile.mkdtemp(prefix="voiceswarm-slots-")
+            argv += ["--slot-save-path", self._slot_folder]
         process = subprocess.Popen(
-            self.spec.argv(),
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -235,6 +258,30 @@ def _source_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+class Lanes:
+    """Which copy of the agents' slots (a lane) each call's requests go to.
+
+    With one copy, two calls with the same agent take turns: the second caller's reply starts when the first's
+    ends. With a lane each, llama.cpp decodes both replies in one batch. A call keeps its lane, because its
+    history is cached in that lane's slots; a new call takes the lane used least recently, the one most likely
+    free of other calls."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._lane_of: dict[str, int] = {}  # by call (client id), oldest first
+        self._used = [0.0] * count  # when each lane was last given a request (monotonic)
+
+    def of(self, client_id: str) -> int:
+        lane = self._lane_of.get(client_id)
+        if lane is None:
+            lane = min(range(self.count), key=lambda n: self._used[n])
+            self._lane_of[client_id] = lane
+            if len(self._lane_of) > MAX_CALLS_KEPT:
+                del self._lane_of[next(iter(self._lane_of))]
+        self._used[lane] = time.monotonic()
+        return lane
+
+
 class LocalProvider:
     """The Provider for a LocalServer: OpenAI-compatible streaming, restarts, and a warm prompt cache."""
 
@@ -248,14 +295,17 @@ class LocalProvider:
         owns_server: bool = True,
         tool_mode: str = "constrained",
         slots: Mapping[str, int] | None = None,
+        lanes: int = 1,
     ) -> None:
         self.server = server
         # The server's slot of each agent (its prompt cached there), or none: the server picks. Left to pick,
         # llama.cpp gives a request the idle slot with the most similar prompt, and a slot is busy for a few
         # milliseconds after a warm read's stream closes: a turn 10 ms after its agent's read took another
         # agent's slot and read its 516-token prompt cold, past the 20 s timeout. Pinned, it waits the 10 ms;
-        # a second call's turn waits for the first's, and the server swaps its history in from its RAM cache.
+        # With `lanes` copies of the slots (the server has len(slots) * lanes), calls whose turns overlap are
+        # decoded together (Lanes).
         self.slots = dict(slots or {})
+        self.lanes = Lanes(lanes)
         self.tool_mode = tool_mode  # constrained: the measured best on the packaged models (swarm/tool_modes.py)
         # False when several providers (tests) share one server: aclose then leaves it running.
         self.owns_server = owns_server
@@ -316,10 +366,11 @@ class LocalProvider:
                 raise await self._failed(ProviderUnavailable(f"{self.name} failed mid-reply: {error!r}")) from error
 
     async def prefill(self, request: CompletionRequest) -> None:
-        """Put the request's prompt into the server's cache now and after every restart."""
+        """Put the request's prompt into the server's cache (its agent's slot in every lane) now and after every
+        restart."""
         self._prefills.append(request)
         await self._ready()
-        await self._prefill(request)
+        await self._prefill_lanes(request)
 
     async def warm(self, request: CompletionRequest) -> None:
         """Read this prompt into the cache now, once (a turn's history while the caller hears its say line),
@@ -345,9 +396,12 @@ class LocalProvider:
             self._in_flight -= 1
             self._warming = None
 
-    def _slot(self, request: CompletionRequest) -> dict[str, int]:
+    def _slot(self, request: CompletionRequest, lane: int | None = None) -> dict[str, int]:
         slot = self.slots.get(request.agent)
-        return {"id_slot": slot} if slot is not None else {}
+        if slot is None:
+            return {}
+        lane = self.lanes.of(request.client_id) if lane is None else lane
+        return {"id_slot": slot + lane * len(self.slots)}
 
     def _stop_other_calls_read(self, request: CompletionRequest) -> None:
         """A turn is what a caller waits for: another call's warm read gives the server up to it. (This call's
@@ -414,9 +468,23 @@ class LocalProvider:
 
     async def _prefill_all(self, requests: list[CompletionRequest]) -> None:
         for request in requests:
-            await self._prefill(request)
+            await self._prefill_lanes(request)
 
-    async def _prefill(self, request: CompletionRequest, level: int = logging.INFO) -> None:
+    async def _prefill_lanes(self, request: CompletionRequest) -> None:
+        """Read the prompt into its agent's slot of the first lane, then copy it into the other lanes'."""
+        await self._prefill(request, lane=0)
+        first = self.slots.get(request.agent)
+        if first is None:
+            return
+        for lane in range(1, self.lanes.count):
+            target = first + lane * len(self.slots)
+            try:
+                await asyncio.to_thread(self.server.copy_slot, first, target)
+            except httpx.HTTPError as error:
+                log.warning("event=local_llm_slot_copy_failed agent=%s lane=%d error=%r", request.agent, lane, error)
+                await self._prefill(request, lane=lane)
+
+    async def _prefill(self, request: CompletionRequest, level: int = logging.INFO, lane: int | None = None) -> None:
         # Filling the cache is start-up work, not a caller waiting (a cold prompt takes ~12 s on 2 cores), and
         # a client of its own opens a fresh connection. The first streamed item comes once the whole prompt
         # has been processed and cached; closing the stream there stops the generation.
@@ -427,7 +495,7 @@ class LocalProvider:
             timeout=max(self.timeout, PREFILL_TIMEOUT_S),
             name=self.name,
             tool_mode=self.tool_mode,
-            extra_body=self._slot,
+            extra_body=lambda request: self._slot(request, lane),
         )  # the same prompt and slot as the turns', or the cache misses
         try:
             # Twice: seen at start-up, llama.cpp refused the first tools-only grammar now and then (HTTP 400
@@ -444,7 +512,7 @@ class LocalProvider:
                 finally:
                     await stream.aclose()
                 seconds = time.monotonic() - started
-                log.log(level, "event=local_llm_prefilled agent=%s seconds=%.2f", request.agent, seconds)
+                log.log(level, "event=local_llm_prefilled agent=%s lane=%s seconds=%.2f", request.agent, lane, seconds)
                 return
         finally:
             await warming.aclose()
