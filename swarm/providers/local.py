@@ -301,7 +301,7 @@ class LocalProvider:
         # The server's slot of each agent (its prompt cached there), or none: the server picks. Left to pick,
         # llama.cpp gives a request the idle slot with the most similar prompt, and a slot is busy for a few
         # milliseconds after a warm read's stream closes: a turn 10 ms after its agent's read took another
-        # agent's slot and read its 516-token prompt cold, past the 20 s timeout. Pinned, it waits the 10 ms;
+        # agent's slot and read its 516-token prompt cold, past the 20 s timeout. Pinned, it waits the 10 ms.
         # With `lanes` copies of the slots (the server has len(slots) * lanes), calls whose turns overlap are
         # decoded together (Lanes).
         self.slots = dict(slots or {})
