@@ -233,6 +233,7 @@ async def run_variant(
                     turn.at_once = sum(start <= at_caller["ended"] + to_wall < end for start, end in spans)
                     words = (sentences[index], ANSWER)[line]
                     turn.note = f"call {index} {words[:50]!r}: {turn.at_once} up, server {_brief(at_server)}"
+                    turn.note += f"\n    heard: {_heard_after(record.transcript, line)}"
                     variant.turns.append(turn)
     return variant
 
@@ -245,6 +246,15 @@ async def _record(server: VoiceServer, number: str) -> Any:
                 return record
         await asyncio.sleep(0.2)
     return None
+
+
+def _heard_after(transcript: list[dict[str, Any]], line: int) -> str:
+    """What the agent said after the caller's `line`-th line (the call record's transcript)."""
+    callers = [i for i, said in enumerate(transcript) if said["who"] == "caller"]
+    if line >= len(callers):
+        return "?"
+    end = callers[line + 1] if line + 1 < len(callers) else len(transcript)
+    return " | ".join(said["text"] for said in transcript[callers[line] + 1 : end])
 
 
 def _brief(at_server: dict[str, Any]) -> str:
