@@ -561,6 +561,19 @@ async def test_a_search_offers_the_quantity_the_caller_asked_for(shop: Shop) -> 
     assert "only" in many["say"] and "proposal" not in many  # more than the stock: nothing to agree to
 
 
+async def test_an_order_for_the_callers_words_instead_of_a_code_offers_what_they_name(shop: Shop) -> None:
+    # The 1.5B, never having searched, called place_order with sku "coffee machine" (confirmed, after a yes).
+    order = next(t for t in shop_tools(shop) if t.name == "place_order")
+    context = ToolContext("c1", "sales", NoSession())
+    before = stock(shop, "CF-420")
+    offered = await order.call({"sku": "coffee grinder", "quantity": 1, "confirmed": True}, context)
+    assert offered["say"].startswith("We have the Coffee grinder for") and offered["say"].endswith("?")
+    assert offered["proposal"]["arguments"] == {"sku": "CF-420", "quantity": 1}
+    assert stock(shop, "CF-420") == before and "order_number" not in offered  # nothing written
+    nothing = await order.call({"sku": "qwzx-17", "quantity": 1}, context)
+    assert nothing["say"] == "I'm sorry, I can't find that product. Which one would you like?"
+
+
 async def test_misheard_product_words_read_back_the_callers_latest_order(shop: Shop) -> None:
     # A hard caller's "headphones" came through Whisper as "handphone": their one order was not found, and
     # the call stalled on "Could you tell me the order number?". Their latest order is offered by name.
