@@ -582,6 +582,8 @@ async def test_two_calls_with_one_agent_are_decoded_together(local_05b: LocalSer
 async def test_a_prompt_prefilled_once_serves_every_lane() -> None:
     # A request pinned to an empty slot reads its whole prompt (llama.cpp skips its RAM cache there): the first
     # lane's slot is read, the others' are copies of it.
+    if missing := missing_local_model("qwen2.5-coder-0.5b"):
+        pytest.skip(missing)
     server = local_server("qwen2.5-coder-0.5b", threads=2, ctx=2048, parallel=2)
     provider = LocalProvider(server, timeout=60, slots={"sales": 0}, lanes=2)
     prompt = "You sell kettles, toasters and lamps, and you answer in one short sentence. " * 30
