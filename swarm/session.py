@@ -372,6 +372,8 @@ class Session:
             return None
         request = self.completion_request(agent, entered=entered)
         call = self._sure_call(agent, request)
+        if call is None and entered and agent.tool_on_entry:
+            call = self._likely_lookup(agent, request)
         tool = self.registry.tools[call.name] if call is not None else None
         if call is None or tool is None:
             return None
@@ -396,10 +398,24 @@ class Session:
     def _sure_call(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
         """The agent's router's sure call for this request, if the agent has a router (not its own model) and the
         call passes the tool's checks."""
-        router = self.registry.providers.get(agent.router) if agent.router and agent.router != agent.provider else None
-        if not isinstance(router, Router):
+        router = self._router(agent)
+        return self._checked_call(agent, router.sure_call(request) if router is not None else None)
+
+    def _likely_lookup(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
+        """Just handed the caller, the router unsure of the step: the agent's one lookup (Tool.finds) on the
+        caller's words, as the model would have called it (a look-first agent's first reply is a tool call) but
+        without its 3-8 s generation. _routed keeps it only if it finds something; else the model decides."""
+        router = self._router(agent)
+        lookups = [name for name, tool in self._tools(agent).items() if tool.finds is not None]
+        if router is None or len(lookups) != 1:
             return None
-        call = router.sure_call(request)
+        return self._checked_call(agent, router.call_of(request, lookups[0]))
+
+    def _router(self, agent: Agent) -> Router | None:
+        router = self.registry.providers.get(agent.router) if agent.router and agent.router != agent.provider else None
+        return router if isinstance(router, Router) else None
+
+    def _checked_call(self, agent: Agent, call: ToolCall | None) -> ToolCall | None:
         if call is None or tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
             return None
         return call

@@ -77,11 +77,21 @@ def test_fill_arguments_uses_caller_words_and_digits_only():
     }
     needs_sku = ToolSpec("buy", "", {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]})
     assert fill_arguments(needs_sku, "the kettle") is None
+    # Said digit by digit, as callers read a number out; a count of two or three words is no code.
+    said = "order number seven seven four two, one oh nine hasn't arrived"
+    assert fill_arguments(spec, said) == {"order_number": "7742109", "product": said}
+    assert "order_number" not in fill_arguments(spec, "one two three kettles")  # type: ignore[operator]
 
 
 @pytest.mark.parametrize(
     ("said", "quantity"),
-    [("I want to buy two yoga mats", 2), ("3 light bulbs please", 3), ("a kettle", None), ("order 12 345", None)],
+    [
+        ("I want to buy two yoga mats", 2),
+        ("3 light bulbs please", 3),
+        ("a kettle", None),
+        ("order 12 345", None),
+        ("order one two three four five", None),
+    ],
 )
 def test_fill_arguments_takes_how_many_from_a_word_or_a_short_number(said: str, quantity: int | None) -> None:
     spec = ToolSpec("search", "", {"type": "object", "properties": {"query": {"type": "string"}, "quantity": {}}})

@@ -153,3 +153,19 @@ async def test_the_offline_brain_takes_the_classifiers_sure_call_over_its_fuzzy_
     unsure = build_registry(Shop(":memory:"), {}, classifier=Classifier(None)).session("c2", SWARM)
     await unsure.complete("hello I wanted to ask about the lamp")
     assert unsure.get_agent_name() == "triage"
+
+
+async def test_an_agent_handed_the_caller_looks_up_their_words_where_the_phrases_are_unsure() -> None:
+    # Refund's phrases name no tool in these words; its one lookup (find_order) runs on them at once, as the
+    # model's first call would have (3-8 s of generation on 2 cores), and finding their order, its line is said.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+    model = ScriptedProvider(asks_which, name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    answer = await session.complete(UNPHRASED)
+    assert answer.startswith("I found your order") and "Wireless over-ear headphones" in answer
+    assert model.requests == []
+    stranger = registry.session("c2", SWARM, metadata={"caller": "+441632960999"})  # no orders: found nothing
+    await stranger.complete(UNPHRASED)
+    assert [r.agent for r in model.requests] == ["refund"]

@@ -67,6 +67,11 @@ class Router(Protocol):
         """The one tool call the last caller message asks for beyond doubt, its arguments filled; else None."""
         ...
 
+    def call_of(self, request: CompletionRequest, tool: str) -> ToolCall | None:
+        """A call of the request's `tool` with the arguments the last caller message gives; None when a required
+        one is missing, or a read-back or a tool's question awaits the caller's answer."""
+        ...
+
 
 @runtime_checkable
 class Classifier(Protocol):

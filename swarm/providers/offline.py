@@ -23,6 +23,10 @@ from swarm.providers.base import Classifier, Completion, Delta
 # String arguments the router may fill with the caller's own words.
 _FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description", "reason", "question"})
 _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
+# A code said digit by digit ("order number seven seven four two one nine"): five digits or more, so that "one
+# two" of a quantity never is one.
+_DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())} | {"oh": "0"}
+_SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
 _COUNTS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
 _COUNT = re.compile(r"\b(" + "|".join(_COUNTS) + r"|[1-9]\d?)\b(?![\s-]*\d)")
@@ -133,6 +137,16 @@ class OfflineRouter:
         arguments = fill_arguments(tool, last.content) if tool is not None else None
         return None if tool is None or arguments is None else ToolCall("router_0", tool.name, arguments)
 
+    def call_of(self, request: CompletionRequest, tool: str) -> ToolCall | None:
+        last = request.messages[-1] if request.messages else None
+        spec = next((t for t in request.tools if t.name == tool), None)
+        if last is None or last.role != "user" or spec is None:
+            return None
+        if pending_proposal(request.messages) or pending_question(request.messages):
+            return None
+        arguments = fill_arguments(spec, last.content)
+        return None if arguments is None else ToolCall("router_0", tool, arguments)
+
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])
         best = max(tools, key=lambda t: (scores[t.name], self._precedence.get(t.name, 0)), default=None)
@@ -168,13 +182,22 @@ def _given_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
     for name in properties:
         if name in _FREE_TEXT:
             arguments[name] = text
-        elif name == "order_number" and (digits := _DIGITS.search(text)):
-            arguments[name] = re.sub(r"\D", "", digits.group())
-        elif name == "quantity" and (count := _COUNT.search(normalise(text))) and not _DIGITS.search(text):
+        elif name == "order_number" and (digits := _code(text)):
+            arguments[name] = digits
+        elif name == "quantity" and (count := _COUNT.search(normalise(text))) and not _code(text):
             arguments[name] = _COUNTS.get(count.group(1)) or int(count.group(1))
         elif (choice := _one_choice(properties[name], text)) is not None:
             arguments[name] = choice
     return arguments
+
+
+def _code(text: str) -> str | None:
+    """The digits of a code in the words, written ("2 3 4 5 6") or said one by one ("two three four five six")."""
+    if digits := _DIGITS.search(text):
+        return re.sub(r"\D", "", digits.group())
+    if said := _SPOKEN_DIGITS.search(normalise(text)):
+        return "".join(_DIGIT_WORDS[w] for w in re.findall(r"[a-z]+", said.group()))
+    return None
 
 
 def _one_choice(schema: Any, text: str) -> str | None:
