@@ -25,7 +25,9 @@ _FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description
 _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
 # A code said digit by digit ("order number seven seven four two one nine"): five digits or more, so that "one
 # two" of a quantity never is one.
-_DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())} | {"oh": "0"}
+_DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())} | {
+    "oh": "0"
+}
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
 _COUNTS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
