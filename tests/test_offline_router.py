@@ -80,7 +80,7 @@ def test_fill_arguments_uses_caller_words_and_digits_only():
     # Said digit by digit, as callers read a number out; a count of two or three words is no code.
     said = "order number seven seven four two, one oh nine hasn't arrived"
     assert fill_arguments(spec, said) == {"order_number": "7742109", "product": said}
-    assert "order_number" not in fill_arguments(spec, "one two three kettles")  # type: ignore[operator]
+    assert fill_arguments(spec, "one two three kettles") == {"product": "one two three kettles"}
 
 
 @pytest.mark.parametrize(
