@@ -74,7 +74,12 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
     if "confirmed" not in tool.parameters.get("properties", {}) or call.arguments.get("confirmed") is not True:
         return []
     users = [i for i, m in enumerate(history) if m.role == "user"]
-    if not users or yes_or_no(history[users[-1]].content) is not True:
+    answer = yes_or_no(history[users[-1]].content) if users else None
+    if answer is False:
+        # Told to "read it back and ask them first" after a no, the 1.5B said that to the caller, with the price
+        # they had asked for ("... order one for 1 euro").
+        return [f"the caller said no: do not call {call.name}; answer what they said in one short sentence"]
+    if answer is not True:
         return ["confirmed=true needs the caller's clear yes to your read-back: read it back and ask them first"]
     since = users[-2] + 1 if len(users) > 1 else 0
     for message in history[since : users[-1]]:

@@ -174,6 +174,11 @@ async def test_yes_to_the_read_back_writes_once_and_a_no_writes_nothing() -> Non
     await other.complete("the kettle K1 please")
     said = await other.complete("no thanks")
     assert WRITES == [] and said == "Alright, no order."
+    # Not "read it back and ask them first", which the 1.5B said to a caller who had said no.
+    refused = next(e for e in other.events if isinstance(e, ValidationFailed))
+    assert refused.errors == [
+        "order: the caller said no: do not call order; answer what they said in one short sentence"
+    ]
 
 
 async def test_yes_to_other_arguments_is_not_a_yes_to_these() -> None:
