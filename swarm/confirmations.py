@@ -22,6 +22,9 @@ from swarm.messages import Message
 
 _YES = re.compile(r"\b(yes|yeah|yep|yup|sure|correct|okay|ok|please do|go ahead|absolutely|right|do it|confirm)\b")
 _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
+# Sayings whose "no" or "not" negates nothing: "Okay, that's not bad at all. Fine, I'll take one." was heard as a
+# no, and the caller's purchase went to the model (which asked them to repeat it).
+_NOT_A_NO = re.compile(r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not)\b")
 # The only words a plain yes is made of: agreement, politeness, and "it"/"them" for the thing read back.
 _PLAIN = frozenset(
     "yes yeah yep yup sure correct okay ok absolutely right confirm please do it go ahead that's that "
@@ -40,7 +43,7 @@ def normalise(text: str) -> str:
 
 def yes_or_no(text: str) -> bool | None:
     """True for a yes, False for a no (a no anywhere wins), None when neither is said."""
-    said = normalise(text)
+    said = _NOT_A_NO.sub(" ", normalise(text))
     if _NO.search(said):
         return False
     if _YES.search(said):

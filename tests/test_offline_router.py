@@ -51,6 +51,9 @@ def test_triage_accuracy_on_sentences_never_tuned_on():
         ("no thanks", False),
         ("please don't", False),
         ("what colour is it", None),
+        ("Okay, that's not bad at all. Fine, I'll take one.", True),
+        ("no problem, go ahead", True),
+        ("not that one", False),
     ],
 )
 def test_yes_or_no(said, answer):
