@@ -196,6 +196,7 @@ def test_local_keys_from_file_and_environment(tmp_path: Path) -> None:
         ("local_batch_threads = 0", "llm.local_batch_threads is 0"),
         ('local_threads = "two"', "llm.local_threads must be a int"),
         ("local_ctx = 100", "llm.local_ctx is 100; use 512 to 32768"),
+        ("local_parallel_calls = 0", "llm.local_parallel_calls is 0; use 1 to 16"),
         ('provider = "llamacpp"', "llm.provider: unknown LLM 'llamacpp'; use auto, offline, local"),
     ],
 )
