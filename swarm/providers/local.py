@@ -59,7 +59,7 @@ class ServerSpec:
     # llama.cpp's slots, each `ctx` tokens: that many completions run at once (batched). The server swaps
     # prompts in and out of a slot from its RAM cache: a hand-over to the next agent processed 17 prompt
     # tokens whether one slot or one per agent (benchmarks/local_llm_turns.py). LocalProvider.slots pins each
-    # agent to one.
+    # agent to one in each lane (Lanes: a copy of the agents' slots per call at once).
     parallel: int = 1
     # A reply is one to three spoken sentences or one tool call (<200 tokens): a model that loops or never
     # stops is cut here instead of generating until the context is full (seen: 120 s on the 0.5B).
