@@ -77,6 +77,19 @@ class Playback:
         if rest.size:
             self.call.play(rest)
 
+    def cut(self, at: int) -> None:
+        """End the turn's audio at `at`, a sample the caller has not heard yet: what follows it is dropped, and
+        audio played next follows from there."""
+        if not self.heard <= at < self.total:
+            return
+        audio = self._audio()[:at]
+        self._chunks, self.total = [audio], at
+        if self.paused_at is None:
+            heard = self.heard
+            self.call.flush()
+            self._from, self._base = heard, self.call.played_samples
+            self.call.play(audio[heard:])
+
     def stop(self) -> None:
         """Drop what the caller has not heard; the turn's positions stay readable until reset()."""
         self.paused_at = self.heard

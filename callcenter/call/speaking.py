@@ -49,6 +49,7 @@ class Speaking:
         )
         self._spoken: list[tuple[str, int]] = []  # sentences of the running turn and the sample where each ends
         self._lines: list[dict[str, Any]] = []  # transcript lines of the running turn's sentences
+        self._filler_line: dict[str, Any] | None = None  # the transcript line of the last acknowledgement played
 
     @property
     def spoken(self) -> tuple[tuple[str, int], ...]:
@@ -71,6 +72,7 @@ class Speaking:
                 ) as chunks:
                     async for chunk in chunks:
                         if timing is not None and ended is not None and timing.first_audio_s is None:
+                            self._make_way()
                             timing.first_audio_s = time.monotonic() - ended
                             timing.behind_s = (self.playback.total - self.playback.heard) / PHONE_RATE
                         self.playback.play(chunk)
@@ -133,10 +135,18 @@ class Speaking:
             if timing.acknowledged_s is None:
                 timing.acknowledged_s = time.monotonic() - ended
             self.transcript.add("agent", text, via="acknowledgement")
+            self._filler_line = self.transcript.lines[-1]
 
         return asyncio.create_task(
             self._acknowledger.fill(self.playback, ended, lambda: timing.first_audio_s is not None, heard)
         )
+
+    def _make_way(self) -> None:
+        """The answer's first audio is here: an acknowledgement still playing stops at its next pause, and its
+        line says what the caller heard of it."""
+        words = self._acknowledger.make_way(self.playback) if self._acknowledger is not None else None
+        if words is not None and self._filler_line is not None:
+            self._filler_line["text"] = words
 
     def forget_unheard(self, reason: str) -> None:
         """Forget the sentences of the running turn that the caller has not heard (yet)."""
