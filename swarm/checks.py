@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import replace
 
-from swarm.confirmations import changes_quantity, proposal_in, yes_or_no
+from swarm.confirmations import changes_quantity, consent, proposal_in, yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.providers.base import Completion
 from swarm.toolcall_parse import IDENTIFIER
@@ -17,6 +17,7 @@ _TAG = re.compile(r"</?[A-Za-z_][\w:-]*(\s[^<>]*)?/?>")
 _JSON_START = re.compile(r"^\s*[\[{]")
 # The one refusal of a write whose arguments themselves are stale: the model must change them, not only ask.
 CHANGED_QUANTITY = "the caller changed the quantity"
+NOT_PLAIN_YES = "the caller said more than a yes to the read-back"
 
 
 def spoken_text_errors(text: str) -> list[str]:
@@ -68,7 +69,7 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
     """A write (a tool with a `confirmed` flag) runs only on the caller's yes to its read-back.
 
     The read-back is a tool result holding a "proposal" for this tool with these arguments, given after
-    the caller's previous words; the caller's latest words must be a yes. A model that sets
+    the caller's previous words; the caller's latest words must be a plain yes to it (consent). A model that sets
     confirmed=true on its own is told to ask first, and nothing is written.
     """
     if "confirmed" not in tool.parameters.get("properties", {}) or call.arguments.get("confirmed") is not True:
@@ -90,6 +91,11 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
                 # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations)
                 return [f"{CHANGED_QUANTITY}: call {call.name} without confirmed to read it back"]
             if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
+                if consent(history[users[-1]].content, proposal) is not True:
+                    # The session's own standard of a yes (a plain yes): "Okay, that's not bad at all. I'll take
+                    # one." to "... Shall I order one for you?" is the purchase said again in the caller's words,
+                    # read back once more rather than taken as agreement to it (a blind scenario expected that).
+                    return [f"{NOT_PLAIN_YES}: call {call.name} without confirmed to read it back"]
                 return []
     return [f"the caller has not agreed to these arguments: call {call.name} without confirmed to read it back first"]
 

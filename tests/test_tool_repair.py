@@ -195,6 +195,19 @@ async def test_yes_to_other_arguments_is_not_a_yes_to_these() -> None:
     assert WRITES == [{"sku": "K1"}]
 
 
+async def test_a_yes_said_with_the_purchase_in_the_callers_words_is_read_back_once_more() -> None:
+    # A blind scenario: "Okay, that's not bad at all. I'll take one." to the offer, and the 1.5B wrote the order.
+    WRITES.clear()
+    ask = reply("", ("order", {"sku": "K1"}))
+    confirm = reply("", ("order", {"sku": "K1", "confirmed": True}))
+    session = build_writer([ask, "Shall I order K1?", confirm, "Shall I order K1?", confirm]).session("c1", "shop")
+    await session.complete("the kettle please")
+    said = await session.complete("Okay, that's not bad at all. I'll take one.")
+    assert WRITES == [] and said == "Shall I order K1?"  # the model's write, run as its read-back
+    assert [e.stage for e in session.events if isinstance(e, Rescued)] == ["read_back_first"]
+    assert await session.complete("Yes, go ahead.") == "Ordered." and WRITES == [{"sku": "K1"}]
+
+
 async def test_the_same_call_again_in_one_turn_speaks_the_first_results_say_line() -> None:
     registry, model = build(
         [reply("", ("search", {"query": "kettle"})), reply("", ("search", {"query": "kettle"}))] * 3
