@@ -225,3 +225,14 @@ async def test_the_call_ends_only_when_the_caller_says_goodbye(said: str, ends: 
     if not ends:
         assert "did not say goodbye" in model.requests[1].messages[-1].content
         assert "Goodbye" not in reply
+
+
+def test_the_likely_lookup_skips_words_that_only_answer() -> None:
+    # A blind scenario: "Yes, that's right." to triage's "buy or return?" was searched for "that's right" and
+    # offered a laptop stand, which the caller's next "Yes" would have ordered.
+    router = OfflineRouter({}, {"sales": "What are you looking for?"})
+    search = ToolSpec("search", "", {"type": "object", "properties": {"query": {"type": "string"}}})
+    assert router.call_of(_request(Message("user", "Yes, that's right."), tools=(search,)), "search") is None
+    assert router.call_of(_request(Message("user", "Okay, great."), tools=(search,)), "search") is None
+    named = router.call_of(_request(Message("user", "Yes, a humidifier."), tools=(search,)), "search")
+    assert named is not None and named.arguments == {"query": "Yes, a humidifier."}

@@ -16,7 +16,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from swarm.confirmations import consent, normalise, pending_proposal, pending_question
+from swarm.confirmations import consent, normalise, pending_proposal, pending_question, plain_yes
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.providers.base import Classifier, Completion, Delta
 
@@ -145,6 +145,10 @@ class OfflineRouter:
         if last is None or last.role != "user" or spec is None:
             return None
         if pending_proposal(request.messages) or pending_question(request.messages):
+            return None
+        if plain_yes(last.content):
+            # An answer names nothing: "Yes, that's right." to triage's "buy or return?" searched the catalogue
+            # for "that's right" and offered a laptop stand (a blind scenario).
             return None
         arguments = fill_arguments(spec, last.content)
         return None if arguments is None else ToolCall("router_0", tool, arguments)
