@@ -136,7 +136,8 @@ class Acknowledger:
         return None
 
     async def _rendered(self, text: str) -> Filler:
-        """The phrase's whole audio, played as one piece so that the answer's first audio can only follow it."""
+        """The phrase and its stops. It is played as one piece, so the answer's first audio can only follow it, at
+        one of its stops (make_way)."""
         if text not in self._phrases:
             self._phrases[text] = filler(text, await render(self.synthesizer, text, self.call_id))
         return self._phrases[text]

@@ -17,7 +17,6 @@ _TAG = re.compile(r"</?[A-Za-z_][\w:-]*(\s[^<>]*)?/?>")
 _JSON_START = re.compile(r"^\s*[\[{]")
 # The one refusal of a write whose arguments themselves are stale: the model must change them, not only ask.
 CHANGED_QUANTITY = "the caller changed the quantity"
-NOT_PLAIN_YES = "the caller said more than a yes to the read-back"
 
 
 def spoken_text_errors(text: str) -> list[str]:
@@ -95,7 +94,7 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
                     # The session's own standard of a yes (a plain yes): "Okay, that's not bad at all. I'll take
                     # one." to "... Shall I order one for you?" is the purchase said again in the caller's words,
                     # read back once more rather than taken as agreement to it (a blind scenario expected that).
-                    return [f"{NOT_PLAIN_YES}: call {call.name} without confirmed to read it back"]
+                    return [f"the caller said more than a yes: call {call.name} without confirmed to read it back"]
                 return []
     return [f"the caller has not agreed to these arguments: call {call.name} without confirmed to read it back first"]
 
