@@ -22,6 +22,9 @@ from swarm.messages import Message
 
 _YES = re.compile(r"\b(yes|yeah|yep|yup|sure|correct|okay|ok|please do|go ahead|absolutely|right|do it|confirm)\b")
 _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
+# The no words that refuse, beside those that only hold the line ("no", "wait", "stop"): "Oh, wait, sorry, could
+# you make it three instead?" to two is a change, not a refusal (a blind scenario ordered three kettles after it).
+_REFUSAL = re.compile(r"\b(nope|don't|do not|not|cancel)\b")
 # Sayings whose "no" or "not" negates nothing: "Okay, that's not bad at all. Fine, I'll take one." was heard as a
 # no, and the caller's purchase went to the model (which asked them to repeat it).
 _NOT_A_NO = re.compile(r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not)\b")
@@ -56,6 +59,12 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     for a no (a no anywhere wins), None for anything else. A yes inside a changed request ("I want 100 ...
     yes", "yes but make it two") is None: a new request, to be read back again, never the old one's consent."""
     answer = yes_or_no(text)
+    if (
+        answer is False
+        and changes_quantity(text, proposal)
+        and not _REFUSAL.search(_NOT_A_NO.sub(" ", normalise(text)))
+    ):
+        return None  # "Wait, make it three instead": the change is read back again
     if answer is not True:
         return answer
     return True if plain_yes(text, proposal_quantity(proposal)) else None
@@ -73,17 +82,36 @@ def plain_yes(text: str, quantity: int | None = None) -> bool:
 
 def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     """The words name a number other than the read-back's quantity ("yes, make it two" to three)."""
+    return bool(_other_numbers(text, proposal))
+
+
+def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
+    """The one quantity other than the read-back's that the words ask for; None for none, or several."""
+    others = _other_numbers(text, proposal)
+    return others.pop() if len(others) == 1 else None
+
+
+def _other_numbers(text: str, proposal: Mapping[str, Any]) -> set[int]:
     quantity = proposal_quantity(proposal)
     if quantity is None:
-        return False
+        return set()
     numbers = [_number(word) for word in _THAT_ONE.sub(r"\1", normalise(text)).split()]
-    # Numbers said one after another are a code ("order 1 2 3 4 5"), not how many.
-    alone = [
-        n
-        for i, n in enumerate(numbers)
-        if n is not None and all(x is None for x in numbers[max(i - 1, 0) : i] + numbers[i + 1 : i + 2])
-    ]
-    return any(n != quantity for n in alone)
+    # Three numbers or more said one after another are a code ("order 1 2 3 4 5"), not how many.
+    alone = {n for i, n in enumerate(numbers) if n is not None and not _in_code(numbers, i)}
+    if len(alone) > 1:
+        # "one" beside another number is a pronoun: "Yes, two, one for us and one for the kids." to two, or "make
+        # it three instead? My daughter's going to want one too."
+        alone.discard(1)
+    return alone - {quantity}
+
+
+def _in_code(numbers: list[int | None], i: int) -> bool:
+    start = end = i
+    while start > 0 and numbers[start - 1] is not None:
+        start -= 1
+    while end + 1 < len(numbers) and numbers[end + 1] is not None:
+        end += 1
+    return end - start >= 2
 
 
 def proposal_quantity(proposal: Mapping[str, Any]) -> int | None:

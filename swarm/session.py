@@ -315,7 +315,7 @@ class Session:
         hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
         spoke = False
         entered = False  # the agent was handed the caller in this turn, by the call just run
-        agreed = self._agreed_proposal(self.registry.agents[self._agent])
+        agreed = self._answered_proposal(self.registry.agents[self._agent])
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
@@ -497,19 +497,27 @@ class Session:
     def _context(self, agent: Agent) -> ToolContext:
         return ToolContext(self.client_id, agent.name, self, self.metadata, self.session_id)
 
-    def _agreed_proposal(self, agent: Agent) -> ToolCall | None:
-        """The read-back's own call, confirmed, when the caller's words are a plain yes to it (swarm.confirmations)."""
+    def _answered_proposal(self, agent: Agent) -> ToolCall | None:
+        """The read-back's own call when the caller's words settle it without the model: confirmed on a plain yes
+        to it (swarm.confirmations), or unconfirmed with the change they make, read back again, when the agent's
+        router is sure of the change ("could you make it three instead?")."""
         history = self.get_agent_history(agent.name)
         proposal = pending_proposal(history)
         if proposal is None or not history:
             return None
-        if consent(history[-1].content, proposal) is not True:  # "Yes, three please." to three is consent
-            return None  # a no, or a yes inside a changed request: the model decides (and reads a change back)
-        tools = self._tools(agent)
-        call = ToolCall("agreed_0", str(proposal["tool"]), {**proposal.get("arguments", {}), "confirmed": True})
-        if tool_call_errors(Completion("", (call,)), tools, self._context(agent)):
+        if consent(history[-1].content, proposal) is True:  # "Yes, three please." to three is consent
+            call = ToolCall("agreed_0", str(proposal["tool"]), {**proposal.get("arguments", {}), "confirmed": True})
+            event = "plain_yes"
+        elif (router := self._router(agent)) is not None:
+            changed = router.changed_call(self.completion_request(agent))
+            if changed is None:
+                return None  # a no, or words the router is unsure of: the model decides
+            call, event = changed, "changed_read_back"
+        else:
+            return None
+        if tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
             return None  # not this agent's tool, or arguments it would refuse: the model decides
-        log.info("event=plain_yes client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
+        log.info("event=%s client=%s agent=%s tool=%s", event, self.client_id, agent.name, call.name)
         return call
 
     def _result_reply(self, calls: Sequence[ToolCall], results: dict[str, str], agent: Agent) -> str | None:

@@ -142,7 +142,13 @@ ORDER_SPEC = ToolSpec(
         ("Yes, one please.", {"sku": "K-1", "quantity": 1}),
         ("I want 100 yes", {"sku": "K-1", "quantity": 3}),  # the issue's: read back again, nothing placed
         ("yes, that sounds wonderful", {"sku": "K-1", "quantity": 3}),
-        ("no, make it two", None),  # a no anywhere wins
+        ("no, make it two", {"sku": "K-1", "quantity": 2}),  # a no that only holds the line, then a change
+        (
+            "Oh, wait, sorry, could you make it two instead? My son will want one too.",  # "one" is a pronoun
+            {"sku": "K-1", "quantity": 2},
+        ),
+        ("No, I don't want two.", None),  # a refusal wins
+        ("no", None),
     ],
 )
 def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: dict | None) -> None:

@@ -12,6 +12,7 @@ import pytest
 from swarm.events import CallEnded, DigitsRequested, Escalated, events_from_json, events_to_json
 from swarm.messages import Message
 from swarm.providers.base import Completion, ProviderUnavailable
+from swarm.providers.offline import OfflineRouter
 from swarm.providers.scripted import ScriptedProvider, reply
 from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec, navigate_back_tool, navigate_tool
 from swarm.session import Session
@@ -617,3 +618,30 @@ async def test_a_speculation_serves_the_turn_only_when_it_asked_the_same():
     assert [s async for s in session.stream("again", speculation)] == ["Three."]
     assert not speculation.taken and len(triage.requests) == 3
     assert [m.content for m in session.get_user_history()] == ["hi", "again"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "read_back"),
+    [
+        ("Oh, wait, sorry, could you make it two instead? My son will want one too.", "2 lamp"),
+        ("Yes, but make it two.", "2 lamp"),
+        ("No, I don't want two of them.", None),  # a refusal: the model answers it
+    ],
+)
+async def test_a_router_reads_a_changed_quantity_back_without_the_model(answer: str, read_back: str | None) -> None:
+    # Blind3: "Oh, wait, ... make it three instead?" was heard as a no; the 1.5B searched the whole sentence and
+    # three kettles were ordered. The change is read back again by the agent's router, and only a yes writes it.
+    ORDERED.clear()
+    registry, _, sales = build([], [reply("", ("order_lamp", {"quantity": 3})), "All right, I won't order it."])
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.add_provider("offline", OfflineRouter({}, {}))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",), router="offline")
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    assert await session.complete("three lamps") == "3 lamp, twenty euros. Shall I order it?"
+    said = await session.complete(answer)
+    if read_back is None:
+        assert said == "All right, I won't order it." and len(sales.requests) == 2
+    else:
+        assert said == f"{read_back}, twenty euros. Shall I order it?" and len(sales.requests) == 1 and ORDERED == []
+        assert await session.complete("Yes, two please.") == "Ordered." and ORDERED == [2]

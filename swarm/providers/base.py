@@ -72,6 +72,11 @@ class Router(Protocol):
         one is missing, or a read-back or a tool's question awaits the caller's answer."""
         ...
 
+    def changed_call(self, request: CompletionRequest) -> ToolCall | None:
+        """The pending read-back's call again, unconfirmed, with the change the last caller message makes to it for
+        sure ("could you make it three instead?" to two); None when it makes none, or says yes or no to it."""
+        ...
+
 
 @runtime_checkable
 class Classifier(Protocol):

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from rapidfuzz import fuzz
 
-from swarm.confirmations import consent, normalise, pending_proposal, pending_question, plain_yes
+from swarm.confirmations import consent, new_quantity, normalise, pending_proposal, pending_question, plain_yes
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.providers.base import Classifier, Completion, Delta
 
@@ -153,6 +154,14 @@ class OfflineRouter:
         arguments = fill_arguments(spec, last.content)
         return None if arguments is None else ToolCall("router_0", tool, arguments)
 
+    def changed_call(self, request: CompletionRequest) -> ToolCall | None:
+        last = request.messages[-1] if request.messages else None
+        proposal = pending_proposal(request.messages)
+        if last is None or last.role != "user" or proposal is None or consent(last.content, proposal) is not None:
+            return None
+        changed = _read_back_again(proposal, last.content, request.tools)
+        return replace(changed.tool_calls[0], id="router_0") if changed is not None else None
+
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])
         best = max(tools, key=lambda t: (scores[t.name], self._precedence.get(t.name, 0)), default=None)
@@ -169,7 +178,9 @@ def _read_back_again(
     arguments = proposal.get("arguments", {})
     if tool is None or not isinstance(arguments, Mapping):
         return None
-    given = {k: v for k, v in _given_arguments(tool, text).items() if k not in _FREE_TEXT and k != "confirmed"}
+    given = {k: v for k, v in _given_arguments(tool, text).items() if k not in _FREE_TEXT | {"confirmed", "quantity"}}
+    if (quantity := new_quantity(text, proposal)) is not None and quantity < 100:  # longer numbers are codes
+        given["quantity"] = quantity  # the one number that changes it, not the first said ("want one too")
     if not unchanged and all(arguments.get(k) == v for k, v in given.items()):
         return None
     return _call(tool.name, {k: v for k, v in {**arguments, **given}.items() if k != "confirmed"})
