@@ -182,6 +182,18 @@ def test_search_understands_spoken_forms(read_only_shop: Shop, said: str, sku: s
     assert read_only_shop.search(said)[0].sku == sku
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Yes, that's right.",  # "thats" stemmed to "that" found the laptop stand "that folds flat" (blind3)
+        "Could you make it three instead? My daughter's going to want one too.",  # "3.5 mm", "1.7 litre"
+        "Okay, that's not bad at all.",
+    ],
+)
+def test_words_naming_no_product_find_none(read_only_shop: Shop, said: str) -> None:
+    assert read_only_shop.search(said) == []
+
+
 def test_search_respects_the_limit(read_only_shop: Shop) -> None:
     assert len(read_only_shop.search("wireless", limit=2)) == 2
     assert len(read_only_shop.search("wireless", limit=10)) == 3  # HP-100, CH-120, MS-210

@@ -83,7 +83,7 @@ class HttpShop:
         return [self._product(item, fetch) for item in self._listed(None, fetch)]
 
     def search(self, text: str, limit: int = 3) -> list[Product]:
-        if not isinstance(text, str) or not query_terms(text).any():
+        if not isinstance(text, str) or not query_terms(text).named():
             return []
         limit = max(1, min(int(limit), 50))
         fetch = _Links(self._client)

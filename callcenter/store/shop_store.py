@@ -108,7 +108,7 @@ class Shop:
         if not isinstance(text, str):
             return []
         terms = query_terms(text)
-        if not terms.any():
+        if not terms.named():
             return []
         limit = max(1, min(int(limit), 50))
 
@@ -120,7 +120,7 @@ class Shop:
                 found = [_product(row) for row in ranked(conn, terms.words, True, limit)]
             if len(found) < limit:
                 seen = {p.sku for p in found}
-                more = ranked(conn, terms.any(), False, limit + len(found))
+                more = ranked(conn, terms.named(), False, limit + len(found))
                 found.extend(p for p in map(_product, more) if p.sku not in seen)
             if not found:
                 found = [_product(row) for row in misheard(conn, terms.words, limit)]

@@ -19,6 +19,8 @@ STOP_WORDS = frozenset(
     looking look me my need new of on or order ordered please purchase purchased some
     something sort that the them there these thing this those to uh um want wanna was we
     what which with would you your yes no so not buying
+    thats whats theres heres youre were lets hes shes theyre wed youd youll weve didnt doesnt cant wont isnt
+    wasnt arent havent okay ok
     """.split()
 )
 
@@ -32,6 +34,11 @@ class Terms:
 
     def any(self) -> tuple[str, ...]:
         return self.words + self.extra
+
+    def named(self) -> tuple[str, ...]:
+        """The terms that may name a product on their own: a number only ranks ("make it three instead" matched
+        the earbuds' "3.5 mm jack"; "want one too" the kettle's "1.7 litre")."""
+        return self.words + tuple(term for term in self.extra if not term.isdigit())
 
 
 def query_terms(text: str) -> Terms:
