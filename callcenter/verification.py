@@ -38,11 +38,13 @@ FACTORS = {
 VERIFYING_TOOLS = frozenset({"find_order", "create_return"})
 # Words around a factor that are not part of it: "my postcode is 1 0 1 1 5", "it's jane at example dot com".
 _FILLER = frozenset(
-    "my the is it its it's that this was our and uh um er erm okay ok yes yeah sure well so please "
+    "my the is it its it's that this was our and uh um er erm okay ok yes yeah yep yup aye right sure well so please "
     "postcode post postal code zip zipcode email mail address at dot phone number last four digits of "
     "on order delivered to".split()
 )
 _REPEATS = {"double": 2, "triple": 3}
+# "the postcode's M one, one A E": an "'s" is "is", a filler word, not an s of the postcode ("postcodes m11ae").
+_IS = re.compile(r"['’]s\b")
 _E_MAIL = re.compile(r"\be-mail\b", re.IGNORECASE)  # one filler word, not the letter e (postcode E1 6AN) and "mail"
 # A longer answer is not a postcode said once but a list of guesses.
 MAX_ANSWER_WORDS = 16
@@ -112,7 +114,7 @@ def _compact(text: str) -> str:
     one a a", "jane.doe@example.com" and "jane dot doe at example dot com" compare equal."""
     kept: list[str] = []
     repeat = 1
-    for word in words(_E_MAIL.sub("email", text)):
+    for word in words(_IS.sub(" is", _E_MAIL.sub("email", text))):
         if word in _REPEATS:
             repeat = _REPEATS[word]
             continue

@@ -34,8 +34,12 @@ _PLAIN = frozenset(
     "great perfect lovely fine good sounds thanks thank you i'll i'd i will i would like take them order is "
     "for me the and buy return start place of".split()
 )
-# "one" names the thing read back ("yes, that one"), not how many, after these words.
-_THAT_ONE = re.compile(r"\b(that|this|the) one\b")
+# "one" names the thing read back ("yes, that one"), not how many, after these words; "just the one" is how many.
+_THAT_ONE = re.compile(r"\b(that|this) one\b")
+_NUMBER = r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)"
+_OTHER = re.compile(rf"\bother {_NUMBER}\b")
+# A change said as one: "make it three", "change that to two", "three instead".
+_CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
 _NUMBER_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
 
 
@@ -82,27 +86,38 @@ def plain_yes(text: str, quantity: int | None = None) -> bool:
 
 def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     """The words name a number other than the read-back's quantity ("yes, make it two" to three)."""
-    return bool(_other_numbers(text, proposal))
+    quantity = proposal_quantity(proposal)
+    return quantity is not None and bool(_numbers(text) - {quantity})
 
 
 def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
-    """The one quantity other than the read-back's that the words ask for; None for none, or several."""
-    others = _other_numbers(text, proposal)
-    return others.pop() if len(others) == 1 else None
-
-
-def _other_numbers(text: str, proposal: Mapping[str, Any]) -> set[int]:
+    """The quantity the words ask for instead of the read-back's, where there is no doubt of it: the number of
+    "make it three" or "three instead", else the one number said when the read-back's own is not said too. "Yes,
+    just the one bulb. The other three are fine." to one, or "two, one for us and one for the kids" to two, is in
+    doubt: None."""
     quantity = proposal_quantity(proposal)
     if quantity is None:
-        return set()
-    numbers = [_number(word) for word in _THAT_ONE.sub(r"\1", normalise(text)).split()]
-    # Three numbers or more said one after another are a code ("order 1 2 3 4 5"), not how many.
-    alone = {n for i, n in enumerate(numbers) if n is not None and not _in_code(numbers, i)}
-    if len(alone) > 1:
-        # "one" beside another number is a pronoun: "Yes, two, one for us and one for the kids." to two, or "make
-        # it three instead? My daughter's going to want one too."
-        alone.discard(1)
-    return alone - {quantity}
+        return None
+    if (asked := _CHANGE.search(normalise(text))) is not None:
+        number = _number(asked.group(1) or asked.group(2))
+        return number if number != quantity else None
+    numbers = _numbers(text)
+    return numbers.pop() if len(numbers) == 1 and quantity not in numbers else None
+
+
+def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A yes that says the read-back's own quantity and no other: "Yes, just the one bulb. The other three are
+    fine." to one."""
+    quantity = proposal_quantity(proposal)
+    return quantity is not None and yes_or_no(text) is True and _numbers(text) == {quantity}
+
+
+def _numbers(text: str) -> set[int]:
+    """The numbers said on their own, but those of "the other three" (the rest, not what is asked for); three or
+    more one after another are a code ("order 1 2 3 4 5")."""
+    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", normalise(text)))
+    numbers = [_number(word) for word in said.split()]
+    return {n for i, n in enumerate(numbers) if n is not None and not _in_code(numbers, i)}
 
 
 def _in_code(numbers: list[int | None], i: int) -> bool:

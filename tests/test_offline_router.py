@@ -148,6 +148,8 @@ ORDER_SPEC = ToolSpec(
             {"sku": "K-1", "quantity": 2},
         ),
         ("No, I don't want two.", None),  # a refusal wins
+        ("Yes, just the one. The other two are fine.", {"sku": "K-1", "quantity": 1}),  # "other two": the rest
+        ("Yes, three, one for each of us.", {"sku": "K-1", "quantity": 3}),  # in doubt: read back again
         ("no", None),
     ],
 )

@@ -211,6 +211,7 @@ async def test_claimed_caller_id_is_not_enough_even_for_the_own_number(shop: Sho
     ("factors", "answer", "proved"),
     [
         (("postcode",), "my postcode is eight oh three three one", True),
+        (("postcode",), "Aye, the postcode's eight oh three three one.", True),  # "'s" is no s of the postcode
         (("postcode",), "80331 80332 80333", False),  # a list of guesses is no answer
         (("postcode",), EMAIL, False),  # the e-mail is not asked for
         (("email",), "jane dot doe at example dot com", True),

@@ -73,8 +73,9 @@ class Router(Protocol):
         ...
 
     def changed_call(self, request: CompletionRequest) -> ToolCall | None:
-        """The pending read-back's call again, unconfirmed, with the change the last caller message makes to it for
-        sure ("could you make it three instead?" to two); None when it makes none, or says yes or no to it."""
+        """The pending read-back's call again, unconfirmed: with the change the last caller message makes to it for
+        sure ("could you make it three instead?" to two), or unchanged for a yes in more words than a plain one that
+        says its own quantity ("Yes, just the one bulb. The other three are fine."); else None."""
         ...
 
 

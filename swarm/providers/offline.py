@@ -17,7 +17,15 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from swarm.confirmations import consent, new_quantity, normalise, pending_proposal, pending_question, plain_yes
+from swarm.confirmations import (
+    consent,
+    new_quantity,
+    normalise,
+    pending_proposal,
+    pending_question,
+    plain_yes,
+    restates_quantity,
+)
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.providers.base import Classifier, Completion, Delta
 
@@ -159,7 +167,8 @@ class OfflineRouter:
         proposal = pending_proposal(request.messages)
         if last is None or last.role != "user" or proposal is None or consent(last.content, proposal) is not None:
             return None
-        changed = _read_back_again(proposal, last.content, request.tools)
+        unchanged = restates_quantity(last.content, proposal) and "?" not in last.content
+        changed = _read_back_again(proposal, last.content, request.tools, unchanged=unchanged)
         return replace(changed.tool_calls[0], id="router_0") if changed is not None else None
 
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
