@@ -169,3 +169,16 @@ async def test_an_agent_handed_the_caller_looks_up_their_words_where_the_phrases
     stranger = registry.session("c2", SWARM, metadata={"caller": "+441632960999"})  # no orders: found nothing
     await stranger.complete(UNPHRASED)
     assert [r.agent for r in model.requests] == ["refund"]
+
+
+async def test_a_lookup_that_asks_the_security_question_is_said_without_the_model() -> None:
+    # Held-out, through the phone: an order number from a caller the shop cannot identify. The lookup on their
+    # words asks the order's security question; dropped as "found nothing", the 1.5B wrote the same call (4 s).
+    model = ScriptedProvider(asks_which, name="model")
+    registry = build_registry(
+        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund")
+    )
+    session = registry.session("c1", SWARM, metadata={"caller": "+441632960999"})
+    answer = await session.complete("order number seven seven four two one nine hasn't arrived and it's been two weeks")
+    assert answer.startswith("For your security") and model.requests == []
+    assert session.get_agent_name() == "refund"
