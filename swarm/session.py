@@ -315,7 +315,8 @@ class Session:
         hand_overs: set[tuple[str, str]] = set()  # (from, to) of this turn's hand-overs
         spoke = False
         entered = False  # the agent was handed the caller in this turn, by the call just run
-        agreed = self._answered_proposal(self.registry.agents[self._agent])
+        agent = self.registry.agents[self._agent]
+        agreed = self._answered_proposal(agent) or self._answered_question(agent)
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
@@ -521,6 +522,16 @@ class Session:
         if tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
             return None  # not this agent's tool, or arguments it would refuse: the model decides
         log.info("event=%s client=%s agent=%s tool=%s", event, self.client_id, agent.name, call.name)
+        return call
+
+    def _answered_question(self, agent: Agent) -> ToolCall | None:
+        """The call a tool's question asked for, the caller's words its answer, when the agent's router is sure they
+        are one ("It's M one, one A E."): the 1.5B wrote the same call, ~25 tokens, in 2-3 s."""
+        router = self._router(agent)
+        call = router.answer_call(self.completion_request(agent)) if router is not None else None
+        if call is None or tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
+            return None
+        log.info("event=question_answered client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
         return call
 
     def _result_reply(self, calls: Sequence[ToolCall], results: dict[str, str], agent: Agent) -> str | None:

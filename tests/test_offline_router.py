@@ -244,3 +244,10 @@ def test_the_likely_lookup_skips_words_that_only_answer() -> None:
     assert router.call_of(_request(Message("user", "Okay, great."), tools=(search,)), "search") is None
     named = router.call_of(_request(Message("user", "Yes, a humidifier."), tools=(search,)), "search")
     assert named is not None and named.arguments == {"query": "Yes, a humidifier."}
+    # A plain yes to another agent's either-or question: the words it answered for are looked up.
+    asked = Message("assistant", "Would you like to buy something, or return something you bought?", agent="triage")
+    wished = (Message("user", "does the ipad case come in pink"), asked, Message("user", "Yes, please."))
+    answered = router.call_of(_request(*wished, tools=(search,)), "search")
+    assert answered is not None and answered.arguments == {"query": "does the ipad case come in pink"}
+    own = (wished[0], Message("assistant", "Anything else?", agent="sales"), wished[2])  # this agent's question
+    assert router.call_of(_request(*own, tools=(search,)), "search") is None

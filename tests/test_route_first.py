@@ -3,6 +3,8 @@ caller, the likely lookup on their words. What it is unsure of, and a lookup tha
 
 from __future__ import annotations
 
+import pytest
+
 from callcenter.agents import AGENTS, SWARM, build_registry
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
@@ -182,3 +184,22 @@ async def test_a_lookup_that_asks_the_security_question_is_said_without_the_mode
     answer = await session.complete("order number seven seven four two one nine hasn't arrived and it's been two weeks")
     assert answer.startswith("For your security") and model.requests == []
     assert session.get_agent_name() == "refund"
+
+
+@pytest.mark.parametrize(
+    ("said", "model_asked"),
+    [("Aye, the postcode's M one, one A E.", False), ("Why do you need that?", True), ("Hold on, one moment.", True)],
+)
+async def test_an_answer_to_the_security_question_is_checked_without_the_model(said: str, model_asked: bool) -> None:
+    # The caller's words are the answer the tool asked for (the tool reads them whatever a model writes): the
+    # 1.5B wrote find_order(order_number, verification) for them, 2-3 s. Words that are no answer stay its own.
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6, postcode="M1 1AE")
+    model = ScriptedProvider(lambda request: reply("Because the order is not yours."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": "+441632960999"})
+    spoken = " ".join(order.order_number)
+    assert (await session.complete(f"order {spoken} hasn't arrived")).startswith("For your security")
+    answer = await session.complete(said)
+    assert len(model.requests) == int(model_asked)
+    assert answer.startswith("Because" if model_asked else f"I found your order {spoken}")

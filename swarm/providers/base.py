@@ -78,6 +78,12 @@ class Router(Protocol):
         says its own quantity ("Yes, just the one bulb. The other three are fine."); else None."""
         ...
 
+    def answer_call(self, request: CompletionRequest) -> ToolCall | None:
+        """The call a tool's pending question asks for (swarm.confirmations.pending_question), the last caller
+        message its answer, when those words plainly are one: a code of digits or an e-mail address ("It's one zero
+        one one five."), no question and no no. Else None."""
+        ...
+
 
 @runtime_checkable
 class Classifier(Protocol):

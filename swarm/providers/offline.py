@@ -25,6 +25,7 @@ from swarm.confirmations import (
     pending_question,
     plain_yes,
     restates_quantity,
+    yes_or_no,
 )
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.providers.base import Classifier, Completion, Delta
@@ -37,6 +38,9 @@ _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
 _DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())} | {
     "oh": "0"
 }
+_ONE_DIGIT = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine)\b")
+_E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
+_ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
 _COUNTS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
@@ -155,11 +159,14 @@ class OfflineRouter:
             return None
         if pending_proposal(request.messages) or pending_question(request.messages):
             return None
-        if plain_yes(last.content):
+        said = last.content
+        if plain_yes(said):
             # An answer names nothing: "Yes, that's right." to triage's "buy or return?" searched the catalogue
-            # for "that's right" and offered a laptop stand (a blind scenario).
-            return None
-        arguments = fill_arguments(spec, last.content)
+            # for "that's right" and offered a laptop stand (a blind scenario). The words it answered for do.
+            said = _answered_for(request)
+            if said is None:
+                return None
+        arguments = fill_arguments(spec, said)
         return None if arguments is None else ToolCall("router_0", tool, arguments)
 
     def changed_call(self, request: CompletionRequest) -> ToolCall | None:
@@ -171,10 +178,32 @@ class OfflineRouter:
         changed = _read_back_again(proposal, last.content, request.tools, unchanged=unchanged)
         return replace(changed.tool_calls[0], id="router_0") if changed is not None else None
 
+    def answer_call(self, request: CompletionRequest) -> ToolCall | None:
+        last = request.messages[-1] if request.messages else None
+        question = pending_question(request.messages)
+        if last is None or last.role != "user" or question is None or not _an_answer(last.content):
+            return None
+        return ToolCall(
+            "router_0", question["tool"], {**question.get("arguments", {}), question["answer"]: last.content}
+        )
+
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])
         best = max(tools, key=lambda t: (scores[t.name], self._precedence.get(t.name, 0)), default=None)
         return best if best is not None and scores[best.name] > 0 else None
+
+
+def _answered_for(request: CompletionRequest) -> str | None:
+    """The caller's words before a plain yes to another agent's question, when those words are more than a yes:
+    "does the ipad case come in pink" - "Would you like to buy something, or return something?" - "Yes, please."
+    hands sales "does the ipad case come in pink" to look up. None when the yes answered this agent."""
+    messages = request.messages
+    if len(messages) < 3:
+        return None
+    before, asked = messages[-3], messages[-2]
+    if asked.role != "assistant" or asked.agent in (None, request.agent) or before.role != "user":
+        return None
+    return None if plain_yes(before.content) else before.content
 
 
 def _read_back_again(
@@ -215,6 +244,16 @@ def _given_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
         elif (choice := _one_choice(properties[name], text)) is not None:
             arguments[name] = choice
     return arguments
+
+
+def _an_answer(text: str) -> bool:
+    """Words that plainly answer a question asking for a code or an address: digits (said or written) or an
+    e-mail address; short, no question of their own, no no ("No, I'd rather buy two.")."""
+    said = normalise(text)
+    # Two digits at least: "Hold on, one moment." is no postcode.
+    digits = sum(c.isdigit() for c in text) + len(_ONE_DIGIT.findall(said))
+    coded = digits >= 2 or bool(_E_MAIL.search(said))
+    return coded and "?" not in text and len(said.split()) <= _ANSWER_WORDS and yes_or_no(text) is not False
 
 
 def _code(text: str) -> str | None:
