@@ -159,13 +159,11 @@ class OfflineRouter:
             return None
         if pending_proposal(request.messages) or pending_question(request.messages):
             return None
-        said = last.content
-        if plain_yes(said):
-            # An answer names nothing: "Yes, that's right." to triage's "buy or return?" searched the catalogue
-            # for "that's right" and offered a laptop stand (a blind scenario). The words it answered for do.
-            said = _answered_for(request)
-            if said is None:
-                return None
+        # An answer names nothing: "Yes, that's right." to triage's "buy or return?" searched the catalogue for
+        # "that's right" and offered a laptop stand (a blind scenario). The words it answered for do.
+        said = _answered_for(request) if plain_yes(last.content) else last.content
+        if said is None:
+            return None
         arguments = fill_arguments(spec, said)
         return None if arguments is None else ToolCall("router_0", tool, arguments)
 
