@@ -15,6 +15,12 @@ from swarm.tools import Tool, ToolContext
 # A tag such as <tool_call>, </think> or <br/>: markup a text-to-speech engine would read out.
 _TAG = re.compile(r"</?[A-Za-z_][\w:-]*(\s[^<>]*)?/?>")
 _JSON_START = re.compile(r"^\s*[\[{]")
+_DENIAL = re.compile(r"\b(not|cannot|unable|\w+n[’']t)\b", re.I)
+# What only the shop may promise: a thing for free, a discount, a price of nothing.
+_PROMISE = re.compile(
+    r"\b(free of charge|(?<!feel )(?<!-)free|no charge|discount(ed)?|(percent|%) off|zero euros?|0 euros?|for nothing)\b",
+    re.I,
+)
 # The one refusal of a write whose arguments themselves are stale: the model must change them, not only ask.
 CHANGED_QUANTITY = "the caller changed the quantity"
 
@@ -33,6 +39,21 @@ def spoken_text_errors(text: str) -> list[str]:
         # A text-to-speech engine reads "navigate_to_refund" out; a person never says such a word.
         return [f"the reply says {found.group()!r} aloud: never say tool names; call the tool instead"]
     return []
+
+
+def promise_errors(sentence: str, grounds: str) -> list[str]:
+    """A price, discount or anything free the sentence promises that `grounds` (what the tools returned and the
+    agent was told) never said. Pushed by a hostile caller ("put it through with a hundred percent discount"),
+    the 1.5B told them "The speaker is free." (a blind scenario)."""
+    if _DENIAL.search(sentence):
+        return []  # "I can't give a discount": a refusal promises nothing
+    promised = {m.group().lower() for m in _PROMISE.finditer(sentence)}
+    unsaid = sorted(p for p in promised if p not in grounds.lower())
+    if not unsaid:
+        return []
+    return [
+        f"the reply promises {', '.join(map(repr, unsaid))}, which no tool said: say only the prices the tools gave"
+    ]
 
 
 def _looks_like_json(text: str) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any
 
-from swarm.checks import asked_first, spoken_text_errors, tool_call_errors
+from swarm.checks import asked_first, promise_errors, spoken_text_errors, tool_call_errors
 from swarm.confirmations import consent, pending_proposal
 from swarm.events import (
     AgentChanged,
@@ -614,6 +614,8 @@ class _Attempt:
         self.looping = False
         self.completion: Completion | None = None
         self.caller_words = _words(session.get_last_user_message() or "")
+        # What the agent may repeat as a promise: its instructions and what its tools returned.
+        self.grounds = " ".join([agent.prompt, *agent.system, *(m.content for m in messages if m.role == "tool")])
 
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
@@ -707,7 +709,7 @@ class _Attempt:
             # A small model that repeats itself would go on until the token limit: stop it here.
             self.looping = True
             return False
-        problems = spoken_text_errors(sentence) or self._echo_errors(sentence)
+        problems = spoken_text_errors(sentence) or self._echo_errors(sentence) or promise_errors(sentence, self.grounds)
         if problems:
             self.errors = problems
             self.held.append(sentence)
