@@ -38,7 +38,7 @@ _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
 _DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())} | {
     "oh": "0"
 }
-_ONE_DIGIT = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine)\b")
+_DIGIT_WORD = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine)\b")
 _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
@@ -249,7 +249,7 @@ def _an_answer(text: str) -> bool:
     e-mail address; short, no question of their own, no no ("No, I'd rather buy two.")."""
     said = normalise(text)
     # Two digits at least: "Hold on, one moment." is no postcode.
-    digits = sum(c.isdigit() for c in text) + len(_ONE_DIGIT.findall(said))
+    digits = sum(c.isdigit() for c in text) + len(_DIGIT_WORD.findall(said))
     coded = digits >= 2 or bool(_E_MAIL.search(said))
     return coded and "?" not in text and len(said.split()) <= _ANSWER_WORDS and yes_or_no(text) is not False
 
