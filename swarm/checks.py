@@ -21,6 +21,12 @@ _PROMISE = re.compile(
     r"\b(free of charge|(?<!feel )(?<!-)free|no charge|discount(ed)?|(percent|%) off|zero euros?|0 euros?|for nothing)\b",
     re.I,
 )
+# The agent saying it will act, where a tool call acts: "I'll place the order", "let me process your return".
+_WILL_DO = re.compile(
+    r"\b(i'll|i will|i'm going to|let me)( now| just| go ahead and)? (place|put through|process|submit|register|"
+    r"create|book|order|start)\b",
+    re.I,
+)
 # The one refusal of a write whose arguments themselves are stale: the model must change them, not only ask.
 CHANGED_QUANTITY = "the caller changed the quantity"
 
@@ -54,6 +60,15 @@ def promise_errors(sentence: str, grounds: str) -> list[str]:
     return [
         f"the reply promises {', '.join(map(repr, unsaid))}, which no tool said: say only the prices the tools gave"
     ]
+
+
+def action_claim_errors(sentence: str) -> list[str]:
+    """A sentence that says the agent will now do something a tool does: the turn ends with it, and nothing is
+    done. The 1.5B answered "Go on then, I think I'll have one." with "Of course! I'll place the order for you.
+    Just a moment." (a blind scenario): the caller waited for an order nobody placed."""
+    if found := _WILL_DO.search(sentence):
+        return [f"the reply says {found.group()!r} but does nothing: call the tool that does it instead"]
+    return []
 
 
 def _looks_like_json(text: str) -> bool:

@@ -38,6 +38,7 @@ _PLAIN = frozenset(
 _THAT_ONE = re.compile(r"\b(that|this) one\b")
 _NUMBER = r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)"
 _OTHER = re.compile(rf"\bother {_NUMBER}\b")
+_SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
 # A change said as one: "make it three", "change that to two", "three instead".
 _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
 _NUMBER_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
@@ -116,6 +117,13 @@ def _numbers(text: str) -> set[int]:
     """The numbers said on their own, but those of "the other three" (the rest, not what is asked for); three or
     more one after another are a code ("order 1 2 3 4 5")."""
     said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", normalise(text)))
+    found = _alone(said)
+    # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.
+    shared = _alone(_SHARED_ONE.sub(" ", said))
+    return shared if shared else found
+
+
+def _alone(said: str) -> set[int]:
     numbers = [_number(word) for word in said.split()]
     return {n for i, n in enumerate(numbers) if n is not None and not _in_code(numbers, i)}
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any
 
-from swarm.checks import asked_first, promise_errors, spoken_text_errors, tool_call_errors
+from swarm.checks import action_claim_errors, asked_first, promise_errors, spoken_text_errors, tool_call_errors
 from swarm.confirmations import consent, pending_proposal
 from swarm.events import (
     AgentChanged,
@@ -709,7 +709,12 @@ class _Attempt:
             # A small model that repeats itself would go on until the token limit: stop it here.
             self.looping = True
             return False
-        problems = spoken_text_errors(sentence) or self._echo_errors(sentence) or promise_errors(sentence, self.grounds)
+        problems = (
+            spoken_text_errors(sentence)
+            or self._echo_errors(sentence)
+            or promise_errors(sentence, self.grounds)
+            or action_claim_errors(sentence)
+        )
         if problems:
             self.errors = problems
             self.held.append(sentence)

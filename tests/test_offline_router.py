@@ -149,7 +149,8 @@ ORDER_SPEC = ToolSpec(
         ),
         ("No, I don't want two.", None),  # a refusal wins
         ("Yes, just the one. The other two are fine.", {"sku": "K-1", "quantity": 1}),  # "other two": the rest
-        ("Yes, three, one for each of us.", {"sku": "K-1", "quantity": 3}),  # in doubt: read back again
+        ("Yes, three, one for each of us.", {"sku": "K-1", "quantity": 3}),  # "one for" shares the three out
+        ("I'll take two, one for us and one for the kids.", {"sku": "K-1", "quantity": 2}),
         ("no", None),
     ],
 )

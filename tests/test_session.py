@@ -663,3 +663,14 @@ async def test_a_promise_no_tool_made_goes_back_to_the_model() -> None:
     assert "promises 'free'" in errors[0]
     # Said by a tool, it may be repeated.
     assert promise_errors("Delivery is free.", '{"say": "Delivery is free over 50 euros."}') == []
+
+
+async def test_saying_it_will_act_without_acting_goes_back_to_the_model() -> None:
+    # Blind3: "Go on then, I think I'll have one." - "Of course! I'll place the order for you. Just a moment.",
+    # and the turn ended with nothing ordered. Saying it will act is no act: the model is to call the tool.
+    registry, _, _ = build(["Of course! I'll place the order for you.", "Which product would you like?"])
+    session = registry.session("c1", "shop")
+    said = await session.complete("Go on then, I think I'll have one.")
+    assert said == "Of course! Which product would you like?"  # the sentence before it was already spoken
+    errors = next(e for e in session.events if e.kind == "validation_error").errors
+    assert '"I\'ll place" but does nothing' in errors[0]
