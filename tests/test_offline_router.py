@@ -252,3 +252,24 @@ def test_the_likely_lookup_skips_words_that_only_answer() -> None:
     assert answered is not None and answered.arguments == {"query": "does the ipad case come in pink"}
     own = (wished[0], Message("assistant", "Anything else?", agent="sales"), wished[2])  # this agent's question
     assert router.call_of(_request(*own, tools=(search,)), "search") is None
+
+
+@pytest.mark.parametrize(
+    ("said", "transferred"),
+    [
+        ("Hi, I need to send back some shoes, they're too small. I'm ringing on my husband's phone.", False),
+        ("Can I speak to a person, please?", True),
+        ("Hola, quiero devolver mis zapatillas de correr, por favor.", True),  # another language
+    ],
+)
+async def test_triage_transfers_only_a_caller_who_asks_for_a_person(said: str, transferred: bool) -> None:
+    # Blind2: the 1.5B put a return through to a colleague unasked (3 of 4 trials). Refused, it is told why and
+    # picks again; a caller who asks for a person, or speaks another language, is put through.
+    transfers = Completion("", (ToolCall("t", "transfer_to_operator", {}),))
+    to_refund = Completion("", (ToolCall("r", "navigate_to_refund", {}),))
+    model = ScriptedProvider([transfers, to_refund], name="triage")
+    registry = build_registry(Shop(":memory:"), {"triage": model}, route_first=False)  # the model's own choice
+    session = registry.session("c1", SWARM, metadata={"caller": "+49151"})
+    await session.complete(said)
+    assert (session.escalated() is not None) == transferred
+    assert session.get_agent_name() == ("triage" if transferred else "refund")
