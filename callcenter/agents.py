@@ -67,7 +67,8 @@ def _caller_asked_for_a_person(routing: frozenset[str]) -> Callable[[dict[str, A
         said = next((m.content for m in reversed(context.session.get_agent_history()) if m.role == "user"), "")
         words = re.findall(r"[a-z']+", said.lower().replace("’", "'"))
         padded = f" {' '.join(words)} "
-        if any(f" {phrase} " in padded for phrase in OPERATOR_PHRASES) or (words and not _ENGLISH & set(words)):
+        foreign = len(words) >= 3 and not _ENGLISH & set(words)  # "hello" alone is no language
+        if foreign or any(f" {phrase} " in padded for phrase in OPERATOR_PHRASES):
             return []
         return [f"the caller did not ask for a person (they said {said!r}): call the tool for what they asked"]
 

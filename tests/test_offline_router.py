@@ -260,6 +260,7 @@ def test_the_likely_lookup_skips_words_that_only_answer() -> None:
         ("Hi, I need to send back some shoes, they're too small. I'm ringing on my husband's phone.", False),
         ("Can I speak to a person, please?", True),
         ("Hola, quiero devolver mis zapatillas de correr, por favor.", True),  # another language
+        ("Hello?", False),  # a greeting is asked what they want, whatever the language
     ],
 )
 async def test_triage_transfers_only_a_caller_who_asks_for_a_person(said: str, transferred: bool) -> None:
