@@ -36,12 +36,12 @@ _PLAIN = frozenset(
 )
 # "one" names the thing read back ("yes, that one"), not how many, after these words; "just the one" is how many.
 _THAT_ONE = re.compile(r"\b(that|this) one\b")
-_NUMBER = r"(\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten)"
+_NUMBER_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
+_NUMBER = r"(\d{1,2}|" + "|".join(_NUMBER_WORDS) + ")"
 _OTHER = re.compile(rf"\bother {_NUMBER}\b")
 _SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
 # A change said as one: "make it three", "change that to two", "three instead".
 _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
-_NUMBER_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
 
 
 def normalise(text: str) -> str:

@@ -38,7 +38,7 @@ _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
 _DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())} | {
     "oh": "0"
 }
-_DIGIT_WORD = re.compile(r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine)\b")
+_DIGIT_WORD = re.compile(r"\b(?:" + "|".join(w for w in _DIGIT_WORDS if w != "oh") + r")\b")  # "oh" is also "oh"
 _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
