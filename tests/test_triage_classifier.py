@@ -42,6 +42,17 @@ def test_words_that_ask_for_neither_leave_it_unsure(classifier: TriageClassifier
     assert classifier.classify(said).sure is None
 
 
+def test_words_that_set_the_scene_first_are_judged_by_their_ask(classifier: TriageClassifier) -> None:
+    # Not of any set: unsure as a whole (the scene outweighs the ask), sure of its last sentence alone.
+    said = "We've just moved into a new flat and the walls are bare. Do you have any floor lamps?"
+    assert classifier._verdicts([said])[0].sure is None
+    assert classifier.classify(said).sure == "buy"
+    # A scene of trouble is not judged alone: it would read as a return.
+    trouble = "My back has been killing me after long days at the desk. Do you have anything that could help with that?"
+    assert classifier.classify(trouble.split(". ")[0]).sure == "return"
+    assert classifier.classify(trouble).sure is None
+
+
 def triage_request(said: str, agent: str = "triage") -> tuple[OfflineRouter, CompletionRequest]:
     registry = build_registry(Shop(":memory:"), {})
     router = registry.providers["offline"]
