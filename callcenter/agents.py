@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from callcenter.swarm_file import (
 from callcenter.verification import Verification
 from swarm import (
     Agent,
+    Message,
     Provider,
     Registry,
     SwarmSpec,
@@ -103,6 +104,17 @@ def question_tool(name: str, description: str, question: str) -> Tool:
     return Tool(name, description, {"type": "object", "properties": {}}, call, says_result=True)
 
 
+# What an agent says when its question of a choice gets no choice for an answer: once more, then a person.
+ASKED_AGAIN = "Sorry, I didn't catch which."
+NOT_UNDERSTOOD = "I'm sorry, I'll put you through to a colleague who can help. Please hold."
+
+
+def _times_asked(history: Sequence[Message], asking: tuple[str, ...]) -> int:
+    """How many of the agent's last replies in a row were this question (the caller's answers between them)."""
+    replies = [m.content for m in history if m.role == "assistant" and m.content]
+    return next((i for i, reply in enumerate(reversed(replies)) if reply not in asking), len(replies))
+
+
 def hand_over_question_tool(
     name: str, description: str, question: str, router: OfflineRouter, targets: tuple[str, ...]
 ) -> Tool:
@@ -112,15 +124,23 @@ def hand_over_question_tool(
     "I need three smart light bulbs": a second opinion from the phrases, taken only when the model had none.
     """
     hand_overs = tuple(ToolSpec(f"{HAND_OVER_PREFIX}{agent}", "") for agent in targets)
+    again = f"{ASKED_AGAIN} {question}"
 
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
-        said = next((m.content for m in reversed(context.session.get_agent_history()) if m.role == "user"), "")
+        history = context.session.get_agent_history()
+        said = next((m.content for m in reversed(history) if m.role == "user"), "")
         heard = router.best_tool(said, hand_overs) if said else None
         if heard is not None:
             # No say line: the agent the caller is handed to answers in this same turn.
             context.session.change_agent(heard.name.removeprefix(HAND_OVER_PREFIX))
             return {"handed_over": heard.name}
-        return {"say": question}
+        asked = _times_asked(history, (question, again))
+        if asked >= 2:
+            # A caller who answers the same choice three times without choosing ("Yes, that's right.") is not
+            # helped by a fourth asking: a person sorts it out.
+            context.session.escalate("not_understood", name)
+            return {"say": NOT_UNDERSTOOD}
+        return {"say": again if asked else question}
 
     return Tool(name, description, {"type": "object", "properties": {}}, call, says_result=True)
 

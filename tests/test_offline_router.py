@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from callcenter.agents import SWARM, build_registry
+from callcenter.agents import ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
 from swarm.confirmations import changes_quantity, consent, yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
@@ -210,6 +210,29 @@ async def test_the_models_question_gives_way_to_a_plain_wish_the_router_hears(sa
     session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
     said_back = await session.complete(said)
     assert session.get_agent_name() == agent and said_back.startswith(reply)
+
+
+async def test_a_choice_not_made_is_asked_once_more_then_a_person_helps() -> None:
+    # A blind scenario: "Yes, that's right." to "buy or return?" was asked the same question three times over.
+    asks = Completion("", (ToolCall("q", "ask_buy_or_return", {}),))
+    registry = build_registry(Shop(":memory:"), {"triage": ScriptedProvider([asks] * 3, name="asks")})
+    session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
+    first = await session.complete("Hi, is that the shop?")
+    second = await session.complete("Yes, that's right.")
+    assert second == f"{ASKED_AGAIN} {first}" and session.escalated() is None
+    third = await session.complete("Yes, that's right.")
+    escalated = session.escalated()
+    assert third == NOT_UNDERSTOOD and escalated is not None and escalated.reason == "not_understood"
+
+
+async def test_a_choice_made_at_the_second_asking_hands_over() -> None:
+    asks = Completion("", (ToolCall("q", "ask_buy_or_return", {}),))
+    registry = build_registry(Shop(":memory:"), {"triage": ScriptedProvider([asks] * 2, name="asks")})
+    session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
+    await session.complete("Hi, is that the shop?")
+    assert (await session.complete("Yes.")).startswith(ASKED_AGAIN)
+    await session.complete("I want to buy a desk lamp.")
+    assert session.get_agent_name() == "sales" and session.escalated() is None
 
 
 @pytest.mark.parametrize(
