@@ -188,6 +188,7 @@ def test_search_understands_spoken_forms(read_only_shop: Shop, said: str, sku: s
         "Yes, that's right.",  # "thats" stemmed to "that" found the laptop stand "that folds flat" (blind3)
         "Could you make it three instead? My daughter's going to want one too.",  # "3.5 mm", "1.7 litre"
         "Okay, that's not bad at all.",
+        "I'm after a wee tent, just a two-man one.",  # "two" found the blender's "two travel cups" (blind4)
     ],
 )
 def test_words_naming_no_product_find_none(read_only_shop: Shop, said: str) -> None:

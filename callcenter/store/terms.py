@@ -36,9 +36,14 @@ class Terms:
         return self.words + self.extra
 
     def named(self) -> tuple[str, ...]:
-        """The terms that may name a product on their own: a number only ranks ("make it three instead" matched
-        the earbuds' "3.5 mm jack"; "want one too" the kettle's "1.7 litre")."""
-        return self.words + tuple(term for term in self.extra if not term.isdigit())
+        """The terms that may name a product on their own: a number, in digits or words, only ranks ("make it three
+        instead" matched the earbuds' "3.5 mm jack"; "want one too" the kettle's "1.7 litre"; "a two-man tent" the
+        blender's "two travel cups")."""
+        return self.words + tuple(term for term in self.extra if not _a_number(term))
+
+
+def _a_number(term: str) -> bool:
+    return term.isdigit() or number_tokens([term])[0][0].isdigit()
 
 
 def query_terms(text: str) -> Terms:
