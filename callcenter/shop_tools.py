@@ -72,7 +72,7 @@ def _said_back(
         say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
         return {"orders": [_order(o) for o in orders], "say": say}
     say = f"{found} Shall I start a return for it?"
-    proposal = _proposal("create_return", order_number=order.order_number, sku=line.sku, quantity=1)
+    proposal = _proposal("create_return", line.name, order_number=order.order_number, sku=line.sku, quantity=1)
     return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
 
 
@@ -138,7 +138,7 @@ def shop_tools(
             return {
                 "say": say,
                 "needs_confirmation": True,
-                "proposal": _proposal("place_order", sku=sku, quantity=quantity),
+                "proposal": _proposal("place_order", product.name, sku=sku, quantity=quantity),
             }
         try:
             order = shop.place_order(_caller(context), [(sku, quantity)], f"{context.session_id}:{sku}:{quantity}")
@@ -326,11 +326,13 @@ def _found(found: list[Product], quantity: int) -> dict[str, Any]:
 def _offer(product: Product, quantity: int) -> dict[str, Any]:
     if product.stock < quantity or product.stock <= 0:
         return {}
-    return {"proposal": _proposal("place_order", sku=product.sku, quantity=quantity)}
+    return {"proposal": _proposal("place_order", product.name, sku=product.sku, quantity=quantity)}
 
 
-def _proposal(tool: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool": tool, "arguments": arguments}
+def _proposal(tool: str, item: str = "", **arguments: Any) -> dict[str, Any]:
+    # `item`: the name the read-back said, so an answer that names it again ("Yes, just the headphones.") is known
+    # for one (swarm.confirmations.restates_item).
+    return {"tool": tool, "arguments": arguments, **({"item": item} if item else {})}
 
 
 def _product(p: Product) -> dict[str, Any]:

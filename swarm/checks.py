@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import replace
 
-from swarm.confirmations import changes_quantity, consent, proposal_in, yes_or_no
+from swarm.confirmations import agreed, changes_quantity, proposal_in, yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.providers.base import Completion
 from swarm.toolcall_parse import IDENTIFIER
@@ -126,7 +126,7 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
                 # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations)
                 return [f"{CHANGED_QUANTITY}: call {call.name} without confirmed to read it back"]
             if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
-                if consent(history[users[-1]].content, proposal) is not True:
+                if not agreed(history[: users[-1] + 1], proposal):
                     # The session's own standard of a yes (a plain yes): "Okay, that's not bad at all. I'll take
                     # one." to "... Shall I order one for you?" is the purchase said again in the caller's words,
                     # read back once more rather than taken as agreement to it (a blind scenario expected that).

@@ -20,7 +20,9 @@ from typing import Any
 
 from swarm.messages import Message
 
-_YES = re.compile(r"\b(yes|yeah|yep|yup|sure|correct|okay|ok|please do|go ahead|absolutely|right|do it|confirm)\b")
+_YES = re.compile(
+    r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|absolutely|right|do it|confirm)\b"
+)
 _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
 # The no words that refuse, beside those that only hold the line ("no", "wait", "stop"): "Oh, wait, sorry, could
 # you make it three instead?" to two is a change, not a refusal (a blind scenario ordered three kettles after it).
@@ -30,10 +32,14 @@ _REFUSAL = re.compile(r"\b(nope|don't|do not|not|cancel)\b")
 _NOT_A_NO = re.compile(r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not)\b")
 # The only words a plain yes is made of: agreement, politeness, and "it"/"them" for the thing read back.
 _PLAIN = frozenset(
-    "yes yeah yep yup sure correct okay ok absolutely right confirm please do it go ahead that's that "
+    "yes yeah yep yup aye sure correct okay ok absolutely right confirm please do it go ahead that's that "
     "great perfect lovely fine good sounds thanks thank you i'll i'd i will i would like take them order is "
-    "for me the and buy return start place of".split()
+    "for me the and buy return start place of with put through just only".split()
 )
+# Words that only pick out the thing read back, beside its name: "just the headphones", "band then".
+_FILLER = frozenset("then now a an one".split())
+# Words that turn a yes to something else: "Yes, but the blue bottle" is no yes to the bottle read back.
+_OTHERWISE = re.compile(r"\b(but|instead|rather|actually|different|another|else)\b")
 # "one" names the thing read back ("yes, that one"), not how many, after these words; "just the one" is how many.
 _THAT_ONE = re.compile(r"\b(that|this) one\b")
 _NUMBER_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
@@ -72,17 +78,65 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # "Wait, make it three instead": the change is read back again
     if answer is not True:
         return answer
-    return True if plain_yes(text, proposal_quantity(proposal)) else None
+    return True if plain_yes(text, proposal_quantity(proposal), _item_words(proposal)) else None
 
 
-def plain_yes(text: str, quantity: int | None = None) -> bool:
+def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
+    """The caller's last words agree to `proposal`, the read-back they answer: consent, or a yes said to the same
+    read-back the second time running. A yes in words not listed here ("Yes, that's fine, put it through.") was
+    read back again, and again, as long as the caller kept saying it (blind4, 4 of 4 trials)."""
+    said = messages[-1].content if messages else ""
+    if consent(said, proposal) is True:
+        return True
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    if len(users) < 2 or not _a_yes(said, proposal):
+        return False
+    before = messages[: users[-2] + 1]
+    earlier = pending_proposal(before)
+    return earlier is not None and _same(earlier, proposal) and _a_yes(before[-1].content, earlier)
+
+
+def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A yes with no no, no question, no "but" and no other number: consent in words that may not be listed."""
+    return (
+        yes_or_no(text) is True
+        and "?" not in text
+        and not changes_quantity(text, proposal)
+        and not _OTHERWISE.search(normalise(text))
+    )
+
+
+def _same(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    def arguments(p: Mapping[str, Any]) -> dict[str, Any]:
+        given = p.get("arguments")
+        return (
+            {k: v for k, v in given.items() if k not in ("confirmed", "reason")} if isinstance(given, Mapping) else {}
+        )
+
+    return one.get("tool") == other.get("tool") and arguments(one) == arguments(other)
+
+
+def plain_yes(text: str, quantity: int | None = None, item: frozenset[str] = frozenset()) -> bool:
     """A yes and nothing else: no other product, no condition, and no number but the read-back's own
     `quantity` ("Yes, three please." to three light bulbs; "Yes, two of them." or "Yes, one." to three is a
-    change). Only listed words pass, so a change said in words never seen here is a change too."""
+    change), no name but the read-back's own `item`'s words ("Yes, two kettles, that's right." to two electric
+    kettles: read back again, the caller said it once more, and again). Only listed words pass, so a change said
+    in words never seen here is a change too."""
     said = _THAT_ONE.sub(r"\1", normalise(text))
     return yes_or_no(text) is True and all(
-        word in _PLAIN or (quantity is not None and _number(word) == quantity) for word in said.split()
+        word in _PLAIN or _names(word, item) or (quantity is not None and _number(word) == quantity)
+        for word in said.split()
     )
+
+
+def _item_words(proposal: Mapping[str, Any]) -> frozenset[str]:
+    """The words of the name the read-back said (its proposal's "item"), as they name it: "Electric kettle"."""
+    item = proposal.get("item")
+    return frozenset(w for w in normalise(item).split() if len(w) > 2) if isinstance(item, str) else frozenset()
+
+
+def _names(word: str, item: frozenset[str]) -> bool:
+    return word in item or word.removesuffix("s") in item or f"{word}s" in item
 
 
 def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -93,7 +147,8 @@ def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
 
 def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
     """The quantity the words ask for instead of the read-back's, where there is no doubt of it: the number of
-    "make it three" or "three instead", else the one number said when the read-back's own is not said too. "Yes,
+    "make it three" or "three instead", else the one number said when the read-back's own is not said too and
+    nothing is asked. "Yes,
     just the one bulb. The other three are fine." to one, or "two, one for us and one for the kids" to two, is in
     doubt: None."""
     quantity = proposal_quantity(proposal)
@@ -102,7 +157,9 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
     if (asked := _CHANGE.search(normalise(text))) is not None:
         number = _number(asked.group(1) or asked.group(2))
         return number if number != quantity else None
-    numbers = _numbers(text)
+    # A number beside a question is no change for sure: "Have ye got a speaker, a waterproof one? I'll take one if
+    # ye have." to two blenders read back one blender (blind4).
+    numbers = _numbers(text) if "?" not in text else set()
     return numbers.pop() if len(numbers) == 1 and quantity not in numbers else None
 
 
@@ -111,6 +168,24 @@ def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     fine." to one."""
     quantity = proposal_quantity(proposal)
     return quantity is not None and yes_or_no(text) is True and _numbers(text) == {quantity}
+
+
+def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
+    """Words that name the read-back's own item (its "item", the name it said) and change nothing: a yes with it
+    and more ("Yes, go ahead. Just the mat now, I'm keeping the bottles." to a return of an order's yoga mat), or
+    only it and the read-back's own quantity ("Band then. One."). No question, no no, no "but" or "instead", no
+    other number; words beyond those are allowed only beside a yes. Read back again, such words cost no model
+    call (they cost the 1.5B 5-9 s)."""
+    item = _item_words(proposal)
+    if not item or "?" in text or (answer := yes_or_no(text)) is False or _OTHERWISE.search(normalise(text)):
+        return False
+    quantity = proposal_quantity(proposal)
+    if not _numbers(text) <= ({quantity} if quantity is not None else set()):
+        return False
+    said = _THAT_ONE.sub(r"\1", normalise(text)).split()
+    if not any(_names(w, item) for w in said):
+        return False
+    return answer is True or all(w in _PLAIN or w in _FILLER or _names(w, item) or _number(w) is not None for w in said)
 
 
 def _numbers(text: str) -> set[int]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarm.checks import action_claim_errors, asked_first, promise_errors, spoken_text_errors, tool_call_errors
-from swarm.confirmations import consent, pending_proposal
+from swarm.confirmations import agreed, pending_proposal
 from swarm.events import (
     AgentChanged,
     AssistantText,
@@ -509,7 +509,7 @@ class Session:
         proposal = pending_proposal(history)
         if proposal is None or not history:
             return None
-        if consent(history[-1].content, proposal) is True:  # "Yes, three please." to three is consent
+        if agreed(history, proposal):  # "Yes, three please." to three is consent
             call = ToolCall("agreed_0", str(proposal["tool"]), {**proposal.get("arguments", {}), "confirmed": True})
             event = "plain_yes"
         elif (router := self._router(agent)) is not None:

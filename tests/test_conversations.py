@@ -197,3 +197,19 @@ async def test_a_yes_inside_a_changed_request_is_read_back_again_not_consent(
     await session.complete("yes")
     quantity = int(read_back_again.split()[2])
     assert [(r["sku"], r["quantity"]) for r in rows(db, "order_lines")][orders_before:] == [("CH-110", quantity)]
+
+
+async def test_a_yes_that_names_the_item_is_read_back_again_without_the_model(tmp_path: Path) -> None:
+    # Blind3: "Yes, go ahead. Just the mat now, I'm keeping the bottles." to the return of an order's yoga mat cost
+    # the 1.5B 7 s to read the same return back. Its item named again, the router reads it back; a yes writes it.
+    async with FakeOllama([Reply("The model was asked.")]) as server:
+        app, db = await make_app(tmp_path, provider="ollama", host=server.url)
+        order = app.shop.seed_demo_order(CALLER, [("HP-100", 1), ("CB-140", 1)], days_ago=2)
+        session = app.session("call-item", CALLER)
+        found = await session.complete("I want to send back the headphones I bought, they hurt my ears.")
+        assert " ".join(order.order_number) in found and found.endswith("Shall I start a return for it?")
+        again = await session.complete("Yes, go ahead. Just the headphones now, I'm keeping the cable.")
+        assert again.startswith("Shall I start the return of 1 item") and rows(db, "returns") == []
+        done = await session.complete("Yes.")
+    assert server.requests == []  # no step of the call was the model's
+    assert [(r["sku"], r["quantity"]) for r in rows(db, "returns")] == [("HP-100", 1)] and "registered" in done

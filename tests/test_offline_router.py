@@ -9,7 +9,7 @@ import pytest
 
 from callcenter.agents import ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
-from swarm.confirmations import changes_quantity, consent, yes_or_no
+from swarm.confirmations import changes_quantity, consent, restates_item, yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion
 from swarm.providers.offline import OfflineRouter, fill_arguments
@@ -151,6 +151,7 @@ ORDER_SPEC = ToolSpec(
         ("Yes, just the one. The other two are fine.", {"sku": "K-1", "quantity": 1}),  # "other two": the rest
         ("Yes, three, one for each of us.", {"sku": "K-1", "quantity": 3}),  # "one for" shares the three out
         ("I'll take two, one for us and one for the kids.", {"sku": "K-1", "quantity": 2}),
+        ("Have you got a toaster, a small one? I'll take one if you have.", {"sku": "K-1", "quantity": 3}),  # asked
         ("no", None),
     ],
 )
@@ -186,6 +187,55 @@ def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, 
     proposal = {"tool": "place_order", "arguments": {"sku": "K-1", "quantity": 3}}
     assert consent(said, proposal) is agreed
     assert changes_quantity(said, proposal) is changed
+
+
+@pytest.mark.parametrize(
+    ("said", "again"),
+    [
+        ("Yes, go ahead. Just the kettles now, I'm keeping the toaster.", True),  # blind3's: 7 s of the 1.5B
+        ("Yes, but the blue kettle.", False),  # a yes to something else
+        ("Kettles then. Three.", True),  # only its name and its own quantity
+        ("The kettle, please.", True),
+        ("Kettles then. Two.", False),  # another number: a change, read back as one (changed_call's own rule)
+        ("Does the kettle come in black?", False),  # a question: the model answers it
+        ("No, not the kettle.", False),
+        ("The kettle, or maybe the toaster", False),  # more than its name, and no yes
+    ],
+)
+def test_words_that_name_the_read_backs_item_read_it_back_again(said: str, again: bool) -> None:
+    router = OfflineRouter({}, {"sales": "What are you looking for?"})
+    proposal = {"tool": "place_order", "arguments": {"sku": "K-1", "quantity": 3}, "item": "Electric kettle"}
+    assert restates_item(said, proposal) is again
+    read_back = {"say": "Three kettles?", "proposal": proposal}
+    history = (
+        Message("user", "three kettles"),
+        Message("tool", json.dumps(read_back), agent="sales", tool_call_id="c", tool_name="place_order"),
+        Message("assistant", "Three kettles?", agent="sales"),
+    )
+    call = router.changed_call(_request(*history, Message("user", said), tools=(ORDER_SPEC,)))
+    if again:
+        assert call is not None and (call.name, call.arguments) == ("place_order", {"sku": "K-1", "quantity": 3})
+    elif "Two" not in said:
+        assert call is None
+    # Without the item's name the words are the model's to judge.
+    assert not restates_item(said, {**proposal, "item": ""})
+
+
+@pytest.mark.parametrize(
+    ("said", "agreed"),
+    [
+        ("Yes, three kettles, that's right.", True),  # blind4: read back again, then again, then again
+        ("Yeah, go ahead, just the kettles.", True),
+        ("Aye, that's fine, put it through.", True),
+        ("Yes, please, go ahead with the order.", True),
+        ("Yes, three toasters.", None),  # another name than the read-back's
+        ("Yes, two kettles.", None),
+    ],
+)
+def test_a_yes_may_name_the_read_backs_own_item(said: str, agreed: bool | None) -> None:
+    proposal = {"tool": "place_order", "arguments": {"sku": "K-1", "quantity": 3}, "item": "Electric kettle"}
+    assert consent(said, proposal) is agreed
+    assert consent(said, {**proposal, "item": ""}) is (None if "kettle" in said else agreed)
 
 
 def test_router_speaks_only_tool_say_lines_or_fixed_questions():

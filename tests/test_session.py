@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from swarm.checks import promise_errors
+from swarm.confirmations import agreed
 from swarm.events import CallEnded, DigitsRequested, Escalated, ValidationFailed, events_from_json, events_to_json
 from swarm.messages import Message
 from swarm.providers.base import Completion, ProviderUnavailable
@@ -205,6 +206,42 @@ async def test_a_plain_yes_to_a_read_back_runs_its_proposal_without_the_model(an
         assert said == "2 lamp, twenty euros. Shall I order it?" and ORDERED == [] and len(sales.requests) == 2
     else:
         assert said == "Ordered." and ORDERED == [1] and len(sales.requests) == 1
+
+
+async def test_the_same_yes_said_twice_to_the_same_read_back_is_agreement() -> None:
+    # Blind4: "Yes, that's fine, put it through." was no plain yes; the model (its confirmed call refused by the
+    # plain-yes rule) read the order back again, and again. Said twice to one read-back, a yes is a yes.
+    ORDERED.clear()
+    confirmed = reply("", ("order_lamp", {"quantity": 1, "confirmed": True}))
+    registry, _, sales = build([], [reply("", ("order_lamp", {})), confirmed, confirmed])
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    read_back = "1 lamp, twenty euros. Shall I order it?"
+    assert await session.complete("a lamp") == read_back
+    assert await session.complete("Yes, lovely, send it over.") == read_back  # more than a yes: read back
+    assert ORDERED == [] and len(sales.requests) == 2
+    assert await session.complete("Yes, lovely, send it over.") == "Ordered."
+    assert ORDERED == [1] and len(sales.requests) == 2  # the session's own step, not the model's
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "agrees"),
+    [
+        ("Yes, lovely, send it over.", "Yes, lovely, send it over.", True),
+        ("Yes, send it.", "Yeah, that's it, send it over.", True),
+        ("Yes, but in blue.", "Yes, but in blue.", False),  # a yes to something else, however often
+        ("Yes, is it blue?", "Yes, send it over.", False),  # the first was a question
+        ("Yes, send two.", "Yes, send two.", False),  # another number: a change
+    ],
+)
+def test_a_yes_said_again_to_the_same_read_back(first: str, second: str, agrees: bool) -> None:
+    proposal = {"tool": "order_lamp", "arguments": {"quantity": 1}}
+    read_back = Message("tool", json.dumps({"say": "1 lamp?", "proposal": proposal}), tool_call_id="t")
+    messages = [Message("user", "a lamp"), read_back, Message("user", first), read_back, Message("user", second)]
+    assert agreed(messages, proposal) is agrees
+    assert not agreed(messages[2:], proposal)  # said once
 
 
 @pytest.mark.parametrize("answer", ["Yes, three please.", "Yes, 3 of them."])

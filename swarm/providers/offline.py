@@ -24,6 +24,7 @@ from swarm.confirmations import (
     pending_proposal,
     pending_question,
     plain_yes,
+    restates_item,
     restates_quantity,
     yes_or_no,
 )
@@ -172,7 +173,9 @@ class OfflineRouter:
         proposal = pending_proposal(request.messages)
         if last is None or last.role != "user" or proposal is None or consent(last.content, proposal) is not None:
             return None
-        unchanged = restates_quantity(last.content, proposal) and "?" not in last.content
+        unchanged = (restates_quantity(last.content, proposal) or restates_item(last.content, proposal)) and (
+            "?" not in last.content
+        )
         changed = _read_back_again(proposal, last.content, request.tools, unchanged=unchanged)
         return replace(changed.tool_calls[0], id="router_0") if changed is not None else None
 
