@@ -13,7 +13,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any
 
-from swarm.checks import action_claim_errors, asked_first, promise_errors, spoken_text_errors, tool_call_errors
+from swarm.checks import (
+    action_claim_errors,
+    asked_first,
+    promise_errors,
+    spoken_text_errors,
+    tool_call_errors,
+    unfounded_errors,
+)
 from swarm.confirmations import agreed, pending_proposal
 from swarm.events import (
     AgentChanged,
@@ -614,8 +621,10 @@ class _Attempt:
         self.looping = False
         self.completion: Completion | None = None
         self.caller_words = _words(session.get_last_user_message() or "")
-        # What the agent may repeat as a promise: its instructions and what its tools returned.
+        # What the agent may repeat as a promise: its instructions and what its tools returned; as a fact (a number,
+        # an e-mail address), also what the caller said.
         self.grounds = " ".join([agent.prompt, *agent.system, *(m.content for m in messages if m.role == "tool")])
+        self.facts = " ".join([self.grounds, *(m.content for m in messages if m.role == "user")])
 
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
@@ -713,6 +722,7 @@ class _Attempt:
             spoken_text_errors(sentence)
             or self._echo_errors(sentence)
             or promise_errors(sentence, self.grounds)
+            or unfounded_errors(sentence, self.facts)
             or action_claim_errors(sentence)
         )
         if problems:
