@@ -40,7 +40,7 @@ VERIFYING_TOOLS = frozenset({"find_order", "create_return"})
 _FILLER = frozenset(
     "my the is it its it's that this was our and uh um er erm okay ok yes yeah yep yup aye right sure well so please "
     "postcode post postal code zip zipcode email mail address at dot phone number last four digits of "
-    "on order delivered to".split()
+    "on order delivered to let me see hmm think sorry actually now".split()  # "The postcode? Let me see, ..."
 )
 _REPEATS = {"double": 2, "triple": 3}
 # "the postcode's M one, one A E": an "'s" is "is", a filler word, not an s of the postcode ("postcodes m11ae").

@@ -188,7 +188,15 @@ async def test_a_lookup_that_asks_the_security_question_is_said_without_the_mode
 
 @pytest.mark.parametrize(
     ("said", "model_asked"),
-    [("Aye, the postcode's M one, one A E.", False), ("Why do you need that?", True), ("Hold on, one moment.", True)],
+    [
+        ("Aye, the postcode's M one, one A E.", False),
+        ("The postcode? Let me see, M1 1AE.", False),  # the question said back (blind4)
+        ("Oh, sorry, that's my old flat. We moved in the spring, so it went to the new place. It's M1 1AE.", False),
+        ("Why do you need that?", True),
+        ("Why do you need the postcode? It's M1 1AE.", True),  # a question of their own: the model answers it
+        ("Hold on, one moment.", True),
+        ("It's M1 1AE. Or was it M2 2BB, I moved.", True),  # codes in two sentences: which one is meant?
+    ],
 )
 async def test_an_answer_to_the_security_question_is_checked_without_the_model(said: str, model_asked: bool) -> None:
     # The caller's words are the answer the tool asked for (the tool reads them whatever a model writes): the

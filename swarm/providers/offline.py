@@ -42,6 +42,7 @@ _DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five si
 _DIGIT_WORD = re.compile(r"\b(?:" + "|".join(w for w in _DIGIT_WORDS if w != "oh") + r")\b")  # "oh" is also "oh"
 _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
 _COUNTS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
@@ -182,11 +183,10 @@ class OfflineRouter:
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
         question = pending_question(request.messages)
-        if last is None or last.role != "user" or question is None or not _an_answer(last.content):
+        answer = _answer_in(last.content) if last is not None and last.role == "user" else None
+        if question is None or answer is None:
             return None
-        return ToolCall(
-            "router_0", question["tool"], {**question.get("arguments", {}), question["answer"]: last.content}
-        )
+        return ToolCall("router_0", question["tool"], {**question.get("arguments", {}), question["answer"]: answer})
 
     def best_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
         scores = self.scores(text, [t.name for t in tools])
@@ -247,14 +247,31 @@ def _given_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
     return arguments
 
 
-def _an_answer(text: str) -> bool:
-    """Words that plainly answer a question asking for a code or an address: digits (said or written) or an
-    e-mail address; short, no question of their own, no no ("No, I'd rather buy two.")."""
-    said = normalise(text)
+def _answer_in(text: str) -> str | None:
+    """The sentence that plainly answers a question asking for a code or an address: digits (said or written) or
+    an e-mail address, in a short last sentence, the only one with any; no question of their own, no no ("No, I'd
+    rather buy two."). What comes before may explain ("Oh, sorry, that's my old flat. We moved in the spring.
+    It's M20 2LL.") or repeat the question ("The postcode? Let me see, M14 5RP."): blind4's, 7-11 s of the 1.5B.
+    Only that sentence is the answer: the story before it is no guess of its own (callcenter.verification)."""
+    if yes_or_no(text) is False:
+        return None
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if not _echoed_question(s)]
+    if not sentences or any("?" in s for s in sentences):
+        return None
+    coded = [s for s in sentences if _coded(s)]
+    return coded[0] if coded == sentences[-1:] and len(normalise(coded[0]).split()) <= _ANSWER_WORDS else None
+
+
+def _coded(sentence: str) -> bool:
+    said = normalise(sentence)
     # Two digits at least: "Hold on, one moment." is no postcode.
-    digits = sum(c.isdigit() for c in text) + len(_DIGIT_WORD.findall(said))
-    coded = digits >= 2 or bool(_E_MAIL.search(said))
-    return coded and "?" not in text and len(said.split()) <= _ANSWER_WORDS and yes_or_no(text) is not False
+    digits = sum(c.isdigit() for c in sentence) + len(_DIGIT_WORD.findall(said))
+    return digits >= 2 or bool(_E_MAIL.search(said))
+
+
+def _echoed_question(sentence: str) -> bool:
+    """The question said back while the caller looks for the answer: "The postcode?"."""
+    return sentence.endswith("?") and len(sentence.split()) <= 3
 
 
 def _code(text: str) -> str | None:
