@@ -89,6 +89,9 @@ class Session:
         # The server reading the history while the caller hears a say line (PromptCache): the next turn waits
         # for it rather than racing it to another of the server's slots, where the prompt is not cached.
         self._warming: asyncio.Future[None] | None = None
+        # The sentences the model's attempts spoke in the running turn: a retry that says one again says it silently
+        # (the 1.5B, sent back, said "Understood. I'll send the Running shoes back for now." three times: blind4).
+        self._spoken_in_turn: list[str] = []
         for event in events:
             self._record(event)
 
@@ -323,6 +326,7 @@ class Session:
         spoke = False
         entered = False  # the agent was handed the caller in this turn, by the call just run
         agent = self.registry.agents[self._agent]
+        self._spoken_in_turn = []
         agreed = self._answered_proposal(agent) or self._answered_question(agent)
         while True:
             agent = self.registry.agents[self._agent]
@@ -718,6 +722,8 @@ class _Attempt:
             # A small model that repeats itself would go on until the token limit: stop it here.
             self.looping = True
             return False
+        if sentence in self.session._spoken_in_turn:
+            return False  # an earlier attempt of this turn said it: the caller heard it once
         problems = (
             spoken_text_errors(sentence)
             or self._echo_errors(sentence)
@@ -730,6 +736,7 @@ class _Attempt:
             self.held.append(sentence)
             return False
         self.said.append(sentence)
+        self.session._spoken_in_turn.append(sentence)
         return True
 
     def _echo_errors(self, sentence: str) -> list[str]:

@@ -702,6 +702,14 @@ async def test_a_promise_no_tool_made_goes_back_to_the_model() -> None:
     assert promise_errors("Delivery is free.", '{"say": "Delivery is free over 50 euros."}') == []
 
 
+async def test_a_retry_does_not_say_again_what_the_turn_already_said() -> None:
+    # Blind4: sent back, the 1.5B began each try with the sentence it had already spoken; the caller heard
+    # "Understood. I'll send the Running shoes back for now." three times over.
+    registry, _, _ = build(["Understood. The speaker is free.", "Understood. I can't give a discount."])
+    session = registry.session("c1", "shop")
+    assert await session.complete("Make it free.") == "Understood. I can't give a discount."
+
+
 async def test_a_made_up_number_or_address_goes_back_to_the_model() -> None:
     # Blind4: told by a caller who claimed to own the shop to read out another customer's order, the 1.5B made one
     # up ("The postcode on that order is 12345."). Numbers and e-mail addresses are said only as a tool, the
