@@ -76,6 +76,14 @@ def _caller_asked_for_a_person(routing: frozenset[str]) -> Callable[[dict[str, A
     return errors
 
 
+# A person asked for in so many words: said on any turn, even over a read-back, the caller is put through at once.
+_WHOM = ("a person", "a real person", "a human", "a human being", "someone", "somebody", "a manager", "an agent")
+PERSON_ASKED_FOR = (
+    *(f"{verb} to {whom}" for verb in ("speak", "talk") for whom in _WHOM),
+    *("put me through to", "transfer me to", "connect me to", "a real person", "a human being"),
+)
+
+
 def transfer_to_operator_tool(routing: frozenset[str] = frozenset()) -> Tool:
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
         # The voice layer sees the escalation and transfers the call once this sentence is spoken.
@@ -90,6 +98,7 @@ def transfer_to_operator_tool(routing: frozenset[str] = frozenset()) -> Tool:
         validate=_caller_asked_for_a_person(routing),
         examples=OPERATOR_PHRASES,
         says_result=True,
+        any_turn=PERSON_ASKED_FOR,
     )
 
 

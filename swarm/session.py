@@ -327,7 +327,7 @@ class Session:
         entered = False  # the agent was handed the caller in this turn, by the call just run
         agent = self.registry.agents[self._agent]
         self._spoken_in_turn = []
-        agreed = self._answered_proposal(agent) or self._answered_question(agent)
+        agreed = self._named_any_turn(agent) or self._answered_proposal(agent) or self._answered_question(agent)
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
@@ -533,6 +533,17 @@ class Session:
         if tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
             return None  # not this agent's tool, or arguments it would refuse: the model decides
         log.info("event=%s client=%s agent=%s tool=%s", event, self.client_id, agent.name, call.name)
+        return call
+
+    def _named_any_turn(self, agent: Agent) -> ToolCall | None:
+        """A tool the router may take on any turn (Tool.any_turn) that the caller's words name: "Can I just speak to a
+        real person, please?" over a return's read-back cost the 1.5B 4.5 s to transfer (blind3)."""
+        router = self._router(agent)
+        phrases = {name: tool.any_turn for name, tool in self._tools(agent).items() if tool.any_turn}
+        named = router.named_call(self.completion_request(agent), phrases) if router is not None and phrases else None
+        call = self._checked_call(agent, named)
+        if call is not None:
+            log.info("event=named_any_turn client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
         return call
 
     def _answered_question(self, agent: Agent) -> ToolCall | None:

@@ -80,6 +80,9 @@ class Tool:
     # A lookup: the result's field that lists what it found. Run on a router's guess (Agent.router), a lookup
     # that found nothing is dropped unrecorded, and the model answers instead of its "nothing found" line.
     finds: str | None = None
+    # Phrases that, said word for word, call it on any turn without the model, even over a pending read-back or
+    # question ("speak to a real person"): narrower than `examples`, nothing else the caller could mean by them.
+    any_turn: tuple[str, ...] = ()
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)

@@ -211,3 +211,28 @@ async def test_an_answer_to_the_security_question_is_checked_without_the_model(s
     answer = await session.complete(said)
     assert len(model.requests) == int(model_asked)
     assert answer.startswith("Because" if model_asked else f"I found your order {spoken}")
+
+
+@pytest.mark.parametrize(
+    ("said", "transferred"),
+    [
+        ("You know what, this is getting complicated. Can I just speak to a real person, please?", True),
+        ("Put me through to someone who knows, please.", True),
+        ("Yes, the personal blender.", False),  # "a person" inside a word is no person
+        ("No, I don't want to talk to someone, just do it.", False),  # a no: the model hears it out
+        ("My colleague said you could help.", False),  # the router's wider phrases are not enough here
+    ],
+)
+async def test_a_person_asked_for_over_a_read_back_is_put_through_without_the_model(
+    said: str, transferred: bool
+) -> None:
+    # Blind3: asked for "a real person" over a return's read-back, the 1.5B took 4.5 s to transfer.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=3)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("I want to return my headphones")).endswith("Shall I start a return for it?")
+    answer = await session.complete(said)
+    assert (session.escalated() is not None) is transferred
+    assert (answer == "The model answers.") is not transferred and len(model.requests) == int(not transferred)

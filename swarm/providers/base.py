@@ -78,6 +78,11 @@ class Router(Protocol):
         says its own quantity ("Yes, just the one bulb. The other three are fine."); else None."""
         ...
 
+    def named_call(self, request: CompletionRequest, phrases: Mapping[str, tuple[str, ...]]) -> ToolCall | None:
+        """A call of the one tool (of the request's) among `phrases`' whose phrases the last caller message says
+        word for word, with no no, whatever is pending: "Can I just speak to a real person?" at a read-back."""
+        ...
+
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         """The call a tool's pending question asks for (swarm.confirmations.pending_question), the last caller
         message its answer, when those words plainly are one: a code of digits or an e-mail address ("It's one zero

@@ -180,6 +180,15 @@ class OfflineRouter:
         changed = _read_back_again(proposal, last.content, request.tools, unchanged=unchanged)
         return replace(changed.tool_calls[0], id="router_0") if changed is not None else None
 
+    def named_call(self, request: CompletionRequest, phrases: Mapping[str, tuple[str, ...]]) -> ToolCall | None:
+        last = request.messages[-1] if request.messages else None
+        if last is None or last.role != "user" or yes_or_no(last.content) is False:
+            return None  # "I don't want a person, just do it"
+        said = normalise(last.content)
+        named = [t for t in request.tools if any(f" {p} " in said for p in phrases.get(t.name, ()))]
+        arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
+        return None if arguments is None else ToolCall("router_0", named[0].name, arguments)
+
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
         question = pending_question(request.messages)
