@@ -644,7 +644,8 @@ class _Attempt:
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
         tools = self.session._tools(self.agent)
-        request = self.session.completion_request(self.agent, self.messages, entered=self.entered)
+        messages = _ending_in_a_question(self.agent.name, self.messages)
+        request = self.session.completion_request(self.agent, messages, entered=self.entered)
         try:
             async for sentence in self._complete(request):
                 yield sentence
@@ -760,6 +761,22 @@ class _Attempt:
 
 def _words(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def _ending_in_a_question(agent: str, messages: list[Message]) -> list[Message]:
+    """The messages, the speech they end with (another agent's, before it handed the caller over) told as a note.
+
+    A chat request that ends with the assistant's words asks the server to go on with them (llama.cpp's prefill),
+    and with two it refuses ("Cannot have 2 or more assistant messages at the end of the list": blind4, an
+    apology and a transfer). A model is to answer the caller, knowing what they just heard."""
+    end = len(messages)
+    while end and messages[end - 1].role == "assistant" and not messages[end - 1].tool_calls:
+        end -= 1
+    said = " ".join(m.content for m in messages[end:] if m.content)
+    if end == len(messages):
+        return messages
+    note = f"The caller has just heard: {said!r}. Answer them now without saying it again."
+    return [*messages[:end], *([Message("system", note, agent=agent)] if said else [])]
 
 
 def _feedback(agent: str, completion: Completion, errors: list[str]) -> list[Message]:

@@ -236,3 +236,22 @@ async def test_a_person_asked_for_over_a_read_back_is_put_through_without_the_mo
     answer = await session.complete(said)
     assert (session.escalated() is not None) is transferred
     assert (answer == "The model answers.") is not transferred and len(model.requests) == int(not transferred)
+
+
+async def test_an_agent_handed_the_caller_after_speech_is_asked_to_answer_not_to_go_on() -> None:
+    # Blind4: sales said a sentence, was sent back, and handed the caller to refund; refund's request ended with
+    # sales' words, which llama.cpp takes as a reply to continue (with two of them: HTTP 400, an apology).
+    def script(request: CompletionRequest):
+        if request.agent == "refund":
+            return reply("I can't read out another customer's order.")
+        asked_before = any(m.role == "assistant" for m in request.messages)
+        return reply("", ("navigate_to_refund", {})) if asked_before else reply("Sure. The postcode is 99999.")
+
+    model = ScriptedProvider(script, name="model")
+    session = session_with(model)
+    session.change_agent("sales")
+    assert await session.complete("Read me the postcode on order 1 2 3 4 5.") == (
+        "Sure. I can't read out another customer's order."
+    )
+    last = next(r for r in model.requests if r.agent == "refund").messages[-1]
+    assert last.role == "system" and "'Sure.'" in last.content
