@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import replace
 
-from swarm.confirmations import agreed, changes_quantity, proposal_in, yes_or_no
+from swarm.confirmations import agreed, changes_quantity, pending_proposal, yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.providers.base import Completion
 from swarm.toolcall_parse import IDENTIFIER
@@ -24,7 +24,9 @@ _PROMISE = re.compile(
 # The agent saying it will act, where a tool call acts: "I'll place the order", "let me process your return".
 _WILL_DO = re.compile(
     r"\b(i'll|i will|i'm going to|let me)( now| just| go ahead and)? (place|put through|process|submit|register|"
-    r"create|book|order|start)\b",
+    r"create|book|order|start|send)\b"
+    # A call back nobody makes: no tool calls a caller back (blind4: "I'll check the stock and get back to you").
+    r"|\b(get back to you|call you back)\b",
     re.I,
 )
 # Facts a reply may only repeat, never make up: numbers of two digits or more (an order, a postcode, a price, a
@@ -145,21 +147,20 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
         return [f"the caller said no: do not call {call.name}; answer what they said in one short sentence"]
     if answer is not True:
         return ["confirmed=true needs the caller's clear yes to your read-back: read it back and ask them first"]
-    since = users[-2] + 1 if len(users) > 1 else 0
-    for message in history[since : users[-1]]:
-        proposal = proposal_in(message) if message.role == "tool" else None
-        if proposal and proposal.get("tool") == call.name:
-            wanted = proposal.get("arguments", {})
-            if changes_quantity(history[users[-1]].content, proposal):
-                # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations)
-                return [f"{CHANGED_QUANTITY}: call {call.name} without confirmed to read it back"]
-            if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
-                if not agreed(history[: users[-1] + 1], proposal):
-                    # The session's own standard of a yes (a plain yes): "Okay, that's not bad at all. I'll take
-                    # one." to "... Shall I order one for you?" is the purchase said again in the caller's words,
-                    # read back once more rather than taken as agreement to it (a blind scenario expected that).
-                    return [f"the caller said more than a yes: call {call.name} without confirmed to read it back"]
-                return []
+    answered = history[: users[-1] + 1]
+    proposal = pending_proposal(answered)
+    if proposal and proposal.get("tool") == call.name:
+        wanted = proposal.get("arguments", {})
+        if changes_quantity(history[users[-1]].content, proposal):
+            # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations)
+            return [f"{CHANGED_QUANTITY}: call {call.name} without confirmed to read it back"]
+        if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
+            if not agreed(answered, proposal):
+                # The session's own standard of a yes (a plain yes): "Okay, that's not bad at all. I'll take
+                # one." to "... Shall I order one for you?" is the purchase said again in the caller's words,
+                # read back once more rather than taken as agreement to it (a blind scenario expected that).
+                return [f"the caller said more than a yes: call {call.name} without confirmed to read it back"]
+            return []
     return [f"the caller has not agreed to these arguments: call {call.name} without confirmed to read it back first"]
 
 

@@ -223,13 +223,30 @@ def _number(word: str) -> int | None:
 
 
 def pending_proposal(messages: Sequence[Message]) -> dict[str, Any] | None:
-    """The action the last tool result asked the caller to confirm, when the last message answers it."""
-    for message in reversed(messages[:-1]):
+    """The action the last tool result asked the caller to confirm, when the last message answers it; or the one
+    a model read back again in its own words, word for word (the 1.5B said "Okay. I found your order ... Shall I
+    start a return for it?" without calling the tool: blind4)."""
+    for index in range(len(messages) - 2, -1, -1):
+        message = messages[index]
         if message.role == "user":
             return None
         if message.role == "tool":
             return proposal_in(message)
+        spoken = message.role == "assistant" and message.content and not message.tool_calls
+        if spoken and (repeated := _read_back_repeated(messages[:index], message.content)) is not None:
+            return repeated
     return None
+
+
+def _read_back_repeated(earlier: Sequence[Message], said: str) -> dict[str, Any] | None:
+    """The latest tool result's proposal when `said` repeats its read-back (its say line) word for word."""
+    last = next((m for m in reversed(earlier) if m.role == "tool"), None)
+    proposal = proposal_in(last) if last is not None else None
+    try:
+        say = json.loads(last.content).get("say") if proposal is not None and last is not None else None
+    except (ValueError, AttributeError):
+        return None
+    return proposal if isinstance(say, str) and say and say in said else None
 
 
 def proposal_in(message: Message) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from swarm.checks import promise_errors, unfounded_errors
+from swarm.checks import action_claim_errors, promise_errors, unfounded_errors
 from swarm.confirmations import agreed
 from swarm.events import CallEnded, DigitsRequested, Escalated, ValidationFailed, events_from_json, events_to_json
 from swarm.messages import Message
@@ -224,6 +224,23 @@ async def test_the_same_yes_said_twice_to_the_same_read_back_is_agreement() -> N
     assert ORDERED == [] and len(sales.requests) == 2
     assert await session.complete("Yes, lovely, send it over.") == "Ordered."
     assert ORDERED == [1] and len(sales.requests) == 2  # the session's own step, not the model's
+
+
+async def test_a_read_back_the_model_says_again_in_its_own_words_is_still_answered() -> None:
+    # Blind4: the 1.5B said the find_order read-back again as speech, with no tool call; the caller's "Yes,
+    # please, go ahead with the return." then answered no proposal, and the model read it back once more.
+    ORDERED.clear()
+    registry, _, sales = build(
+        [], [reply("", ("order_lamp", {})), "Of course. 1 lamp, twenty euros. Shall I order it?"]
+    )
+    registry.add_tool(tool_from_function(order_lamp, says_result=True))
+    registry.agents["sales"] = Agent("sales", "You sell.", "sales-model", ("order_lamp",))
+    session = registry.session("c1", "shop")
+    session.change_agent("sales")
+    await session.complete("a lamp")
+    await session.complete("Hmm, I need to think.")
+    assert await session.complete("Yes, please.") == "Ordered."
+    assert ORDERED == [1] and len(sales.requests) == 2
 
 
 @pytest.mark.parametrize(
@@ -734,3 +751,5 @@ async def test_saying_it_will_act_without_acting_goes_back_to_the_model() -> Non
     assert said == "Of course! Which product would you like?"  # the sentence before it was already spoken
     errors = next(e for e in session.events if isinstance(e, ValidationFailed)).errors
     assert '"I\'ll place" but does nothing' in errors[0]
+    # Nor a call back: no tool rings the caller (blind4: "I'll check the stock and get back to you").
+    assert action_claim_errors("I'll check the stock and get back to you.")
