@@ -107,21 +107,20 @@ def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
 
 
 def _same(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    def arguments(p: Mapping[str, Any]) -> dict[str, Any]:
-        given = p.get("arguments")
-        return (
-            {k: v for k, v in given.items() if k not in ("confirmed", "reason")} if isinstance(given, Mapping) else {}
-        )
+    """The same action read back: its tool and arguments, whatever its reason in words or its confirmed flag."""
+    return one.get("tool") == other.get("tool") and _what(one) == _what(other)
 
-    return one.get("tool") == other.get("tool") and arguments(one) == arguments(other)
+
+def _what(proposal: Mapping[str, Any]) -> dict[str, Any]:
+    given = proposal.get("arguments")
+    return {k: v for k, v in given.items() if k not in ("confirmed", "reason")} if isinstance(given, Mapping) else {}
 
 
 def plain_yes(text: str, quantity: int | None = None, item: frozenset[str] = frozenset()) -> bool:
     """A yes and nothing else: no other product, no condition, and no number but the read-back's own
     `quantity` ("Yes, three please." to three light bulbs; "Yes, two of them." or "Yes, one." to three is a
-    change), no name but the read-back's own `item`'s words ("Yes, two kettles, that's right." to two electric
-    kettles: read back again, the caller said it once more, and again). Only listed words pass, so a change said
-    in words never seen here is a change too."""
+    change), no name but the words of the read-back's own `item` ("Yes, two kettles, that's right." to two
+    electric kettles). Only listed words pass, so a change said in words never seen here is a change too."""
     said = _THAT_ONE.sub(r"\1", normalise(text))
     return yes_or_no(text) is True and all(
         word in _PLAIN or _names(word, item) or (quantity is not None and _number(word) == quantity)
@@ -148,9 +147,8 @@ def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
 def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
     """The quantity the words ask for instead of the read-back's, where there is no doubt of it: the number of
     "make it three" or "three instead", else the one number said when the read-back's own is not said too and
-    nothing is asked. "Yes,
-    just the one bulb. The other three are fine." to one, or "two, one for us and one for the kids" to two, is in
-    doubt: None."""
+    nothing is asked. "Yes, just the one bulb. The other three are fine." to one, or "two, one for us and one for
+    the kids" to two, is in doubt: None."""
     quantity = proposal_quantity(proposal)
     if quantity is None:
         return None
@@ -174,18 +172,15 @@ def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
     """Words that name the read-back's own item (its "item", the name it said) and change nothing: a yes with it
     and more ("Yes, go ahead. Just the mat now, I'm keeping the bottles." to a return of an order's yoga mat), or
     only it and the read-back's own quantity ("Band then. One."). No question, no no, no "but" or "instead", no
-    other number; words beyond those are allowed only beside a yes. Read back again, such words cost no model
-    call (they cost the 1.5B 5-9 s)."""
+    other number. Read back again, such words cost no model call (they cost the 1.5B 5-9 s)."""
     item = _item_words(proposal)
-    if not item or "?" in text or (answer := yes_or_no(text)) is False or _OTHERWISE.search(normalise(text)):
-        return False
-    quantity = proposal_quantity(proposal)
-    if not _numbers(text) <= ({quantity} if quantity is not None else set()):
-        return False
     said = _THAT_ONE.sub(r"\1", normalise(text)).split()
-    if not any(_names(w, item) for w in said):
+    if not any(_names(word, item) for word in said) or changes_quantity(text, proposal):
         return False
-    return answer is True or all(w in _PLAIN or w in _FILLER or _names(w, item) or _number(w) is not None for w in said)
+    if _a_yes(text, proposal):
+        return True
+    picked = all(w in _PLAIN or w in _FILLER or _names(w, item) or _number(w) is not None for w in said)
+    return picked and "?" not in text and yes_or_no(text) is None
 
 
 def _numbers(text: str) -> set[int]:
