@@ -17,6 +17,7 @@ from callcenter.store.domain import ForAPerson, ShopUnavailable
 from callcenter.verification import (
     CallState,
     Verification,
+    an_attempt,
     answer_said,
     call_state,
     named_in_call,
@@ -188,6 +189,10 @@ def shop_tools(
         # An answer is what the caller said (or typed) to a question the tool asked: a model's argument before any
         # question is no answer, and the caller's own words count whatever the model wrote.
         answers = [a for a in (verification if question_open(events) else None, answer_said(events)) if a]
+        if answers and not any(an_attempt(answer) for answer in answers):
+            # Words that cannot be the answer ("yes", "hold on", "forget it, just the cable then") are no wrong
+            # answer: the question is asked again, and nothing is counted.
+            return _needs_verification(context, number, product)
         if answers:
             if named is not None and any(proves(answer, named, policy.verify_with) for answer in answers):
                 return {**_read_back([named], product, context), "verification": "passed", "order_number": number}

@@ -48,6 +48,9 @@ _IS = re.compile(r"['’]s\b")
 _E_MAIL = re.compile(r"\be-mail\b", re.IGNORECASE)  # one filler word, not the letter e (postcode E1 6AN) and "mail"
 # A longer answer is not a postcode said once but a list of guesses.
 MAX_ANSWER_WORDS = 16
+# The longest postcode or digits answer, filler words dropped ("SW1A1AA", "owne83rl" for "my own postcode is
+# E8 3RL"), with room: longer words with a digit in them are something else ("just the cable then, one of them").
+_ATTEMPT_CHARS = 12
 # What a call record and the supervisor see of an answer to the security question, right or wrong: that one was
 # given, not its length (a postcode's length says which country), nor anything of it.
 MASKED_ANSWER = "•••"
@@ -107,6 +110,15 @@ def proves(answer: str, order: Order | None, factors: Iterable[str]) -> bool:
         elif value and said == _compact(value):
             return True
     return False
+
+
+def an_attempt(answer: str) -> bool:
+    """Whether the words may answer the security question at all: what it asks for (a postcode, digits) has a
+    digit and is short once the filler words are gone, or has an e-mail address's shape. "Fine, forget it. Just
+    the cable then, one of them." is no wrong answer but another request (blind4): it costs the caller no attempt."""
+    said, spoken = _compact(answer), words(answer)
+    e_mail = "@" in answer or ("at" in spoken and "dot" in spoken)
+    return e_mail or (any(c.isdigit() for c in said) and len(said) <= _ATTEMPT_CHARS)
 
 
 def _compact(text: str) -> str:

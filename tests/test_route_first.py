@@ -255,3 +255,27 @@ async def test_an_agent_handed_the_caller_after_speech_is_asked_to_answer_not_to
     )
     last = next(r for r in model.requests if r.agent == "refund").messages[-1]
     assert last.role == "system" and "'Sure.'" in last.content
+
+
+async def test_words_that_cannot_answer_the_security_question_cost_no_attempt() -> None:
+    # Blind4: "Fine, forget it. Just the cable then, one of them." to the security question was written into
+    # find_order as the answer by the 1.5B: "I'm sorry, that doesn't match", a wrong answer counted, and after two
+    # more the caller was put through. It cannot be an answer: the question is asked again, nothing is counted.
+    from callcenter.verification import call_state
+
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order("+441632960000", [("HP-100", 1)], days_ago=6, postcode="M1 1AE")
+    spoken = " ".join(order.order_number)
+
+    def script(request: CompletionRequest):
+        said = request.messages[-1].content
+        return reply("", ("find_order", {"order_number": order.order_number, "verification": said}))
+
+    model = ScriptedProvider(script, name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    question = await session.complete(f"order {spoken} hasn't arrived")
+    assert question.startswith("For your security")
+    assert await session.complete("Fine, forget it. Just the cable then, one of them.") == question
+    assert call_state(session.events).failures == 0
+    assert (await session.complete("It's M1 1AE.")).startswith(f"I found your order {spoken}")
