@@ -327,12 +327,12 @@ class Session:
         entered = False  # the agent was handed the caller in this turn, by the call just run
         agent = self.registry.agents[self._agent]
         self._spoken_in_turn = []
-        agreed = self._named_any_turn(agent) or self._answered_proposal(agent) or self._answered_question(agent)
+        settled = self._named_any_turn(agent) or self._answered_proposal(agent) or self._answered_question(agent)
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
-            if agreed is not None:
-                outcome, agreed = _Outcome((agreed,)), None
+            if settled is not None:
+                outcome, settled = _Outcome((settled,)), None
             elif (routed := await self._routed(agent, entered)) is not None:
                 outcome = routed
             else:
@@ -644,7 +644,7 @@ class _Attempt:
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
         tools = self.session._tools(self.agent)
-        messages = _ending_in_a_question(self.agent.name, self.messages)
+        messages = _answerable(self.agent.name, self.messages)
         request = self.session.completion_request(self.agent, messages, entered=self.entered)
         try:
             async for sentence in self._complete(request):
@@ -763,7 +763,7 @@ def _words(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
 
 
-def _ending_in_a_question(agent: str, messages: list[Message]) -> list[Message]:
+def _answerable(agent: str, messages: list[Message]) -> list[Message]:
     """The messages, the speech they end with (another agent's, before it handed the caller over) told as a note.
 
     A chat request that ends with the assistant's words asks the server to go on with them (llama.cpp's prefill),
@@ -772,9 +772,9 @@ def _ending_in_a_question(agent: str, messages: list[Message]) -> list[Message]:
     end = len(messages)
     while end and messages[end - 1].role == "assistant" and not messages[end - 1].tool_calls:
         end -= 1
-    said = " ".join(m.content for m in messages[end:] if m.content)
     if end == len(messages):
         return messages
+    said = " ".join(m.content for m in messages[end:] if m.content)
     note = f"The caller has just heard: {said!r}. Answer them now without saying it again."
     return [*messages[:end], *([Message("system", note, agent=agent)] if said else [])]
 
