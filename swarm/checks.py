@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from swarm.confirmations import agreed, changes_quantity, pending_proposal, yes_or_no
 from swarm.messages import Message, ToolCall
+from swarm.numbers import DIGIT_WORDS
 from swarm.providers.base import Completion
 from swarm.toolcall_parse import IDENTIFIER
 from swarm.tools import Tool, ToolContext
@@ -33,8 +34,7 @@ _WILL_DO = re.compile(
 # house number; digits said one by one count as one number) and e-mail addresses.
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _SPACED_DIGITS = re.compile(r"\b\d(?:[ -]\d\b)+")
-_DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())}
-_DIGIT_WORD = re.compile(r"\b(" + "|".join([*_DIGIT_WORDS, "oh"]) + r")\b", re.I)
+_DIGIT_WORD = re.compile(r"\b(" + "|".join([*DIGIT_WORDS, "oh"]) + r")\b", re.I)
 # The one refusal of a write whose arguments themselves are stale: the model must change them, not only ask.
 CHANGED_QUANTITY = "the caller changed the quantity"
 
@@ -86,7 +86,7 @@ def unfounded_errors(sentence: str, grounds: str) -> list[str]:
 
 
 def _facts(text: str) -> set[str]:
-    spoken = _DIGIT_WORD.sub(lambda m: _DIGIT_WORDS.get(m.group().lower(), "0"), text)
+    spoken = _DIGIT_WORD.sub(lambda m: DIGIT_WORDS.get(m.group().lower(), "0"), text)
     joined = _SPACED_DIGITS.sub(lambda m: re.sub(r"[ -]", "", m.group()), spoken)
     numbers = {n for n in re.findall(r"\d+", joined) if len(n) >= 2}
     return numbers | {e.lower() for e in _EMAIL.findall(text)}

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swarm.messages import Message
+from swarm.numbers import COUNT_WORDS
 
 _YES = re.compile(
     r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|absolutely|right|do it|confirm)\b"
@@ -42,8 +43,7 @@ _FILLER = frozenset("then now a an one".split())
 _OTHERWISE = re.compile(r"\b(but|instead|rather|actually|different|another|else)\b")
 # "one" names the thing read back ("yes, that one"), not how many, after these words; "just the one" is how many.
 _THAT_ONE = re.compile(r"\b(that|this) one\b")
-_NUMBER_WORDS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
-_NUMBER = r"(\d{1,2}|" + "|".join(_NUMBER_WORDS) + ")"
+_NUMBER = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + ")"
 _OTHER = re.compile(rf"\bother {_NUMBER}\b")
 _SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
 # A change said as one: "make it three", "change that to two", "three instead".
@@ -214,7 +214,7 @@ def proposal_quantity(proposal: Mapping[str, Any]) -> int | None:
 
 
 def _number(word: str) -> int | None:
-    return int(word) if word.isdigit() else _NUMBER_WORDS.get(word)
+    return int(word) if word.isdigit() else COUNT_WORDS.get(word)
 
 
 def pending_proposal(messages: Sequence[Message]) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ from swarm.confirmations import (
     yes_or_no,
 )
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
+from swarm.numbers import COUNT_WORDS, DIGIT_WORDS
 from swarm.providers.base import Classifier, Completion, Delta
 
 # String arguments the router may fill with the caller's own words.
@@ -36,17 +37,14 @@ _FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description
 _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
 # A code said digit by digit ("order number seven seven four two one nine"): five digits or more, so that "one
 # two" of a quantity never is one.
-_DIGIT_WORDS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())} | {
-    "oh": "0"
-}
-_DIGIT_WORD = re.compile(r"\b(?:" + "|".join(w for w in _DIGIT_WORDS if w != "oh") + r")\b")  # "oh" is also "oh"
+_DIGIT_WORDS = DIGIT_WORDS | {"oh": "0"}
+_DIGIT_WORD = re.compile(r"\b(?:" + "|".join(DIGIT_WORDS) + r")\b")  # not "oh", which is also "oh"
 _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
-_COUNTS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), start=1)}
-_COUNT = re.compile(r"\b(" + "|".join(_COUNTS) + r"|[1-9]\d?)\b(?![\s-]*\d)")
+_COUNT = re.compile(r"\b(" + "|".join(COUNT_WORDS) + r"|[1-9]\d?)\b(?![\s-]*\d)")
 
 
 class OfflineRouter:
@@ -250,7 +248,7 @@ def _given_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
         elif name == "order_number" and (digits := _code(text)):
             arguments[name] = digits
         elif name == "quantity" and (count := _COUNT.search(normalise(text))) and not _code(text):
-            arguments[name] = _COUNTS.get(count.group(1)) or int(count.group(1))
+            arguments[name] = COUNT_WORDS.get(count.group(1)) or int(count.group(1))
         elif (choice := _one_choice(properties[name], text)) is not None:
             arguments[name] = choice
     return arguments
