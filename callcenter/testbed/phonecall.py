@@ -4,7 +4,8 @@ through Whisper as the agent's reply.
 
 Conditions (`when`, `if_asked`) are matched against what the caller heard, as a person would hear it; the events
 (hand-overs, tool calls, transfer, the end) come from the server's own session of the call, never from the
-caller's transcript. The interface is TextCall's, so the runner plays and scores both alike.
+caller's transcript. The interface is TextCall's, so the runner plays and scores both alike. The transcript also
+notes what the server heard of each turn ("agent heard"): a misheard postcode shows there, not in the caller's lines.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from callcenter.testbed.textcall import CallOver, TurnResult
 from callcenter.testbed.voices import CallerVoice, VoiceSpec
 from callcenter.voice import SpeechModels
 from speech import Transcriber
-from swarm import Event
+from swarm import Event, UserText
 from telephony import CallFailed, SipCall
 
 CODECS = {"pcmu": "PCMU", "pcma": "PCMA"}
@@ -185,8 +186,9 @@ class PhoneCall:
             await self.caller.hung_up(HANG_UP_S)
         elif self.sip.closed.is_set():
             await self.caller.hung_up(0)
+        said = [event.text for event in self.events[events:] if isinstance(event, UserText)]
         heard = [text for who, text in self.caller.exchange.lines[lines:] if who == "agent"]
-        self.transcript += [("agent", text) for text in heard]
+        self.transcript += [("agent heard", text) for text in said] + [("agent", text) for text in heard]
         self._last_reply = " ".join(heard)
         self._after_turn()
         return TurnResult(self._last_reply, self.events[events:], self._latency(ended) if heard else None)
