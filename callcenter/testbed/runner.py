@@ -54,6 +54,8 @@ class TrialResult:
     skipped: str = ""
     # Checks the backend could not make (why): the trial passed or failed on the others.
     unchecked: list[str] = field(default_factory=list)
+    # The session's events (hand-overs, tool calls and results, refusals, repairs): why a trial went as it did.
+    events: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         # The --json key for the LLM spec stays "brain", first in each run: that format is fixed, and CI parses it.
@@ -135,6 +137,7 @@ async def run_trial(
         trial_metrics(scenario, call.events if call is not None else []),
         [list(line) for line in call.transcript] if call is not None else [],
         unchecked=opened.unchecked(),
+        events=[event.to_dict() for event in call.events] if call is not None else [],
     )
 
 
