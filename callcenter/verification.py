@@ -43,6 +43,9 @@ _FILLER = frozenset(
     "on order delivered to let me see hmm think sorry actually now".split()  # "The postcode? Let me see, ..."
 )
 _REPEATS = {"double": 2, "triple": 3}
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+# "Oh," before the answer is a sound, not a zero: a zero said in a code is not followed by a comma.
+_INTERJECTION = re.compile(r"^\s*oh\s*[,.!]", re.IGNORECASE)
 # "the postcode's M one, one A E": an "'s" is "is", a filler word, not an s of the postcode ("postcodes m11ae").
 _IS = re.compile(r"['’]s\b")
 _E_MAIL = re.compile(r"\be-mail\b", re.IGNORECASE)  # one filler word, not the letter e (postcode E1 6AN) and "mail"
@@ -95,27 +98,36 @@ class Verification:
 def proves(answer: str, order: Order | None, factors: Iterable[str]) -> bool:
     """Whether the caller's `answer` is one of the order's `factors`; an order that does not exist is never
     proved, and a factor missing on the order proves nothing."""
-    if order is None:
-        return False
-    said = _compact(answer)
-    if not said or len(words(answer)) > MAX_ANSWER_WORDS:
+    if order is None or len(words(answer)) > MAX_ANSWER_WORDS:
         return False
     values = {"postcode": order.postcode, "email": order.email, "phone_digits": last_digits(order.customer_key)}
-    for factor in factors:
-        value = values.get(factor, "")
-        if factor == "phone_digits":
-            # Exactly the digits said: "1 2 3 4 5 6 7 8" holds every four-digit guess inside it.
-            if value and spoken_digits(answer) == value:
-                return True
-        elif value and said == _compact(value):
-            return True
-    return False
+    return any(_is(said, values.get(factor, ""), factor) for said in _forms(answer) for factor in factors)
+
+
+def _forms(answer: str) -> tuple[str, ...]:
+    """The answer whole, and its last sentence when it has more: "Oh, erm, the postcode? It's LS6 3BN, yeah." (the
+    "Oh" of the whole is a zero). What comes before the last sentence explains; it is no second guess."""
+    whole = _INTERJECTION.sub(" ", answer)
+    last = _SENTENCE_END.split(whole.strip())[-1]
+    return (whole, last) if last != whole.strip() else (whole,)
+
+
+def _is(answer: str, value: str, factor: str) -> bool:
+    if factor == "phone_digits":
+        # Exactly the digits said: "1 2 3 4 5 6 7 8" holds every four-digit guess inside it.
+        return bool(value) and spoken_digits(answer) == value
+    said = _compact(answer)
+    return bool(value) and bool(said) and said == _compact(value)
 
 
 def an_attempt(answer: str) -> bool:
     """Whether the words may answer the security question at all: what it asks for (a postcode, digits) has a
     digit and is short once the filler words are gone, or has an e-mail address's shape. "Fine, forget it. Just
     the cable then, one of them." is no wrong answer but another request (blind4): it costs the caller no attempt."""
+    return any(_attempt(said) for said in _forms(answer))
+
+
+def _attempt(answer: str) -> bool:
     said, spoken = _compact(answer), words(answer)
     e_mail = "@" in answer or ("at" in spoken and "dot" in spoken)
     return e_mail or (any(c.isdigit() for c in said) and len(said) <= _ATTEMPT_CHARS)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swarm.messages import Message
-from swarm.numbers import COUNT_WORDS
+from swarm.numbers import COUNT_WORDS, TENS_WORDS
 
 _YES = re.compile(
     r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|absolutely|right|do it|confirm)\b"
@@ -48,6 +48,12 @@ _OTHER = re.compile(rf"\bother {_NUMBER}\b")
 _SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
 # A change said as one: "make it three", "change that to two", "three instead".
 _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
+# "sixty-nine" (normalised "sixty nine") is one number, not a nine.
+_UNITS = "|".join(w for w in COUNT_WORDS if w != "ten")
+_COMPOUND = re.compile(rf"\b({'|'.join(TENS_WORDS)})(?: ({_UNITS}))?\b")
+# A number the read-back itself said from here up (its price, "69 euros") is the caller saying it back ("Sixty-nine,
+# that's canny. Aye, I'll have one of them then."), not a new quantity; below it, it may be either.
+_ECHO_FROM = 20
 
 
 def normalise(text: str) -> str:
@@ -141,7 +147,7 @@ def _names(word: str, item: frozenset[str]) -> bool:
 def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     """The words name a number other than the read-back's quantity ("yes, make it two" to three)."""
     quantity = proposal_quantity(proposal)
-    return quantity is not None and bool(_numbers(text) - {quantity})
+    return quantity is not None and bool(_asked(text, proposal) - {quantity})
 
 
 def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
@@ -157,7 +163,7 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
         return number if number != quantity else None
     # A number beside a question is no change for sure: "Have ye got a speaker, a waterproof one? I'll take one if
     # ye have." to two blenders read back one blender (blind4).
-    numbers = _numbers(text) if "?" not in text else set()
+    numbers = _asked(text, proposal) if "?" not in text else set()
     return numbers.pop() if len(numbers) == 1 and quantity not in numbers else None
 
 
@@ -165,7 +171,7 @@ def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     """A yes that says the read-back's own quantity and no other: "Yes, just the one bulb. The other three are
     fine." to one."""
     quantity = proposal_quantity(proposal)
-    return quantity is not None and yes_or_no(text) is True and _numbers(text) == {quantity}
+    return quantity is not None and yes_or_no(text) is True and _asked(text, proposal) == {quantity}
 
 
 def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -183,14 +189,25 @@ def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
     return picked and "?" not in text and yes_or_no(text) is None
 
 
+def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
+    """The numbers the words ask for: those said on their own, but the read-back's own price said back."""
+    said = proposal.get("said")
+    echoed = {n for n in _numbers(said) if n >= _ECHO_FROM} if isinstance(said, str) else set()
+    return _numbers(text) - echoed
+
+
 def _numbers(text: str) -> set[int]:
     """The numbers said on their own, but those of "the other three" (the rest, not what is asked for); three or
     more one after another are a code ("order 1 2 3 4 5")."""
-    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", normalise(text)))
+    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", _COMPOUND.sub(_compound, normalise(text))))
     found = _alone(said)
     # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.
     shared = _alone(_SHARED_ONE.sub(" ", said))
     return shared if shared else found
+
+
+def _compound(match: re.Match[str]) -> str:
+    return str(TENS_WORDS[match.group(1)] + (COUNT_WORDS[match.group(2)] if match.group(2) else 0))
 
 
 def _alone(said: str) -> set[int]:
@@ -251,7 +268,11 @@ def proposal_in(message: Message) -> dict[str, Any] | None:
     except ValueError:
         return None
     proposal = result.get("proposal") if isinstance(result, dict) else None
-    return proposal if isinstance(proposal, dict) and "tool" in proposal else None
+    if not isinstance(proposal, dict) or "tool" not in proposal:
+        return None
+    said = result.get("say")
+    # What the read-back said, beside what it would do: a caller's answer may say its price back (_asked).
+    return {**proposal, "said": said} if isinstance(said, str) and "said" not in proposal else proposal
 
 
 def pending_question(messages: Sequence[Message]) -> dict[str, Any] | None:

@@ -11,3 +11,7 @@ DIGIT_WORDS: dict[str, str] = {
 COUNT_WORDS: dict[str, int] = {
     w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), 1)
 }
+# The tens of a number said in words, "sixty-nine" being one number and not a nine.
+TENS_WORDS: dict[str, int] = {
+    w: 20 + 10 * n for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
+}

@@ -222,6 +222,31 @@ def test_words_that_name_the_read_backs_item_read_it_back_again(said: str, again
 
 
 @pytest.mark.parametrize(
+    ("said", "again"),
+    [
+        ("Sixty-nine, that's canny. Aye, I'll have one of them then.", True),  # the price said back (blind5)
+        ("Sixty-nine? Aye, I'll have one.", False),  # a question: the model answers it
+        ("Aye, I'll have nine of them.", False),  # a change, read back as one
+        ("Aye, twenty-nine, I'll have one.", False),  # a number the read-back did not say
+    ],
+)
+def test_the_read_backs_own_price_said_back_is_no_new_quantity(said: str, again: bool) -> None:
+    router = OfflineRouter({}, {"sales": "What are you looking for?"})
+    offer = "We have the Coffee grinder for 69 euros. It's in stock. Shall I order one for you?"
+    found = {"say": offer, "proposal": {"tool": "place_order", "arguments": {"sku": "CF-420", "quantity": 1}}}
+    history = (
+        Message("user", "How much is that coffee grinder?"),
+        Message("tool", json.dumps(found), agent="sales", tool_call_id="c", tool_name="search_products"),
+        Message("assistant", offer, agent="sales"),
+    )
+    call = router.changed_call(_request(*history, Message("user", said), tools=(ORDER_SPEC,)))
+    if again:  # read back once more by the router: the order is placed on the next plain yes, not on this one
+        assert call is not None and (call.name, call.arguments) == ("place_order", {"sku": "CF-420", "quantity": 1})
+    else:
+        assert call is None or call.arguments.get("quantity") != 1
+
+
+@pytest.mark.parametrize(
     ("said", "agreed"),
     [
         ("Yes, three kettles, that's right.", True),  # blind4: read back again, then again, then again

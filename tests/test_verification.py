@@ -213,6 +213,13 @@ async def test_claimed_caller_id_is_not_enough_even_for_the_own_number(shop: Sho
         (("postcode",), "my postcode is eight oh three three one", True),
         (("postcode",), "Aye, the postcode's eight oh three three one.", True),  # "'s" is no s of the postcode
         (("postcode",), "80331 80332 80333", False),  # a list of guesses is no answer
+        (
+            ("postcode",),
+            "Oh, erm, the postcode? It's eight oh three three one, yeah.",
+            True,
+        ),  # blind5: its last sentence
+        (("postcode",), "Oh, it's 80331.", True),  # "Oh," is a sound, not a zero
+        (("postcode",), "80332. Or maybe 80331.", False),  # a second guess is no answer
         (("postcode",), EMAIL, False),  # the e-mail is not asked for
         (("email",), "jane dot doe at example dot com", True),
         (("email",), "jane at example dot com", False),
