@@ -192,6 +192,7 @@ async def test_a_lookup_that_asks_the_security_question_is_said_without_the_mode
     [
         ("Aye, the postcode's M one, one A E.", False),
         ("The postcode? Let me see, M1 1AE.", False),  # the question said back (blind4)
+        ("Oh, erm, the postcode? It's M1 1AE, yeah.", False),  # with sounds around it (blind5)
         ("Oh, sorry, that's my old flat. We moved in the spring, so it went to the new place. It's M1 1AE.", False),
         ("Why do you need that?", True),
         ("Why do you need the postcode? It's M1 1AE.", True),  # a question of their own: the model answers it

@@ -40,6 +40,7 @@ _DIGITS = re.compile(r"\d[\d\s-]{3,}\d")
 _DIGIT_WORDS = DIGIT_WORDS | {"oh": "0"}
 _DIGIT_WORD = re.compile(r"\b(?:" + "|".join(DIGIT_WORDS) + r")\b")  # not "oh", which is also "oh"
 _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
+_SOUNDS = frozenset("oh erm um uh er ah hmm".split())  # sounds, not words, while a caller looks something up
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
@@ -294,8 +295,9 @@ def _coded(sentence: str) -> bool:
 
 
 def _echoed_question(sentence: str) -> bool:
-    """The question said back while the caller looks for the answer: "The postcode?"."""
-    return sentence.endswith("?") and len(sentence.split()) <= 3
+    """The question said back while the caller looks for the answer: "The postcode?", "Oh, erm, the postcode?" (the
+    sounds around it are no words of a question: blind5's went to the model, 18-20 s, two 20 s timeouts)."""
+    return sentence.endswith("?") and len([w for w in normalise(sentence).split() if w not in _SOUNDS]) <= 3
 
 
 def _code(text: str) -> str | None:
