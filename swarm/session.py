@@ -604,7 +604,18 @@ class Session:
             self._record(request)
 
     def _placeholder(self, agent: Agent, detail: str) -> str:
-        text = self.config.placeholders[self._rescues % len(self.config.placeholders)]
+        history = self.get_agent_history(agent.name)
+        users = [i for i, message in enumerate(history) if message.role == "user"]
+        proposal = pending_proposal(history[: users[-1] + 1]) if users else None  # what the caller's words answered
+        said = proposal.get("said") if proposal is not None else None
+        # A read-back the caller answered in words the model could not settle is asked again, word for word, so that
+        # it stays the pending one and the caller's yes is the router's (blind4: "Right. I think I'll just send these
+        # ones back for now." heard "Sorry, I didn't catch that. Could you say it again?").
+        text = (
+            said
+            if isinstance(said, str) and said
+            else self.config.placeholders[self._rescues % len(self.config.placeholders)]
+        )
         self._rescues += 1
         self._record(Rescued(agent.name, "placeholder", detail))
         return self.emit(text)

@@ -9,6 +9,7 @@ from callcenter.agents import AGENTS, SWARM, build_registry
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
+from swarm.events import ToolCalled
 from swarm.messages import CompletionRequest
 from swarm.providers.scripted import ScriptedProvider, reply
 
@@ -288,3 +289,21 @@ async def test_words_that_cannot_answer_the_security_question_cost_no_attempt() 
     assert await session.complete("Fine, forget it. Just the cable then, one of them.") == question
     assert call_state(session.events).failures == 0
     assert (await session.complete("It's M1 1AE.")).startswith(f"I found your order {spoken}")
+
+
+async def test_a_read_back_the_model_could_not_answer_is_asked_again_not_a_placeholder() -> None:
+    # Blind4: "Right. I think I'll just send these ones back for now." to "Shall I start a return for it?"; the 1.5B
+    # said "I'll send the shoes back" (no act: refused) until its repairs ran out, and the caller heard "Sorry, I
+    # didn't catch that." The read-back is asked again, so that their yes is the router's.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=3)
+    model = ScriptedProvider(lambda request: reply("Understood. I'll send the headphones back."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    read_back = await session.complete("I want to return my headphones")
+    assert read_back.endswith("Shall I start a return for it?")
+    again = await session.complete("Right. I think I'll just send these ones back for now.")
+    assert again.endswith(read_back) and "didn't catch" not in again
+    await session.complete("Yes, please.")
+    made = [e for e in session.events if isinstance(e, ToolCalled) and e.name == "create_return"]
+    assert made and made[-1].arguments.get("confirmed") is True
