@@ -604,21 +604,23 @@ class Session:
             self._record(request)
 
     def _placeholder(self, agent: Agent, detail: str) -> str:
-        history = self.get_agent_history(agent.name)
-        users = [i for i, message in enumerate(history) if message.role == "user"]
-        proposal = pending_proposal(history[: users[-1] + 1]) if users else None  # what the caller's words answered
-        said = proposal.get("said") if proposal is not None else None
-        # A read-back the caller answered in words the model could not settle is asked again, word for word, so that
-        # it stays the pending one and the caller's yes is the router's (blind4: "Right. I think I'll just send these
-        # ones back for now." heard "Sorry, I didn't catch that. Could you say it again?").
+        # A read-back the caller answered in words the model could not settle is asked again, word for word: it stays
+        # the pending one, and the caller's yes is the router's (blind4: "Right. I think I'll just send these ones
+        # back for now." heard "Sorry, I didn't catch that. Could you say it again?").
         text = (
-            said
-            if isinstance(said, str) and said
-            else self.config.placeholders[self._rescues % len(self.config.placeholders)]
+            self._read_back_answered(agent) or self.config.placeholders[self._rescues % len(self.config.placeholders)]
         )
         self._rescues += 1
         self._record(Rescued(agent.name, "placeholder", detail))
         return self.emit(text)
+
+    def _read_back_answered(self, agent: Agent) -> str | None:
+        """The read-back (its say line) the caller's last words answered, if they answered one."""
+        history = self.get_agent_history(agent.name)
+        users = [i for i, message in enumerate(history) if message.role == "user"]
+        proposal = pending_proposal(history[: users[-1] + 1]) if users else None
+        said = proposal.get("said") if proposal is not None else None
+        return said if isinstance(said, str) and said else None
 
     def _apologise(self, agent: Agent, detail: str) -> str:
         log.error("llm failed client=%s agent=%s error=%s", self.client_id, agent.name, detail)

@@ -200,9 +200,9 @@ class OfflineRouter:
         return ToolCall("router_0", question["tool"], {**question.get("arguments", {}), question["answer"]: answer})
 
     def _insists(self, text: str, question: Mapping[str, Any], tools: tuple[ToolSpec, ...]) -> bool:
-        """Words that ask again for what the question guards instead of answering it, with no question of their own
-        and no no beside the ask: "I don't need to give you one ... Just do the return." cost the 1.5B 28-44 s, and it tried the
-        return without the answer (blind5)."""
+        """Words that ask again for what the question guards instead of answering it, with no question of their
+        own and no no beside the ask: "I don't need to give you one ... Just do the return." cost the 1.5B 28-44 s,
+        and it tried the return without the answer (blind5)."""
         if not text or "?" in text:
             return False
         for sentence in _SENTENCE_END.split(text.strip()):
