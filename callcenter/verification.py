@@ -44,7 +44,7 @@ _FILLER = frozenset(
 )
 _REPEATS = {"double": 2, "triple": 3}
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
-# "Oh," before the answer is a sound, not a zero: a zero said in a code is not followed by a comma.
+# "Oh," before the answer is a sound more often than a zero.
 _INTERJECTION = re.compile(r"^\s*oh\s*[,.!]", re.IGNORECASE)
 # "the postcode's M one, one A E": an "'s" is "is", a filler word, not an s of the postcode ("postcodes m11ae").
 _IS = re.compile(r"['’]s\b")
@@ -105,11 +105,11 @@ def proves(answer: str, order: Order | None, factors: Iterable[str]) -> bool:
 
 
 def _forms(answer: str) -> tuple[str, ...]:
-    """The answer whole, and its last sentence when it has more: "Oh, erm, the postcode? It's LS6 3BN, yeah." (the
-    "Oh" of the whole is a zero). What comes before the last sentence explains; it is no second guess."""
-    whole = _INTERJECTION.sub(" ", answer)
-    last = _SENTENCE_END.split(whole.strip())[-1]
-    return (whole, last) if last != whole.strip() else (whole,)
+    """The answer whole, without an "Oh," before it, and its last sentence: "Oh, erm, the postcode? It's LS6 3BN,
+    yeah." (the "Oh" of the whole is a zero). What comes before the last sentence explains; it is no second guess.
+    The whole stays too: "Oh, one, oh, six, seven." is a postcode of five digits."""
+    bare = _INTERJECTION.sub(" ", answer).strip()
+    return tuple(dict.fromkeys((answer, bare, _SENTENCE_END.split(bare)[-1])))
 
 
 def _is(answer: str, value: str, factor: str) -> bool:

@@ -219,6 +219,7 @@ async def test_claimed_caller_id_is_not_enough_even_for_the_own_number(shop: Sho
             True,
         ),  # blind5: its last sentence
         (("postcode",), "Oh, it's 80331.", True),  # "Oh," is a sound, not a zero
+        (("postcode",), "Oh, eight oh three three one.", True),
         (("postcode",), "80332. Or maybe 80331.", False),  # a second guess is no answer
         (("postcode",), EMAIL, False),  # the e-mail is not asked for
         (("email",), "jane dot doe at example dot com", True),
@@ -231,6 +232,13 @@ def test_which_factors_prove_an_order_is_configurable(
     shop: Shop, factors: tuple[str, ...], answer: str, proved: bool
 ) -> None:
     assert proves(answer, order_of(shop, GERMAN), factors) is proved
+
+
+def test_a_postcode_that_begins_with_a_zero_may_begin_with_oh(shop: Shop) -> None:
+    dresden = shop.seed_demo_order(GERMAN, [("HP-100", 1)], days_ago=1, postcode="01067")
+    assert proves("Oh, one, oh, six, seven.", dresden, ("postcode",))  # "Oh," here is the zero
+    assert proves("Oh, it's 01067.", dresden, ("postcode",))
+    assert not proves("Oh, one, oh, six, eight.", dresden, ("postcode",))
 
 
 def test_a_factor_the_order_lacks_proves_nothing(shop: Shop) -> None:
