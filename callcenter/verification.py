@@ -101,7 +101,7 @@ def proves(answer: str, order: Order | None, factors: Iterable[str]) -> bool:
     if order is None or len(words(answer)) > MAX_ANSWER_WORDS:
         return False
     values = {"postcode": order.postcode, "email": order.email, "phone_digits": last_digits(order.customer_key)}
-    return any(_is(said, values.get(factor, ""), factor) for said in _forms(answer) for factor in factors)
+    return any(_matches(said, values.get(factor, ""), factor) for said in _forms(answer) for factor in factors)
 
 
 def _forms(answer: str) -> tuple[str, ...]:
@@ -112,7 +112,7 @@ def _forms(answer: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((answer, bare, _SENTENCE_END.split(bare)[-1])))
 
 
-def _is(answer: str, value: str, factor: str) -> bool:
+def _matches(answer: str, value: str, factor: str) -> bool:
     if factor == "phone_digits":
         # Exactly the digits said: "1 2 3 4 5 6 7 8" holds every four-digit guess inside it.
         return bool(value) and spoken_digits(answer) == value
