@@ -328,6 +328,9 @@ class Session:
         agent = self.registry.agents[self._agent]
         self._spoken_in_turn = []
         settled = self._named_any_turn(agent) or self._answered_proposal(agent) or self._answered_question(agent)
+        if settled is None and (asked := self._asked_again(agent)) is not None:
+            yield self.emit(asked)
+            return
         while True:
             agent = self.registry.agents[self._agent]
             outcome = _Outcome()
@@ -555,6 +558,13 @@ class Session:
             return None
         log.info("event=question_answered client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
         return call
+
+    def _asked_again(self, agent: Agent) -> str | None:
+        router = self._router(agent)
+        asked = router.asked_again(self.completion_request(agent)) if router is not None else None
+        if asked is not None:
+            log.info("event=asked_again client=%s agent=%s", self.client_id, agent.name)
+        return asked
 
     def _result_reply(self, calls: Sequence[ToolCall], results: dict[str, str], agent: Agent) -> str | None:
         """The last result's "say" line when every call was to a tool whose say line is the reply, else None."""

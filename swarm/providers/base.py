@@ -83,6 +83,11 @@ class Router(Protocol):
         word for word, with no no, whatever is pending: "Can I just speak to a real person?" at a read-back."""
         ...
 
+    def asked_again(self, request: CompletionRequest) -> str | None:
+        """The agent's open question said again when the last caller message answered it ("What else could I look up
+        for you?") with a plain yes, which names nothing to act on; else None."""
+        ...
+
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         """The call a tool's pending question asks for (swarm.confirmations.pending_question), the last caller
         message its answer, when those words plainly are one: a code of digits or an e-mail address ("It's one zero

@@ -43,6 +43,8 @@ _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
 _SOUNDS = frozenset("oh erm um uh er ah hmm".split())  # sounds, not words, while a caller looks something up
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+# A question a yes cannot answer: it asks for a thing, not for leave ("Would you like ...?" is answered by a yes).
+_OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
 _COUNT = re.compile(r"\b(" + "|".join(COUNT_WORDS) + r"|[1-9]\d?)\b(?![\s-]*\d)")
@@ -187,6 +189,21 @@ class OfflineRouter:
         named = [t for t in request.tools if any(f" {p} " in said for p in phrases.get(t.name, ()))]
         arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
         return None if arguments is None else ToolCall("router_0", named[0].name, arguments)
+
+    def asked_again(self, request: CompletionRequest) -> str | None:
+        """The agent's open question asked again for a plain yes to it: "Yes, please." to "I couldn't find that. What
+        else could I look up for you?" gave the 1.5B nothing to look up, and it took 4-14 s beside a second call to
+        ask what they wanted (heard latency, two calls at once)."""
+        messages = request.messages
+        if len(messages) < 2 or pending_proposal(messages) or pending_question(messages):
+            return None
+        asked, last = messages[-2], messages[-1]
+        if last.role != "user" or asked.role != "assistant" or asked.agent != request.agent:
+            return None
+        question = _SENTENCE_END.split(asked.content.strip())[-1]
+        if not (_OPEN_QUESTION.match(question) and question.endswith("?") and plain_yes(last.content)):
+            return None
+        return f"Sure. {question}"
 
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
