@@ -69,7 +69,8 @@ def _caller_asked_for_a_person(routing: frozenset[str]) -> Callable[[dict[str, A
         words = re.findall(r"[a-z']+", said.lower().replace("’", "'"))
         padded = f" {' '.join(words)} "
         foreign = len(words) >= 3 and not _ENGLISH & set(words)  # "hello" alone is no language
-        if foreign or any(f" {phrase} " in padded for phrase in OPERATOR_PHRASES):
+        # A phrase's plural too: "one of your colleagues in the office" (a blind scenario, refused four times).
+        if foreign or any(f" {phrase} " in padded or f" {phrase}s " in padded for phrase in OPERATOR_PHRASES):
             return []
         return [f"the caller did not ask for a person (they said {said!r}): call the tool for what they asked"]
 

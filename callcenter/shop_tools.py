@@ -14,6 +14,7 @@ from num2words import num2words
 from callcenter.shop import Order, Product, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
 from callcenter.store.domain import ForAPerson, ShopUnavailable
+from callcenter.store.terms import query_terms
 from callcenter.verification import (
     CallState,
     Verification,
@@ -95,6 +96,14 @@ def shop_tools(
             query: the caller's words about the product, e.g. "wireless headphones"
             quantity: how many the caller wants, if they said
         """
+        if not query_terms(query).named():
+            # Words that name nothing to look for ("Good afternoon! I'd like to order something, please."): the 1.5B
+            # made up a search for "coffee" and offered a grinder. Asked, their next words are the search.
+            return {
+                "products": [],
+                "say": "What product are you looking for?",
+                "question": {"tool": "search_products", "arguments": {"quantity": quantity}, "answer": "query"},
+            }
         try:
             found = shop.search(query, limit=3)
         except ShopUnavailable as error:
@@ -463,6 +472,9 @@ OPERATOR_PHRASES = (
     "agent",
     "transfer me",
     "put me through",
+    "put me on to",
+    "put me onto",
+    "pass me on to",
     "connect me",
     "speak to someone",
     "talk to someone",

@@ -35,19 +35,26 @@ _NOT_A_NO = re.compile(r"\b(not (too |that |so )?bad|not a problem|no (problem|w
 _PLAIN = frozenset(
     "yes yeah yep yup aye sure correct okay ok absolutely right confirm please do it go ahead that's that "
     "great perfect lovely fine good sounds thanks thank you i'll i'd i will i would like take them order is "
-    "for me the and buy return start place of with put through just only".split()
+    "for me the and buy return start place of with put through just only "
+    # How people across these islands agree, and whom they call it to: "Yes, that's grand, go ahead." (Cork), "Aye,
+    # that's the one. On you go." (Glasgow), "Go ahead, my love." (Cornwall) were read back again, and again.
+    "grand brilliant cheers ta champion canny sound cracking super wonderful excellent fab smashing magic nice cool "
+    "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam".split()
 )
 # Words that only pick out the thing read back, beside its name: "just the headphones", "band then".
 _FILLER = frozenset("then now a an one".split())
 # Words that turn a yes to something else: "Yes, but the blue bottle" is no yes to the bottle read back.
 _OTHERWISE = re.compile(r"\b(but|instead|rather|actually|different|another|else)\b")
 # "one" names the thing read back ("yes, that one"), not how many, after these words; "just the one" is how many.
-_THAT_ONE = re.compile(r"\b(that|this) one\b")
+_THAT_ONE = re.compile(r"\b(that|this)(?:'s| is)?(?: the)? one\b")
 _NUMBER = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + ")"
 _OTHER = re.compile(rf"\bother {_NUMBER}\b")
 _SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
 # A change said as one: "make it three", "change that to two", "three instead".
 _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
+# A statement with a question tag is no question: "it's three packs I want, yeah? Three." (Liverpool) changes one to
+# three as surely as "three packs, please".
+_TAG_QUESTION = re.compile(r",\s*(?:yeah|yes|right|ok|okay|alright|innit|eh|aye|like|ya|yeah like)\s*\?", re.IGNORECASE)
 # "sixty-nine" (normalised "sixty nine") is one number, not a nine.
 _UNITS = "|".join(w for w in COUNT_WORDS if w != "ten")
 _COMPOUND = re.compile(rf"\b({'|'.join(TENS_WORDS)})(?: ({_UNITS}))?\b")
@@ -163,7 +170,7 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
         return number if number != quantity else None
     # A number beside a question is no change for sure: "Have ye got a speaker, a waterproof one? I'll take one if
     # ye have." to two blenders read back one blender (blind4).
-    numbers = _asked(text, proposal) if "?" not in text else set()
+    numbers = _asked(text, proposal) if "?" not in _TAG_QUESTION.sub(".", text) else set()
     return numbers.pop() if len(numbers) == 1 and quantity not in numbers else None
 
 

@@ -141,7 +141,7 @@ ORDER_SPEC = ToolSpec(
         ("yes but make it two", {"sku": "K-1", "quantity": 2}),  # the change read back, not the old order
         ("Yes, one please.", {"sku": "K-1", "quantity": 1}),
         ("I want 100 yes", {"sku": "K-1", "quantity": 3}),  # the issue's: read back again, nothing placed
-        ("yes, that sounds wonderful", {"sku": "K-1", "quantity": 3}),
+        ("yes, in red", {"sku": "K-1", "quantity": 3}),  # a word never listed may be a change: read back again
         ("no, make it two", {"sku": "K-1", "quantity": 2}),  # a no that only holds the line, then a change
         (
             "Oh, wait, sorry, could you make it two instead? My son will want one too.",  # "one" is a pronoun
@@ -152,6 +152,11 @@ ORDER_SPEC = ToolSpec(
         ("Yes, three, one for each of us.", {"sku": "K-1", "quantity": 3}),  # "one for" shares the three out
         ("I'll take two, one for us and one for the kids.", {"sku": "K-1", "quantity": 2}),
         ("Have you got a toaster, a small one? I'll take one if you have.", {"sku": "K-1", "quantity": 3}),  # asked
+        ("It's two I want, yeah? Two.", {"sku": "K-1", "quantity": 2}),  # a question tag asks nothing (blind6)
+        ("Yes, that's grand, go ahead.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6, Cork
+        ("Aye, that's the one. On you go.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6, Glasgow
+        ("Yes, lovely. Go ahead, my love.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6, Cornwall
+        ("Yes, just the one.", {"sku": "K-1", "quantity": 1}),  # how many, not the one read back
         ("no", None),
     ],
 )

@@ -339,3 +339,20 @@ async def test_a_plain_yes_to_an_offer_is_no_open_question() -> None:
     before = len(model.requests)
     answer = await session.complete("Yes, please.")
     assert not answer.startswith("Sure.") and len(model.requests) > before
+
+
+@pytest.mark.parametrize(
+    ("said", "transferred"),
+    [
+        ("Could you put me on to one of your colleagues in the office?", True),  # blind6: refused four times
+        ("Can I talk to a manager?", True),
+        ("I need to send back some running shoes, I'm ringing on my husband's phone.", False),
+    ],
+)
+async def test_triage_transfers_only_a_caller_who_asks_for_a_person(said: str, transferred: bool) -> None:
+    def transfers(request: CompletionRequest):
+        return reply("", ("transfer_to_operator", {})) if request.agent == "triage" else reply("Hello.")
+
+    session = session_with(ScriptedProvider(transfers, name="model"), route_first=False)
+    await session.complete(said)
+    assert (session.escalated() is not None) is transferred

@@ -574,6 +574,19 @@ async def test_a_search_offers_the_quantity_the_caller_asked_for(shop: Shop) -> 
     assert "only" in many["say"] and "proposal" not in many  # more than the stock: nothing to agree to
 
 
+@pytest.mark.parametrize("said", ["Oh, hello there, good afternoon! I'd like to order something, please.", "something"])
+async def test_words_that_name_nothing_are_asked_what_they_want(shop: Shop, said: str) -> None:
+    # The 1.5B, handed "I'd like to order something", searched for "coffee" and offered a grinder (blind6).
+    search = next(t for t in shop_tools(shop) if t.name == "search_products")
+    asked = await search.call({"query": said}, ToolContext("c1", "sales", NoSession()))
+    assert asked["products"] == [] and asked["say"] == "What product are you looking for?"
+    assert asked["question"] == {"tool": "search_products", "arguments": {"quantity": 1}, "answer": "query"}
+    found = await search.call(
+        {"query": "Good afternoon, a laptop stand please"}, ToolContext("c1", "sales", NoSession())
+    )
+    assert found["products"][0]["sku"] == "LP-250"
+
+
 async def test_an_order_for_the_callers_words_instead_of_a_code_offers_what_they_name(shop: Shop) -> None:
     # The 1.5B, never having searched, called place_order with sku "coffee machine" (confirmed, after a yes).
     order = next(t for t in shop_tools(shop) if t.name == "place_order")

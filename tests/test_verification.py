@@ -224,6 +224,13 @@ async def test_claimed_caller_id_is_not_enough_even_for_the_own_number(shop: Sho
         (("postcode",), EMAIL, False),  # the e-mail is not asked for
         (("email",), "jane dot doe at example dot com", True),
         (("email",), "jane at example dot com", False),
+        (  # blind6: a story and a question of their own before the e-mail; its last sentence is the answer
+            ("email",),
+            "It was delivered to my sister's place and I don't know her postcode offhand. Can I give you the e-mail "
+            "on the order instead? It's jane dot doe at example dot com.",
+            True,
+        ),
+        (("email",), "It's the one I use for everything, the address is jane dot doe at example dot com.", False),
         (("phone_digits",), "five five five five", True),
         (("phone_digits",), "1 2 3 5 5 5 5", False),
     ],

@@ -11,7 +11,7 @@ from callcenter.store.spoken import number_tokens, words
 MAX_QUERY_TERMS = 32
 
 # Words a caller wraps around what they want; they would otherwise rank every
-# description that happens to contain "a" or "with".
+# description that happens to contain "a" or "with" (or "good").
 STOP_WORDS = frozenset(
     """
     a about also am an and any are as at be bought but buy by can could did do does dont
@@ -21,6 +21,7 @@ STOP_WORDS = frozenset(
     what which with would you your yes no so not buying
     thats whats theres heres youre were lets hes shes theyre wed youd youll weve didnt doesnt cant wont isnt
     wasnt arent havent okay ok
+    oh hiya hiya good morning afternoon evening thanks thank cheers lovely love dear today calling ringing wondering
     """.split()
 )
 
