@@ -7,6 +7,9 @@ and returns it as a "proposal", which the model (or the offline router) runs aga
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from num2words import num2words
@@ -25,7 +28,7 @@ from callcenter.verification import (
     proves,
     question_open,
 )
-from swarm import Escalated, Tool, ToolContext, tool_from_function
+from swarm import Escalated, Event, Tool, ToolCalled, ToolContext, UserText, tool_from_function
 
 
 def euros(cents: int) -> str:
@@ -112,7 +115,24 @@ def shop_tools(
             # An open question: to "Could you describe it another way?" callers said "Yes, please.", which the
             # 1.5B took for a yes to an order (place_order refused: a second completion, 5 s in all).
             return {"products": [], "say": "I'm sorry, I couldn't find that. What else could I look up for you?"}
+        offered = _still_offered(context, found)
+        if offered is not None:
+            return _found([offered], quantity, described=True)
         return _found(found, quantity)
+
+    def _still_offered(context: ToolContext, found: list[Product]) -> Product | None:
+        """The product on offer when the caller's words ask about it ("could I charge two phones off it? And what's
+        the price of it?") and name none of those found by its kind: the 1.5B searched that sentence, found the
+        charging pad and sold it instead of the power bank on offer (blind6). "A case for it" names a case."""
+        events = context.session.events
+        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        offered = _offered_sku(events)
+        if offered is None or offered == found[0].sku or not _REFERS_BACK.search(said):
+            return None
+        spoken = set(re.findall(r"[a-z]+", said.lower()))
+        if any(_kind(p) in spoken or f"{_kind(p)}s" in spoken for p in found):
+            return None
+        return shop.get_product(offered)
 
     def place_order(context: ToolContext, sku: str, quantity: int = 1, confirmed: bool = False) -> dict[str, Any]:
         """Order a product for the caller. Call it first without confirmed to read the order back;
@@ -341,10 +361,12 @@ def _stock_line(product: Product, quantity: int) -> str:
     return f"It's in stock. Shall I order {num2words(quantity)} for you?"
 
 
-def _found(found: list[Product], quantity: int) -> dict[str, Any]:
-    """What a search found, as the caller hears it: the best match, its stock, and the offer to order it."""
+def _found(found: list[Product], quantity: int, *, described: bool = False) -> dict[str, Any]:
+    """What a search found, as the caller hears it: the best match (`described`: and what it is), its stock, and
+    the offer to order it."""
     best, quantity = found[0], max(1, quantity)
-    say = f"We have the {best.name} for {euros(best.price_cents)}. " + _stock_line(best, quantity)
+    what = f" It's a {best.description[:1].lower()}{best.description[1:]}." if described and best.description else ""
+    say = f"We have the {best.name} for {euros(best.price_cents)}.{what} " + _stock_line(best, quantity)
     return {"products": [_product(p) for p in found], "say": say, **_offer(best, quantity)}
 
 
@@ -358,6 +380,32 @@ def _proposal(tool: str, item: str = "", **arguments: Any) -> dict[str, Any]:
     # `item`: the name the read-back said, so an answer that names it again ("Yes, just the headphones.") is known
     # for one (swarm.confirmations.restates_item).
     return {"tool": tool, "arguments": arguments, **({"item": item} if item else {})}
+
+
+# Words that point back at what is on offer: "off it", "the price of it", "that one".
+_REFERS_BACK = re.compile(r"(?i)\b(?:it|its|that one|this one)\b")
+
+
+def _kind(product: Product) -> str:
+    """What kind of thing a product is: its name's last word ("Power bank" -> "bank", "Smartphone case" -> "case")."""
+    return product.name.lower().split()[-1] if product.name.strip() else ""
+
+
+def _offered_sku(events: Sequence[Event]) -> str | None:
+    """The product of the offer the caller's last words answer: the last tool result before them, if it offered an
+    order (a search's proposal, or place_order's read-back)."""
+    last_said = max((i for i, e in enumerate(events) if isinstance(e, UserText)), default=-1)
+    before = next((e for e in reversed(events[:last_said]) if isinstance(e, ToolCalled)), None)
+    if before is None:
+        return None
+    try:
+        proposal = json.loads(before.result).get("proposal")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(proposal, dict) or proposal.get("tool") != "place_order":
+        return None
+    sku = proposal.get("arguments", {}).get("sku")
+    return sku if isinstance(sku, str) else None
 
 
 def _product(p: Product) -> dict[str, Any]:

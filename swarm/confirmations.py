@@ -39,7 +39,9 @@ _PLAIN = frozenset(
     # How people across these islands agree, and whom they call it to: "Yes, that's grand, go ahead." (Cork), "Aye,
     # that's the one. On you go." (Glasgow), "Go ahead, my love." (Cornwall) were read back again, and again.
     "grand brilliant cheers ta champion canny sound cracking super wonderful excellent fab smashing magic nice cool "
-    "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam".split()
+    "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam "
+    # What the read-back's own quantity counts: "Yeah, three packs, sound. Go ahead." (Liverpool) to three.
+    "pack packs pair pairs box boxes set sets piece pieces".split()
 )
 # Words that only pick out the thing read back, beside its name: "just the headphones", "band then".
 _FILLER = frozenset("then now a an one".split())

@@ -157,6 +157,7 @@ ORDER_SPEC = ToolSpec(
         ("Aye, that's the one. On you go.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6, Glasgow
         ("Yes, lovely. Go ahead, my love.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6, Cornwall
         ("Yes, just the one.", {"sku": "K-1", "quantity": 1}),  # how many, not the one read back
+        ("Yeah, three packs, sound. Go ahead.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6
         ("no", None),
     ],
 )

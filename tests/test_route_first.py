@@ -202,6 +202,8 @@ async def test_a_lookup_that_asks_the_security_question_is_said_without_the_mode
         ("Oh, sorry, that's my old flat. We moved in the spring, so it went to the new place. It's M1 1AE.", False),
         ("Why do you need that?", True),
         ("Why do you need the postcode? It's M1 1AE.", True),  # a question of their own: the model answers it
+        # A no to what they cannot give, and leave asked to give this: their last sentence answers (blind6).
+        ("I don't know the postcode offhand. Can I give you the e-mail instead? It's M1 1AE.", False),
         ("Hold on, one moment.", True),
         ("It's M1 1AE. Or was it M2 2BB, I moved.", True),  # codes in two sentences: which one is meant?
         # No answer, but the return insisted on: the question again, from the tool (blind5: 28-44 s of the 1.5B).
@@ -356,3 +358,28 @@ async def test_triage_transfers_only_a_caller_who_asks_for_a_person(said: str, t
     session = session_with(ScriptedProvider(transfers, name="model"), route_first=False)
     await session.complete(said)
     assert (session.escalated() is not None) is transferred
+
+
+@pytest.mark.parametrize(
+    ("asked", "offered"),
+    [
+        ("Could I charge two phones off it at the one time? And what's the price of it?", "Power bank"),
+        ("Do you have a case for it?", "Smartphone case"),  # names a case: the case is found
+        ("Could I charge two phones at the one time?", "Wireless charging pad"),  # nothing points back: a new search
+    ],
+)
+async def test_a_question_about_the_product_on_offer_keeps_it_on_offer(asked: str, offered: str) -> None:
+    # Blind6: the 1.5B searched the caller's follow-up question, found the charging pad and sold it instead of the
+    # power bank on offer.
+    def searches(request: CompletionRequest):
+        if request.agent == "triage":
+            return reply("", ("navigate_to_sales", {}))
+        return reply("", ("search_products", {"query": request.messages[-1].content}))
+
+    session = session_with(ScriptedProvider(searches, name="model"))
+    assert (await session.complete("I'm thinking of getting one of your power banks.")).startswith(
+        "We have the Power bank"
+    )
+    answer = await session.complete(asked)
+    assert answer.startswith(f"We have the {offered} for")
+    assert ("10000 mAh" in answer) is (offered == "Power bank")  # what it is, said with it

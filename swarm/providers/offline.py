@@ -43,6 +43,8 @@ _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
 _SOUNDS = frozenset("oh erm um uh er ah hmm".split())  # sounds, not words, while a caller looks something up
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+# A question that asks leave to give the answer, which giving it answers: "Can I give you the e-mail instead?"
+_LEAVE = re.compile(r"(?i)\b(?:can|could|may|shall) i (?:give|tell|read|use)\b[^?]*\?$")
 # A question a yes cannot answer: it asks for a thing, not for leave ("Would you like ...?" is answered by a yes).
 _OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
@@ -294,11 +296,11 @@ def _answer_in(text: str) -> str | None:
     an e-mail address, in a short last sentence, the only one with any; no question of their own, no no ("No, I'd
     rather buy two."). What comes before may explain ("Oh, sorry, that's my old flat. We moved in the spring.
     It's M20 2LL.") or repeat the question ("The postcode? Let me see, M14 5RP."): blind4's, 7-11 s of the 1.5B.
-    Only that sentence is the answer: the story before it is no guess of its own (callcenter.verification)."""
-    if yes_or_no(text) is False:
-        return None
-    sentences = [s for s in _SENTENCE_END.split(text.strip()) if not _echoed_question(s)]
-    if not sentences or any("?" in s for s in sentences):
+    Only that sentence is the answer: the story before it is no guess of its own (callcenter.verification), and may
+    say no to what it cannot give and ask leave to give this ("I don't know her postcode offhand. Can I give you the
+    e-mail on the order instead? It's tunde dot ...": blind6, the 1.5B's 20 s timeout)."""
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if not _echoed_question(s) and not _LEAVE.search(s)]
+    if not sentences or any("?" in s for s in sentences) or yes_or_no(sentences[-1]) is False:
         return None
     coded = [s for s in sentences if _coded(s)]
     return coded[0] if coded == sentences[-1:] and len(normalise(coded[0]).split()) <= _ANSWER_WORDS else None
