@@ -365,7 +365,7 @@ def _found(found: list[Product], quantity: int, *, described: bool = False) -> d
     """What a search found, as the caller hears it: the best match (`described`: and what it is), its stock, and
     the offer to order it."""
     best, quantity = found[0], max(1, quantity)
-    what = f" It's a {best.description[:1].lower()}{best.description[1:]}." if described and best.description else ""
+    what = f" {best.description.rstrip('.')}." if described and best.description else ""
     say = f"We have the {best.name} for {euros(best.price_cents)}.{what} " + _stock_line(best, quantity)
     return {"products": [_product(p) for p in found], "say": say, **_offer(best, quantity)}
 
