@@ -29,6 +29,7 @@ from callcenter.verification import (
     question_open,
 )
 from swarm import Escalated, Event, Tool, ToolCalled, ToolContext, UserText, tool_from_function
+from swarm.confirmations import yes_or_no
 
 
 def euros(cents: int) -> str:
@@ -127,8 +128,8 @@ def shop_tools(
         events = context.session.events
         said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
         offered = _offered_sku(events)
-        if offered is None or offered == found[0].sku or not _REFERS_BACK.search(said):
-            return None
+        if offered is None or offered == found[0].sku or not _REFERS_BACK.search(said) or yes_or_no(said) is False:
+            return None  # "No, not that one": what they turned down is not kept on offer
         spoken = set(re.findall(r"[a-z]+", said.lower()))
         if any(_kind(p) in spoken or f"{_kind(p)}s" in spoken for p in found):
             return None
@@ -314,8 +315,13 @@ def shop_tools(
                 # Nothing is written, and nothing said of the order, for a caller not verified for it.
                 return _needs_verification(context, number, None)
         if not confirmed:
-            say = f"Shall I start the return of {quantity} item from order {_digits(number)}?"
-            proposal = _proposal("create_return", order_number=number, sku=sku, quantity=quantity, reason=reason)
+            # The item by name: "Shall I start the return of 1 item from order ...?" left a caller with three things in
+            # the order asking which (blind7).
+            product = await asyncio.to_thread(shop.get_product, sku) if isinstance(sku, str) and sku else None
+            item = product.name if product is not None else "item"
+            say = f"Shall I start the return of {quantity} {item} from order {_digits(number)}?"
+            arguments = {"order_number": number, "sku": sku, "quantity": quantity, "reason": reason}
+            proposal = _proposal("create_return", item if product is not None else "", **arguments)
             return {"say": say, "needs_confirmation": True, "proposal": proposal}
         try:
             made = await asyncio.to_thread(

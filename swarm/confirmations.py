@@ -22,7 +22,7 @@ from swarm.messages import Message
 from swarm.numbers import COUNT_WORDS, TENS_WORDS
 
 _YES = re.compile(
-    r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|absolutely|right|do it|confirm)\b"
+    r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm)\b"
 )
 _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
 # The no words that refuse, beside those that only hold the line ("no", "wait", "stop"): "Oh, wait, sorry, could
@@ -41,7 +41,9 @@ _PLAIN = frozenset(
     "grand brilliant cheers ta champion canny sound cracking super wonderful excellent fab smashing magic nice cool "
     "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam "
     # What the read-back's own quantity counts: "Yeah, three packs, sound. Go ahead." (Liverpool) to three.
-    "pack packs pair pairs box boxes set sets piece pieces".split()
+    "pack packs pair pairs box boxes set sets piece pieces "
+    # A return said back in the caller's own words: "Go on, send it back." (the Black Country, blind7).
+    "send back ar".split()
 )
 # Words that only pick out the thing read back, beside its name: "just the headphones", "band then".
 _FILLER = frozenset("then now a an one".split())
@@ -108,7 +110,7 @@ def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
         return False
     before = messages[: users[-2] + 1]
     earlier = pending_proposal(before)
-    return earlier is not None and _same(earlier, proposal) and _a_yes(before[-1].content, earlier)
+    return earlier is not None and same_action(earlier, proposal) and _a_yes(before[-1].content, earlier)
 
 
 def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -121,7 +123,7 @@ def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
     )
 
 
-def _same(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+def same_action(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     """The same action read back: its tool and arguments, whatever its reason in words or its confirmed flag."""
     return one.get("tool") == other.get("tool") and _what(one) == _what(other)
 

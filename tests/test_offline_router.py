@@ -158,6 +158,7 @@ ORDER_SPEC = ToolSpec(
         ("Yes, lovely. Go ahead, my love.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6, Cornwall
         ("Yes, just the one.", {"sku": "K-1", "quantity": 1}),  # how many, not the one read back
         ("Yeah, three packs, sound. Go ahead.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6
+        ("Ar, go on.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind7, the Black Country
         ("no", None),
     ],
 )

@@ -383,3 +383,14 @@ async def test_a_question_about_the_product_on_offer_keeps_it_on_offer(asked: st
     answer = await session.complete(asked)
     assert answer.startswith(f"We have the {offered} for")
     assert ("10000 mAh" in answer) is (offered == "Power bank")  # what it is, said with it
+
+
+async def test_a_no_to_the_offer_that_names_another_product_offers_that_one() -> None:
+    # Blind7: "Ah, no, not that one ... the little in-ear ones with the wire?" went to the 1.5B, which asked "What
+    # product are you looking for?". A no that names nothing else, or the same again, is still the model's.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    assert (await session.complete("I'd like to buy the wireless headphones.")).startswith("We have the Wireless over")
+    answer = await session.complete("Ah, no, not that one, too dear. Have you the little in-ear ones with the wire?")
+    assert answer.startswith("We have the Wired earbuds") and model.requests == []
+    assert await session.complete("No, thanks.") == "The model answers."

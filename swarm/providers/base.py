@@ -69,7 +69,8 @@ class Router(Protocol):
 
     def call_of(self, request: CompletionRequest, tool: str) -> ToolCall | None:
         """A call of the request's `tool` with the arguments the last caller message gives; None when a required
-        one is missing, or a read-back or a tool's question awaits the caller's answer."""
+        one is missing, or a tool's question or a read-back awaits the caller's answer (a no to the read-back may ask
+        for something else: "No, not that one, the little in-ear ones")."""
         ...
 
     def changed_call(self, request: CompletionRequest) -> ToolCall | None:

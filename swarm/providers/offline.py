@@ -162,8 +162,11 @@ class OfflineRouter:
         spec = next((t for t in request.tools if t.name == tool), None)
         if last is None or last.role != "user" or spec is None:
             return None
-        if pending_proposal(request.messages) or pending_question(request.messages):
-            return None
+        proposal = pending_proposal(request.messages)
+        if (proposal is not None and consent(last.content, proposal) is not False) or pending_question(
+            request.messages
+        ):
+            return None  # a read-back's answer, or a tool's question's; a no to a read-back may ask for another thing
         # An answer names nothing: "Yes, that's right." to triage's "buy or return?" searched the catalogue for
         # "that's right" and offered a laptop stand (a blind scenario). The words it answered for do.
         said = _answered_for(request) if plain_yes(last.content) else last.content
