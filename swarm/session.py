@@ -631,11 +631,20 @@ class Session:
         # the pending one, and the caller's yes is the router's (blind4: "Right. I think I'll just send these ones
         # back for now." heard "Sorry, I didn't catch that. Could you say it again?").
         text = (
-            self._read_back_answered(agent) or self.config.placeholders[self._rescues % len(self.config.placeholders)]
+            self._read_back_answered(agent)
+            or self._own_question(agent)
+            or self.config.placeholders[self._rescues % len(self.config.placeholders)]
         )
         self._rescues += 1
         self._record(Rescued(agent.name, "placeholder", detail))
         return self.emit(text)
+
+    def _own_question(self, agent: Agent) -> str | None:
+        """A routing agent's own question (triage: buy or return?), which fits whatever the caller said: the 1.5B's
+        transfer, refused four times for "I'd like to return a robot vacuum cleaner ... on my husband's mobile",
+        ended in "Sorry, I didn't catch that. Could you say it again?" (blind7)."""
+        router = self._router(agent)
+        return router.unclear(agent.name) if agent.tool_only and router is not None else None
 
     def _read_back_answered(self, agent: Agent) -> str | None:
         """The read-back (its say line) the caller's last words answered, if they answered one."""

@@ -394,3 +394,15 @@ async def test_a_no_to_the_offer_that_names_another_product_offers_that_one() ->
     answer = await session.complete("Ah, no, not that one, too dear. Have you the little in-ear ones with the wire?")
     assert answer.startswith("We have the Wired earbuds") and model.requests == []
     assert await session.complete("No, thanks.") == "The model answers."
+
+
+async def test_a_routing_agent_whose_model_keeps_failing_asks_its_own_question() -> None:
+    # Blind7: triage's model wrote a transfer for "I'd like to return a robot vacuum cleaner ... ordered on my
+    # husband's mobile", refused four times; the caller heard "Sorry, I didn't catch that." Triage's question fits.
+    def transfers(request: CompletionRequest):
+        return reply("", ("transfer_to_operator", {}))
+
+    session = session_with(ScriptedProvider(transfers, name="model"))
+    answer = await session.complete("The hoover I ordered on my husband's mobile is broken and I ordered it myself.")
+    assert answer == "Would you like to buy something, or return something you bought?"
+    assert session.escalated() is None

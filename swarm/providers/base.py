@@ -84,6 +84,10 @@ class Router(Protocol):
         word for word, with no no, whatever is pending: "Can I just speak to a real person?" at a read-back."""
         ...
 
+    def unclear(self, agent: str) -> str | None:
+        """What `agent` asks when it understands nothing ("Would you like to buy something, or return something?")."""
+        ...
+
     def asked_again(self, request: CompletionRequest) -> str | None:
         """The agent's open question said again when the last caller message answered it ("What else could I look up
         for you?") with a plain yes, which names nothing to act on; else None."""

@@ -195,6 +195,9 @@ class OfflineRouter:
         arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
         return None if arguments is None else ToolCall("router_0", named[0].name, arguments)
 
+    def unclear(self, agent: str) -> str | None:
+        return self._unclear.get(agent)
+
     def asked_again(self, request: CompletionRequest) -> str | None:
         """The agent's open question asked again for a plain yes to it: "Yes, please." to "I couldn't find that. What
         else could I look up for you?" gave the 1.5B nothing to look up, and it took 4-14 s beside a second call to
