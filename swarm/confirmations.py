@@ -59,6 +59,9 @@ _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER
 # A statement with a question tag is no question: "it's three packs I want, yeah? Three." (Liverpool) changes one to
 # three as surely as "three packs, please".
 _TAG_QUESTION = re.compile(r",\s*(?:yeah|yes|right|ok|okay|alright|innit|eh|aye|like|ya|yeah like)\s*\?", re.IGNORECASE)
+# A question that checks the read-back asks for nothing else: "Hold you hard, is that for two? I said a couple, one
+# each, so two please." (Norfolk) to one charger wants two; "Have you got a speaker?" asks for something else.
+_CHECKING = re.compile(r"(?i)\b(?:is|was|isn't|wasn't) (?:that|it|this)\b[^.?!]*\?")
 # "sixty-nine" (normalised "sixty nine") is one number, not a nine.
 _UNITS = "|".join(w for w in COUNT_WORDS if w != "ten")
 _COMPOUND = re.compile(rf"\b({'|'.join(TENS_WORDS)})(?: ({_UNITS}))?\b")
@@ -174,7 +177,8 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
         return number if number != quantity else None
     # A number beside a question is no change for sure: "Have ye got a speaker, a waterproof one? I'll take one if
     # ye have." to two blenders read back one blender (blind4).
-    numbers = _asked(text, proposal) if "?" not in _TAG_QUESTION.sub(".", text) else set()
+    statements = _CHECKING.sub(".", _TAG_QUESTION.sub(".", text))
+    numbers = _asked(text, proposal) if "?" not in statements else set()
     return numbers.pop() if len(numbers) == 1 and quantity not in numbers else None
 
 

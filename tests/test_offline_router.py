@@ -159,6 +159,7 @@ ORDER_SPEC = ToolSpec(
         ("Yes, just the one.", {"sku": "K-1", "quantity": 1}),  # how many, not the one read back
         ("Yeah, three packs, sound. Go ahead.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6
         ("Ar, go on.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind7, the Black Country
+        ("Hold on, is that for two? I said a couple, so two please.", {"sku": "K-1", "quantity": 2}),  # blind7, Norfolk
         ("no", None),
     ],
 )
