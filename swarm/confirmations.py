@@ -42,7 +42,7 @@ _PLAIN = frozenset(
     "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam "
     # What the read-back's own quantity counts: "Yeah, three packs, sound. Go ahead." (Liverpool) to three.
     "pack packs pair pairs box boxes set sets piece pieces "
-    # A return said back in the caller's own words: "Go on, send it back." (the Black Country, blind7).
+    # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).
     "send back ar".split()
 )
 # Words that only pick out the thing read back, beside its name: "just the headphones", "band then".
