@@ -21,7 +21,7 @@ STOP_WORDS = frozenset(
     what which with would you your yes no so not buying
     thats whats theres heres youre were lets hes shes theyre wed youd youll weve didnt doesnt cant wont isnt
     wasnt arent havent okay ok
-    oh hiya hiya good morning afternoon evening thanks thank cheers lovely love dear today calling ringing wondering
+    oh hiya good morning afternoon evening thanks thank cheers lovely love dear today calling ringing wondering
     """.split()
 )
 
