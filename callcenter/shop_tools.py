@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from num2words import num2words
 
-from callcenter.shop import Order, Product, ShopError, spoken_digits
+from callcenter.basket import ADDING, count_in, listed_products, named_lines, named_product
+from callcenter.shop import Order, OrderLine, Product, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
-from callcenter.store.domain import ForAPerson, ShopUnavailable
+from callcenter.store.domain import ForAPerson, Return, ShopUnavailable
 from callcenter.store.terms import query_terms
 from callcenter.verification import (
     CallState,
@@ -66,19 +67,35 @@ def _system_down(context: ToolContext, error: ShopUnavailable) -> dict[str, Any]
 
 
 def _said_back(
-    orders: list[Order], product: str | None, *, guessed: bool = False, status: bool = False
+    orders: list[Order],
+    product: str | None,
+    *,
+    guessed: bool = False,
+    status: bool = False,
+    going: Sequence[OrderLine] = (),
 ) -> dict[str, Any]:
+    """The order found, read back with the line (or `going`: the lines) the caller's words name, and the return
+    proposed."""
     order = orders[0]
-    line = _matching_line(order, product)
+    lines = list(going) if len(going) > 1 else [_matching_line(order, product)]
     when = order.created_at.strftime("%d %B").lstrip("0")
     opening = "I couldn't find that product, but I found" if guessed else "I found"
-    found = f"{opening} your order {_digits(order.order_number)} from {when} with the {line.name}."
+    found = f"{opening} your order {_digits(order.order_number)} from {when}"
+    # With several lines going back, only they are named: an order's other lines said beside them read as going too.
+    found += "." if len(lines) > 1 else f" with the {lines[0].name}."
     if status:
         # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
         say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
         return {"orders": [_order(o) for o in orders], "say": say}
-    say = f"{found} Shall I start a return for it?"
-    proposal = _proposal("create_return", line.name, order_number=order.order_number, sku=line.sku, quantity=1)
+    first, *more = lines
+    item = _listed((line.name for line in lines), article="")
+    arguments: dict[str, Any] = {"order_number": order.order_number, "sku": first.sku, "quantity": 1}
+    if more:
+        arguments["also"] = {line.sku: 1 for line in more}
+        say = f"{found} Shall I start a return for {_listed(line.name for line in lines)}?"
+    else:
+        say = f"{found} Shall I start a return for it?"
+    proposal = _proposal("create_return", item, **arguments)
     return {"orders": [_order(o) for o in orders], "say": say, "proposal": proposal}
 
 
@@ -91,7 +108,8 @@ def shop_tools(
     policy = verification or Verification()
 
     def _read_back(orders: list[Order], product: str | None, context: ToolContext, **how: Any) -> dict[str, Any]:
-        return _said_back(orders, product, status=context.agent in status_only, **how)
+        going = _going_back(orders[0], product, context.session.events)
+        return _said_back(orders, product, status=context.agent in status_only, going=going, **how)
 
     def search_products(context: ToolContext, query: str, quantity: int = 1) -> dict[str, Any]:
         """Search the catalogue for products matching what the caller asked for.
@@ -109,9 +127,12 @@ def shop_tools(
                 "question": {"tool": "search_products", "arguments": {"quantity": quantity}, "answer": "query"},
             }
         try:
-            found = shop.search(query, limit=3)
+            listed = listed_products(shop, query) or _added(context, query)
+            found = [] if listed else shop.search(query, limit=3)
         except ShopUnavailable as error:
             return _system_down(context, error)
+        if listed:
+            return _basket(listed)
         if not found:
             # An open question: to "Could you describe it another way?" callers said "Yes, please.", which the
             # 1.5B took for a yes to an order (place_order refused: a second completion, 5 s in all).
@@ -135,7 +156,27 @@ def shop_tools(
             return None
         return shop.get_product(offered)
 
-    def place_order(context: ToolContext, sku: str, quantity: int = 1, confirmed: bool = False) -> dict[str, Any]:
+    def _added(context: ToolContext, query: str) -> list[tuple[Product, int]]:
+        """The products on offer and one more the caller adds to them ("And the wireless mouse too, mind."), or []."""
+        events = context.session.events
+        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        offered = _offered_lines(events, "place_order")
+        if not offered or not ADDING.search(said) or yes_or_no(said) is False:
+            return []
+        more = named_product(shop, query)
+        if more is None or more.sku in offered:
+            return []
+        products = [(shop.get_product(sku), quantity) for sku, quantity in offered.items()]
+        have = [(product, quantity) for product, quantity in products if product is not None]
+        return [*have, (more, count_in(said, more.name))] if len(have) == len(offered) else []
+
+    def place_order(
+        context: ToolContext,
+        sku: str,
+        quantity: int = 1,
+        confirmed: bool = False,
+        also: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
         """Order a product for the caller. Call it first without confirmed to read the order back;
         call it again with confirmed=true only after the caller clearly said yes.
 
@@ -143,11 +184,38 @@ def shop_tools(
             sku: the product code from search_products
             quantity: how many, at least 1
             confirmed: true only after the caller agreed to the read-back
+            also: more products on the same order, product code to how many
         """
         try:
+            if also:
+                return _place_basket(context, {sku: quantity, **{k: v for k, v in also.items() if k != sku}}, confirmed)
             return _place_order(context, sku, quantity, confirmed)
         except ShopUnavailable as error:
             return _system_down(context, error)
+
+    def _place_basket(context: ToolContext, wanted: dict[str, int], confirmed: bool) -> dict[str, Any]:
+        lines: list[tuple[Product, int]] = []
+        for sku, quantity in wanted.items():
+            product = shop.get_product(sku)
+            if product is None or quantity < 1:
+                return {"error": f"no product {sku!r}" if product is None else "quantity must be at least 1"}
+            lines.append((product, quantity))
+        total = euros(sum(product.price_cents * quantity for product, quantity in lines))
+        first, *more = lines
+        if not confirmed:
+            say = f"That is {_counted(lines)} for {total} in total. Shall I place the order?"
+            arguments = {"sku": first[0].sku, "quantity": first[1], "also": {p.sku: q for p, q in more}}
+            item = _listed((product.name for product, _ in lines), article="")
+            return {"say": say, "needs_confirmation": True, "proposal": _proposal("place_order", item, **arguments)}
+        key = f"{context.session_id}:" + ",".join(f"{sku}x{quantity}" for sku, quantity in sorted(wanted.items()))
+        try:
+            order = shop.place_order(_caller(context), list(wanted.items()), key)
+        except ShopUnavailable:
+            raise
+        except ShopError as error:
+            return {"error": str(error), "say": f"I'm sorry, {error}"}
+        say = f"Your order is placed. The order number is {_digits(order.order_number)}, and the total is {total}."
+        return {"order_number": order.order_number, "total_cents": order.total_cents, "say": say}
 
     def _place_order(context: ToolContext, sku: str, quantity: int, confirmed: bool) -> dict[str, Any]:
         product = shop.get_product(sku)
@@ -286,7 +354,13 @@ def shop_tools(
         return {**again, "verification": "failed", "say": "I'm sorry, that doesn't match. " + policy.question}
 
     async def create_return(
-        context: ToolContext, order_number: str, sku: str, quantity: int = 1, reason: str = "", confirmed: bool = False
+        context: ToolContext,
+        order_number: str,
+        sku: str,
+        quantity: int = 1,
+        reason: str = "",
+        confirmed: bool = False,
+        also: dict[str, int] | None = None,
     ) -> dict[str, Any]:
         """Start a return of an item from an order. Only with confirmed=true after the caller clearly said yes.
 
@@ -296,14 +370,16 @@ def shop_tools(
             quantity: how many items go back
             reason: why, in the caller's words
             confirmed: true only after the caller agreed
+            also: more items of the same order going back, product code to how many
         """
+        going = {sku: quantity, **{k: v for k, v in (also or {}).items() if k != sku}}
         try:
-            return await _create_return(context, order_number, sku, quantity, reason, confirmed)
+            return await _create_return(context, order_number, going, reason, confirmed)
         except ShopUnavailable as error:
             return _system_down(context, error)
 
     async def _create_return(
-        context: ToolContext, order_number: str, sku: str, quantity: int, reason: str, confirmed: bool
+        context: ToolContext, order_number: str, going: dict[str, int], reason: str, confirmed: bool
     ) -> dict[str, Any]:
         state = call_state(context.session.events)
         if state.exhausted(policy):
@@ -315,33 +391,69 @@ def shop_tools(
                 # Nothing is written, and nothing said of the order, for a caller not verified for it.
                 return _needs_verification(context, number, None)
         if not confirmed:
-            # The item by name: "Shall I start the return of 1 item from order ...?" left a caller with three things in
-            # the order asking which (blind7).
-            product = await asyncio.to_thread(shop.get_product, sku) if isinstance(sku, str) and sku else None
-            item = product.name if product is not None else "item"
-            say = f"Shall I start the return of {quantity} {item} from order {_digits(number)}?"
-            arguments = {"order_number": number, "sku": sku, "quantity": quantity, "reason": reason}
-            proposal = _proposal("create_return", item if product is not None else "", **arguments)
-            return {"say": say, "needs_confirmation": True, "proposal": proposal}
+            return await asyncio.to_thread(_return_read_back, number, going, reason)
+        if len(going) > 1 and (unfit := await asyncio.to_thread(_unreturnable, number, going)):
+            return {"error": unfit, "say": f"I'm sorry, {unfit}"}  # checked first: all the lines go back, or none
+        made: list[Return] = []
         try:
-            made = await asyncio.to_thread(
-                shop.create_return, number, sku, quantity, reason or "not given", f"{context.session_id}:{number}:{sku}"
-            )
+            for sku, quantity in going.items():
+                key = f"{context.session_id}:{number}:{sku}"
+                made.append(
+                    await asyncio.to_thread(shop.create_return, number, sku, quantity, reason or "not given", key)
+                )
         except ForAPerson as error:
             # The shop's system takes no returns by phone (django-oscar has no returns API): a colleague registers
             # it there; the channel transfers once this is said.
             if not any(isinstance(event, Escalated) for event in context.session.events):
                 context.session.escalate("staff_only", "returns")
             return {"error": "returns are registered by a person", "say": f"I'm sorry, {error}"}
-        except ShopUnavailable:
-            raise
+        except ShopUnavailable as error:
+            if not made:
+                raise
+            return _partly_returned(context, made, error)
         except ShopError as error:
-            return {"error": str(error), "say": f"I'm sorry, {error}"}
-        say = (
-            f"Your return is registered, number {_digits(made.return_number)}. "
-            "You'll get a prepaid label by email, and the refund follows when the item arrives."
-        )
-        return {"return_number": made.return_number, "say": say}
+            if not made:
+                return {"error": str(error), "say": f"I'm sorry, {error}"}
+            return _partly_returned(context, made, error)
+        return _returned(made)
+
+    def _unreturnable(number: str, going: dict[str, int]) -> str:
+        """Why the lines cannot all go back ("" if they can), said before any is written."""
+        order = _named(number)
+        lines = {line.sku: line for line in order.lines} if order is not None else {}
+        for sku, quantity in going.items():
+            line = lines.get(sku)
+            if line is None:
+                return f"order {_digits(number)} has no item {sku}."
+            if not 0 < quantity <= line.returnable_quantity:
+                return f"only {line.returnable_quantity} {line.name} of that order can be returned."
+        return ""
+
+    def _partly_returned(context: ToolContext, made: list[Return], error: Exception) -> dict[str, Any]:
+        # A line written, the next refused by a system that changed between the check and the write: what was
+        # registered is said, and a colleague takes the rest.
+        if not any(isinstance(event, Escalated) for event in context.session.events):
+            context.session.escalate("backend_unavailable", str(error)[:300])
+        said = _returned(made)["say"]
+        rest = "I'm sorry, I couldn't register the other items. I'll put you through to a colleague, please hold."
+        return {"return_numbers": [m.return_number for m in made], "error": str(error), "say": f"{said} {rest}"}
+
+    def _return_read_back(number: str, going: dict[str, int], reason: str) -> dict[str, Any]:
+        # The items by name: "Shall I start the return of 1 item from order ...?" left a caller with three things in
+        # the order asking which (blind7).
+        products = [shop.get_product(sku) if isinstance(sku, str) and sku else None for sku in going]
+        named = all(product is not None for product in products)
+        items = [
+            (product.name if product is not None else "item", q)
+            for product, q in zip(products, going.values(), strict=True)
+        ]
+        say = f"Shall I start the return of {_counted(items)} from order {_digits(number)}?"
+        first, *more = going.items()
+        arguments: dict[str, Any] = {"order_number": number, "sku": first[0], "quantity": first[1], "reason": reason}
+        if more:
+            arguments["also"] = dict(more)
+        item = _listed((name for name, _ in items), article="") if named else ""
+        return {"say": say, "needs_confirmation": True, "proposal": _proposal("create_return", item, **arguments)}
 
     return [
         # Every result has a say line written for the ear: it is the agent's reply (swarm.tools.Tool.says_result).
@@ -354,6 +466,70 @@ def shop_tools(
         tool_from_function(find_order, examples=RETURN_PHRASES, says_result=True, changes_nothing=True, finds="orders"),
         tool_from_function(create_return, examples=("return it", "start the return"), says_result=True),
     ]
+
+
+def _returned(made: Sequence[Return]) -> dict[str, Any]:
+    label = "You'll get a prepaid label by email, and the refund follows when the item arrives."
+    if len(made) == 1:
+        say = f"Your return is registered, number {_digits(made[0].return_number)}. {label}"
+        return {"return_number": made[0].return_number, "say": say}
+    each = _listed((f"the {m.product_name}, number {_digits(m.return_number)}" for m in made), article="")
+    say = f"Your returns are registered: {each}. {label.replace('the item arrives', 'the items arrive')}"
+    return {"return_numbers": [m.return_number for m in made], "say": say}
+
+
+def _basket(listed: Sequence[tuple[Product, int]]) -> dict[str, Any]:
+    """Several products found for the caller's list, as the caller hears them, and one order of those in stock
+    offered."""
+    prices = _listed(f"{product.name} for {euros(product.price_cents)}" for product, _ in listed)
+    short = [f"I'm afraid the {p.name} is out of stock." for p, q in listed if p.stock < max(1, q)]
+    able = [(product, quantity) for product, quantity in listed if product.stock >= max(1, quantity)]
+    products = [_product(product) for product, _ in listed]
+    if len(able) < 2:
+        say = " ".join([f"We have {prices}.", *short])
+        return {"products": products, "say": say, **(_offer(*able[0]) if able else {})}
+    first, *more = able
+    ones = "one of each" if len(able) == 2 and all(q == 1 for _, q in able) else _counted(able)
+    say = " ".join([f"We have {prices}.", *short, f"Shall I order {ones} for you?"])
+    item = _listed((product.name for product, _ in able), article="")
+    arguments = {"sku": first[0].sku, "quantity": first[1], "also": {p.sku: q for p, q in more}}
+    return {"products": products, "say": say, "proposal": _proposal("place_order", item, **arguments)}
+
+
+def _listed(things: Iterable[str], article: str = "the ") -> str:
+    """ "the A", "the A and the B", "the A, the B and the C"."""
+    said = [f"{article}{thing}" for thing in things]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+
+
+def _counted(lines: Sequence[tuple[Product, int]] | Sequence[tuple[str, int]]) -> str:
+    """ "1 Wireless mouse and 2 Desk lamp", as the read-backs say it."""
+    return _listed((f"{q} {p.name if isinstance(p, Product) else p}" for p, q in lines), article="")
+
+
+def _offered_lines(events: Sequence[Event], tool: str) -> dict[str, int]:
+    """What the offer the caller's last words answer holds (its product codes and how many), if it is `tool`'s."""
+    proposal = _answered_proposal(events)
+    if proposal is None or proposal.get("tool") != tool:
+        return {}
+    arguments = proposal.get("arguments", {})
+    sku, quantity, also = arguments.get("sku"), arguments.get("quantity", 1), arguments.get("also") or {}
+    if not isinstance(sku, str) or not isinstance(quantity, int) or not isinstance(also, dict):
+        return {}
+    return {sku: quantity, **{k: v for k, v in also.items() if isinstance(k, str) and isinstance(v, int)}}
+
+
+def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> list[OrderLine]:
+    """The lines of `order` the caller's words send back, when more than one: those named outside any part that
+    keeps them, and, when the words add to the return of this order on offer ("and the toaster too"), its lines."""
+    going = {line.sku for line in named_lines(order.lines, product or "")}
+    said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+    proposal = _answered_proposal(events)
+    same_order = proposal is not None and proposal.get("arguments", {}).get("order_number") == order.order_number
+    if same_order and ADDING.search(said) and yes_or_no(said) is not False:
+        going |= set(_offered_lines(events, "create_return"))
+    lines = [line for line in order.lines if line.sku in going]
+    return lines if len(lines) > 1 else []
 
 
 ORDER_NUMBER_MAX_DIGITS = 10  # the shop's numbers are shorter; # ends a shorter one at once
@@ -398,8 +574,13 @@ def _kind(product: Product) -> str:
 
 
 def _offered_sku(events: Sequence[Event]) -> str | None:
-    """The product of the offer the caller's last words answer: the last tool result before them, if it offered an
-    order (a search's proposal, or place_order's read-back)."""
+    """The product of the order on offer the caller's last words answer (a search's proposal, or place_order's
+    read-back)."""
+    return next(iter(_offered_lines(events, "place_order")), None)
+
+
+def _answered_proposal(events: Sequence[Event]) -> dict[str, Any] | None:
+    """The proposal of the last tool result before the caller's last words, if it made one."""
     last_said = max((i for i, e in enumerate(events) if isinstance(e, UserText)), default=-1)
     before = next((e for e in reversed(events[:last_said]) if isinstance(e, ToolCalled)), None)
     if before is None:
@@ -408,10 +589,7 @@ def _offered_sku(events: Sequence[Event]) -> str | None:
         proposal = json.loads(before.result).get("proposal")
     except (ValueError, AttributeError):
         return None
-    if not isinstance(proposal, dict) or proposal.get("tool") != "place_order":
-        return None
-    sku = proposal.get("arguments", {}).get("sku")
-    return sku if isinstance(sku, str) else None
+    return proposal if isinstance(proposal, dict) and isinstance(proposal.get("arguments"), dict) else None
 
 
 def _product(p: Product) -> dict[str, Any]:

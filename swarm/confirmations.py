@@ -131,6 +131,21 @@ def same_action(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     return one.get("tool") == other.get("tool") and _what(one) == _what(other)
 
 
+def adds_to(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """`one` is `other` read back with more in it: the same tool, every argument of `other` kept, a mapping of
+    `other`'s grown ("also": the mouse beside the lamp on offer), or an argument added."""
+    if one.get("tool") != other.get("tool") or same_action(one, other):
+        return False
+    mine, theirs = _what(one), _what(other)
+    for name, value in theirs.items():
+        grown = (
+            isinstance(value, Mapping) and isinstance(mine.get(name), Mapping) and value.items() <= mine[name].items()
+        )
+        if mine.get(name) != value and not grown:
+            return False
+    return True
+
+
 def _what(proposal: Mapping[str, Any]) -> dict[str, Any]:
     given = proposal.get("arguments")
     return {k: v for k, v in given.items() if k not in ("confirmed", "reason")} if isinstance(given, Mapping) else {}

@@ -21,7 +21,7 @@ from swarm.checks import (
     tool_call_errors,
     unfounded_errors,
 )
-from swarm.confirmations import agreed, consent, pending_proposal, same_action
+from swarm.confirmations import adds_to, agreed, consent, pending_proposal, same_action
 from swarm.events import (
     AgentChanged,
     AssistantText,
@@ -384,12 +384,12 @@ class Session:
         call, or, just handed the caller, its first one. A lookup (Tool.finds) is run here and counts only if
         it found something or asks the caller a question; finding nothing it is dropped unrecorded, and the model
         answers."""
-        declined = self._declined_offer(agent) if agent.tool_on_entry and not entered else None
-        if not (agent.tool_only or (agent.tool_on_entry and (entered or declined is not None))):
+        passed = self._passed_offer(agent) if agent.tool_on_entry and not entered else None
+        if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None))):
             return None
         request = self.completion_request(agent, entered=entered)
         call = self._sure_call(agent, request)
-        if call is None and agent.tool_on_entry and (entered or declined is not None):
+        if call is None and agent.tool_on_entry and (entered or passed is not None):
             call = self._likely_lookup(agent, request)
         tool = self.registry.tools[call.name] if call is not None else None
         if call is None or tool is None:
@@ -408,23 +408,28 @@ class Session:
         # A lookup that asks the caller a question only they can answer (an order's security question) found what
         # the model would have reached a generation later (2-4 s, heard through the phone): its question is said.
         found = isinstance(result, dict) and (result.get(tool.finds) or isinstance(result.get("question"), dict))
-        if declined is not None:
-            # Only something else than what was turned down: "No, not that one ... the little in-ear ones with the
-            # wire?" went to the 1.5B, which asked "What product are you looking for?" (blind7).
-            offered = result.get("proposal") if isinstance(result, dict) else None
-            found = bool(result.get(tool.finds)) and isinstance(offered, dict) and not same_action(offered, declined)
+        if passed is not None:
+            # After a no, only something else than what was turned down: "No, not that one ... the little in-ear ones
+            # with the wire?" went to the 1.5B, which asked "What product are you looking for?" (blind7). After words
+            # that are neither, only the offer with more in it: "And the wireless mouse too, mind." (blind7).
+            offered, (proposal, refused) = result.get("proposal") if isinstance(result, dict) else None, passed
+            if not isinstance(offered, dict) or not result.get(tool.finds):
+                found = False
+            else:
+                found = not same_action(offered, proposal) if refused else adds_to(offered, proposal)
         if not found and control == (self._escalation, self._ending):
             return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
         text = result_text(result)
         self._record_tool(agent, call, text, context)
         return _Outcome((call,), {call.id: text})
 
-    def _declined_offer(self, agent: Agent) -> dict[str, Any] | None:
-        """The pending read-back the caller's last words say no to, if they do."""
+    def _passed_offer(self, agent: Agent) -> tuple[dict[str, Any], bool] | None:
+        """The pending read-back the caller's last words do not agree to, and whether they say no to it."""
         history = self.get_agent_history(agent.name)
         proposal = pending_proposal(history)
         said = history[-1].content if history and history[-1].role == "user" else ""
-        return proposal if proposal is not None and said and consent(said, proposal) is False else None
+        answer = consent(said, proposal) if proposal is not None and said else True
+        return None if proposal is None or answer is True else (proposal, answer is False)
 
     def _sure_call(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
         """The agent's router's sure call for this request, if the agent has a router (not its own model) and the

@@ -25,6 +25,24 @@ STOP_WORDS = frozenset(
     """.split()
 )
 
+# Plurals no stemmer undoes (SQLite's porter and PostgreSQL's english both keep "mice"): "one of them quiet wireless
+# mice" found the humidifier (blind7).
+IRREGULAR_PLURALS = {
+    "mice": "mouse",
+    "knives": "knife",
+    "feet": "foot",
+    "teeth": "tooth",
+    "geese": "goose",
+    "men": "man",
+    "women": "woman",
+    "children": "child",
+    "people": "person",
+    "leaves": "leaf",
+    "shelves": "shelf",
+    "halves": "half",
+    "wives": "wife",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Terms:
@@ -61,7 +79,7 @@ def query_terms(text: str) -> Terms:
                 # The catalogue says "Two slice toaster" as well as "27 inch".
                 extra.append(raw[position])
         elif len(token) > 1 and token not in STOP_WORDS:
-            wanted.append(token)
+            wanted.append(IRREGULAR_PLURALS.get(token, token))
         position += width
     plain = [token for token, _ in tokens]
     extra.extend(_spelled_out(plain))

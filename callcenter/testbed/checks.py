@@ -43,16 +43,26 @@ def check_no_handoff(events: Sequence[Event]) -> str | None:
 
 
 def check_called(events: Sequence[Event], tool: str, arguments: dict[str, Any] | None = None) -> str | None:
-    """Some call of `tool` had (at least) these arguments."""
+    """Some call of `tool` had (at least) these arguments; a call of several products or lines at once (`also`, as
+    place_order and create_return take them) counts as a call for each."""
     calls = [c for c in tool_calls(events) if c.name == tool]
     if not calls:
         names = sorted({c.name for c in tool_calls(events)})
         return f"expected a call of {tool}, saw calls of {', '.join(names) or 'no tool'}"
     wanted = arguments or {}
-    if any(not argument_mismatches(wanted, c.arguments) for c in calls):
+    if any(not argument_mismatches(wanted, line) for c in calls for line in each_line(c.arguments)):
         return None
     seen = "; ".join(json.dumps(c.arguments, ensure_ascii=False, sort_keys=True) for c in calls)
     return f"expected {tool} with {json.dumps(wanted, ensure_ascii=False, sort_keys=True)}, it was called with {seen}"
+
+
+def each_line(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """A call's arguments as one call per product: {"sku": A, "quantity": 1, "also": {B: 2}} is A x1 and B x2."""
+    also = arguments.get("also")
+    if not isinstance(also, dict) or not also:
+        return [arguments]
+    one = {k: v for k, v in arguments.items() if k != "also"}
+    return [one, *({**one, "sku": sku, "quantity": quantity} for sku, quantity in also.items())]
 
 
 def check_not_called(events: Sequence[Event], tool: str) -> str | None:

@@ -163,10 +163,8 @@ class OfflineRouter:
         if last is None or last.role != "user" or spec is None:
             return None
         proposal = pending_proposal(request.messages)
-        if (proposal is not None and consent(last.content, proposal) is not False) or pending_question(
-            request.messages
-        ):
-            return None  # a read-back's answer, or a tool's question's; a no to a read-back may ask for another thing
+        if (proposal is not None and consent(last.content, proposal) is True) or pending_question(request.messages):
+            return None  # a yes to a read-back, or a tool's question's answer; other words may ask for another thing
         # An answer names nothing: "Yes, that's right." to triage's "buy or return?" searched the catalogue for
         # "that's right" and offered a laptop stand (a blind scenario). The words it answered for do.
         said = _answered_for(request) if plain_yes(last.content) else last.content

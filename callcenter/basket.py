@@ -1,0 +1,110 @@
+"""Several things in one read-back: the products a caller lists ("one of them quiet wireless mice and a desk lamp,
+... both on the one order"), a product added to the one on offer ("And the wireless mouse too"), and the lines of one
+order that go back ("the kettle and the toaster came cream ... I'm keeping the blender"). place_order and
+create_return took one product each, and callers who wanted two were sold one or none (blind7, every trial).
+
+A product counts as named only by its kind (its name's last word) or by two words of its name, said in a part of the
+sentence of its own, so a word that merely ranks a product ("quiet" the humidifier) never adds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from callcenter.store.domain import OrderLine, Product
+from callcenter.store.spoken import number_tokens, words
+from callcenter.store.terms import query_terms
+
+MAX_PARTS = 8  # each part is one catalogue search (an HTTP call to the shop's own system)
+MAX_QUANTITY = 99  # a longer number is a code, not how many
+
+# Where a caller's list breaks: sentence ends, commas, and the words that join the things of a list.
+_PARTS = re.compile(r"(?i)\s*[.!?;,]+\s*|\s+(?:and|plus|but|as well as|along with|together with|also)\s+")
+# A part that keeps a thing, or says what it is not: "I'm keeping the blender", "not the headphones", "the blender
+# stays". A problem said with a no ("it does not work") keeps nothing.
+_KEPT = re.compile(
+    r"(?i)\b(?:keep|keeping|kept|stays?|staying|except|apart from|hang(?:ing)? on to"
+    r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need|return|send)|(?:is|'s|are) fine)\b"
+)
+# A part about what the caller already has: "I bought a kettle from you last month" asks for no kettle now.
+_HAD = re.compile(r"(?i)\b(?:bought|ordered|purchased|got|had|already have|i have|i've)\b")
+# Words that add to what is on offer rather than change it: "and the mouse too", "as well", "both".
+ADDING = re.compile(r"(?i)\b(?:too|as well|also|and|plus|another|both|with it|on the same order|on the one order)\b")
+
+
+class Catalogue(Protocol):
+    def search(self, text: str, limit: int = 3) -> list[Product]: ...
+
+
+def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
+    """The products the caller's words list, each with how many, in the order said; [] unless two or more."""
+    chosen: dict[str, tuple[Product, int]] = {}
+    for part in wanted_parts(text)[:MAX_PARTS]:
+        product = named_product(shop, part)
+        if product is not None and product.sku not in chosen:
+            chosen[product.sku] = (product, count_in(part, product.name))
+    return list(chosen.values()) if len(chosen) >= 2 else []
+
+
+def named_product(shop: Catalogue, text: str) -> Product | None:
+    """The best match of the catalogue that the words name (by kind or two of its words), if one does."""
+    said = query_terms(text).words
+    if not said:
+        return None
+    return next((p for p in shop.search(text, limit=3) if names(said, p.name)), None)
+
+
+def wanted_parts(text: str) -> list[str]:
+    """The parts of the words that may ask for a product: not those that keep one or tell of one they had."""
+    return [part for part in _parts(text) if not _KEPT.search(part) and not _HAD.search(part)]
+
+
+def named_lines(lines: Sequence[OrderLine], text: str) -> list[OrderLine]:
+    """The lines of an order the words name outside any part that keeps them, in the order's own order."""
+    named: set[str] = set()
+    kept: set[str] = set()
+    for part in _parts(text):
+        said = query_terms(part).words
+        hits = {line.sku for line in lines if names(said, line.name)}
+        (kept if _KEPT.search(part) else named).update(hits)
+    return [line for line in lines if line.sku in named - kept]
+
+
+def names(said: Iterable[str], name: str) -> bool:
+    """Whether the search terms `said` name the product `name`: its kind, or two words of its name."""
+    own = query_terms(name).words
+    if not own:
+        return False
+    said = list(said)
+    hits = sum(any(_same_word(word, mine) for word in said) for mine in own)
+    return hits >= 2 or any(_same_word(word, own[-1]) for word in said)
+
+
+def count_in(text: str, name: str) -> int:
+    """How many the words ask for: their first number that is not part of the product's name ("27 inch monitor",
+    "Two slice toaster"), else one."""
+    own = {token for token, _ in number_tokens(words(name))}
+    for token, _ in number_tokens(words(text)):
+        if token.isdigit() and token not in own and 0 < int(token) <= MAX_QUANTITY:
+            return int(token)
+    return 1
+
+
+def _parts(text: str) -> list[str]:
+    return [part for part in _PARTS.split(text) if part.strip()]
+
+
+def _same_word(one: str, other: str) -> bool:
+    """The same word, singular or plural ("lamps", "lamp"; "glasses", "glass"); irregular plurals ("mice") are
+    undone by query_terms."""
+    return bool(_forms(one) & _forms(other))
+
+
+def _forms(word: str) -> set[str]:
+    forms = {word}
+    for ending in ("es", "s"):
+        if word.endswith(ending) and len(word) > len(ending) + 2:
+            forms.add(word[: -len(ending)])
+    return forms
