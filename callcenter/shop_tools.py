@@ -17,7 +17,7 @@ from num2words import num2words
 from callcenter.basket import ADDING, count_in, listed_products, named_lines, named_product
 from callcenter.shop import Order, OrderLine, Product, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
-from callcenter.store.domain import ForAPerson, Return, ShopUnavailable
+from callcenter.store.domain import ForAPerson, OneProductPerOrder, Return, ShopUnavailable
 from callcenter.store.terms import query_terms
 from callcenter.verification import (
     CallState,
@@ -210,12 +210,31 @@ def shop_tools(
         key = f"{context.session_id}:" + ",".join(f"{sku}x{quantity}" for sku, quantity in sorted(wanted.items()))
         try:
             order = shop.place_order(_caller(context), list(wanted.items()), key)
+        except OneProductPerOrder:
+            return _one_order_each(context, lines)
         except ShopUnavailable:
             raise
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
         say = f"Your order is placed. The order number is {_digits(order.order_number)}, and the total is {total}."
         return {"order_number": order.order_number, "total_cents": order.total_cents, "say": say}
+
+    def _one_order_each(context: ToolContext, lines: list[tuple[Product, int]]) -> dict[str, Any]:
+        # An order system that takes one product an order (an HTTP mapping): an order for each, each written once
+        # (its own key, as place_order of that product alone), and the caller told there are several.
+        placed: list[tuple[Product, Order]] = []
+        for product, quantity in lines:
+            key = f"{context.session_id}:{product.sku}:{quantity}"
+            try:
+                placed.append((product, shop.place_order(_caller(context), [(product.sku, quantity)], key)))
+            except ShopError as error:
+                if not placed:
+                    raise
+                if isinstance(error, ShopUnavailable):
+                    down = _system_down(context, error)  # a colleague takes the rest
+                    return {**down, "say": f"{_orders_said(placed)} {down['say']}"}
+                return {"error": str(error), "say": f"{_orders_said(placed)} I'm sorry, {error}"}
+        return {"order_numbers": [order.order_number for _, order in placed], "say": _orders_said(placed)}
 
     def _place_order(context: ToolContext, sku: str, quantity: int, confirmed: bool) -> dict[str, Any]:
         product = shop.get_product(sku)
@@ -476,6 +495,14 @@ def _returned(made: Sequence[Return]) -> dict[str, Any]:
     each = _listed((f"the {m.product_name}, number {_digits(m.return_number)}" for m in made), article="")
     say = f"Your returns are registered: {each}. {label.replace('the item arrives', 'the items arrive')}"
     return {"return_numbers": [m.return_number for m in made], "say": say}
+
+
+def _orders_said(placed: Sequence[tuple[Product, Order]]) -> str:
+    if len(placed) == 1:
+        product, order = placed[0]
+        return f"Your order of the {product.name} is placed, number {_digits(order.order_number)}."
+    each = _listed((f"number {_digits(o.order_number)} for the {p.name}" for p, o in placed), article="")
+    return f"Your orders are placed, one for each: {each}. The total is {euros(sum(o.total_cents for _, o in placed))}."
 
 
 def _basket(listed: Sequence[tuple[Product, int]]) -> dict[str, Any]:

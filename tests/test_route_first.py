@@ -403,6 +403,6 @@ async def test_a_routing_agent_whose_model_keeps_failing_asks_its_own_question()
         return reply("", ("transfer_to_operator", {}))
 
     session = session_with(ScriptedProvider(transfers, name="model"))
-    answer = await session.complete("The hoover I ordered on my husband's mobile is broken and I ordered it myself.")
+    answer = await session.complete("It's about the hoover I ordered on my husband's mobile.")
     assert answer == "Would you like to buy something, or return something you bought?"
     assert session.escalated() is None

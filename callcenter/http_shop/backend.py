@@ -30,6 +30,7 @@ from callcenter.http_shop.mapping import HttpShopConfig, Operation, Orders, Prod
 from callcenter.store.domain import (
     ForAPerson,
     InvalidRequest,
+    OneProductPerOrder,
     Order,
     OrderLine,
     OutOfStock,
@@ -149,7 +150,7 @@ class HttpShop:
             raise InvalidRequest("An idempotency key is needed so that a retry cannot sell twice.")
         if len(items) != 1:
             # The tools order one product a call of place_order; a basket of several is the API's own business.
-            raise InvalidRequest("An order over the order system holds one product.")
+            raise OneProductPerOrder("An order over the order system holds one product.")
         sku, quantity = items[0]
         if isinstance(quantity, bool) or not isinstance(quantity, int) or quantity < 1:
             raise InvalidRequest(f"The quantity must be a whole number of at least one, not {quantity!r}.")

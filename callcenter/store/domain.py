@@ -39,6 +39,11 @@ class InvalidRequest(ShopError):
     """Arguments no order or return can be made of (no items, a quantity below one...)."""
 
 
+class OneProductPerOrder(InvalidRequest):
+    """The order system takes one product an order (an HTTP mapping of one product's request): several products are
+    several orders."""
+
+
 class ForAPerson(ShopError):
     """A request the shop's system takes from staff only (an order system without a returns API): the message says
     so to the caller, and the tool hands the call to a person."""

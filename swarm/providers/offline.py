@@ -66,8 +66,8 @@ class OfflineRouter:
         declined: str = "All right, I won't do that. Is there anything else I can help with?",
     ) -> None:
         """`examples`: tool name -> phrases that mean "use it"; `unclear`: agent -> what to ask when nothing
-        matches; `precedence`: tools that win a tie, first first; `doubtful`: phrases that leave the router
-        unsure whatever else matches (sure_call), as "ordered" said of a purchase to send back; `classifier`: a
+        matches; `precedence`: tools that win a tie, first first; `doubtful`: phrases that name no tool for
+        sure (sure_call), as "ordered" said of a purchase to send back names no purchase; `classifier`: a
         second opinion on the tools it tells apart (sure_call)."""
         self.name = name
         self.threshold = threshold
@@ -134,11 +134,12 @@ class OfflineRouter:
     def sure_call(self, request: CompletionRequest) -> ToolCall | None:
         """The tool call the caller's last words ask for beyond doubt (swarm.providers.base.Router): no read-back
         awaits their yes or no, exactly one of the request's tools has its phrases in the words, word for word (the
-        fuzzy match that survives transcription slips also hears "want to get" in "want to return"), no doubtful
-        phrase is there, and the words fill its required arguments. Else None, and the model decides.
+        fuzzy match that survives transcription slips also hears "want to get" in "want to return") outside the
+        doubtful phrases (sales' "order" in "it was ordered on my husband's mobile" names no purchase beside a
+        return), and the words fill its required arguments. Else None, and the model decides.
 
         With a classifier, where the phrases name no tool but those it tells apart: its sure call decides when the
-        phrases are unsure (they name none, both, or a doubtful phrase is there), and where both are sure and
+        phrases are unsure (they name none, or both), and where both are sure and
         differ, neither is."""
         last = request.messages[-1] if request.messages else None
         if last is None or last.role != "user" or pending_proposal(request.messages):
@@ -146,9 +147,10 @@ class OfflineRouter:
         if pending_question(request.messages):
             return None  # the words may be the answer a tool asked for: the model (or route) decides
         said = normalise(last.content)
-        doubtful = any(self._occurs(phrase, said) for phrase in self._doubtful)
+        for phrase in self._doubtful:
+            said = re.sub(rf"\b{re.escape(phrase.strip())}\b", " ", said)
         named = [t for t in request.tools if any(phrase in said for phrase in self._examples.get(t.name, ()))]
-        tool = named[0] if len(named) == 1 and not doubtful else None
+        tool = named[0] if len(named) == 1 else None
         if self._classifier is not None and all(self._classifier.decides(t.name) for t in named):
             classified = self._classifier.sure_tool(request)
             if tool is not None and classified is not None and classified != tool.name:

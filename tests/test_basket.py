@@ -1,0 +1,188 @@
+"""Several products in one order, and several lines of one order sent back, in one read-back (callcenter.basket):
+blind7's callers who wanted two things were sold one, or none, in every trial."""
+
+from __future__ import annotations
+
+import pytest
+
+from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.basket import count_in, listed_products, named_lines
+from callcenter.shop import Shop
+from callcenter.shop_tools import shop_tools
+from callcenter.store.domain import OneProductPerOrder
+from callcenter.testbed.checks import check_called
+from swarm import ToolContext
+from swarm.confirmations import adds_to
+from swarm.events import ToolCalled
+from swarm.messages import CompletionRequest
+from swarm.providers.scripted import ScriptedProvider, reply
+
+CALLER = "+4930123456"
+NOTTINGHAM = (
+    "Ey up, me duck. I'm doing a little office in the spare room and I'm after two bits off you, one of them quiet "
+    "wireless mice and a desk lamp, the LED one with the dimmer. Can you put them both on the one order, please?"
+)
+ABERDEEN = (
+    "Aye, hello there. I got a kettle, a toaster and a blender from you for my new flat, and the kettle and the "
+    "toaster came cream, not white like the picture. I'd like to send those two back, but I'm keeping the blender."
+)
+
+
+@pytest.fixture
+def shop() -> Shop:
+    return Shop(":memory:")
+
+
+@pytest.mark.parametrize(
+    ("said", "listed"),
+    [
+        (NOTTINGHAM, [("MS-210", 1), ("DL-530", 1)]),  # "mice" is a mouse; "the LED one" adds no second lamp
+        ("I'd like two yoga mats and a water bottle, please.", [("YM-620", 2), ("BT-630", 1)]),
+        ("A 27 inch monitor and two bike lights.", [("MN-230", 1), ("BK-640", 2)]),  # 27 is the monitor's own
+        ("I bought a kettle from you last month and now I'd like a toaster.", []),  # the kettle is had, not wanted
+        ("No, not the headphones, the wired earbuds.", []),  # one wanted, one turned down
+        ("I want a phone charger with a long cable.", []),  # one product described
+        ("A quiet one for the bedroom and a cheap one.", []),  # nothing named by its kind
+    ],
+)
+def test_the_products_a_caller_lists(shop: Shop, said: str, listed: list[tuple[str, int]]) -> None:
+    assert [(product.sku, quantity) for product, quantity in listed_products(shop, said)] == listed
+
+
+def test_the_lines_a_caller_sends_back_are_those_named_and_not_kept(shop: Shop) -> None:
+    order = shop.place_order(CALLER, [("KT-410", 1), ("TB-430", 1), ("BL-440", 1)], "k1")
+    assert [line.sku for line in named_lines(order.lines, ABERDEEN)] == ["KT-410", "TB-430"]
+    assert [line.sku for line in named_lines(order.lines, "The kettle does not work.")] == ["KT-410"]  # no keep
+    assert named_lines(order.lines, "Something in it is broken.") == []
+
+
+def test_how_many_is_the_first_number_not_in_the_products_name() -> None:
+    assert count_in("a couple, two of the two slice toasters", "Two slice toaster") == 1
+    assert count_in("three of the 27 inch monitors", "27 inch monitor") == 3
+    assert count_in("the desk lamp", "Desk lamp") == 1
+
+
+def test_an_offer_with_more_in_it_adds_to_the_one_before() -> None:
+    lamp = {"tool": "place_order", "arguments": {"sku": "DL-530", "quantity": 1}}
+    both = {"tool": "place_order", "arguments": {"sku": "DL-530", "quantity": 1, "also": {"MS-210": 1}}}
+    three = {"tool": "place_order", "arguments": {"sku": "DL-530", "quantity": 1, "also": {"MS-210": 1, "YM-620": 1}}}
+    other = {"tool": "place_order", "arguments": {"sku": "MS-210", "quantity": 1}}
+    assert adds_to(both, lamp) and adds_to(three, both)
+    assert not adds_to(lamp, lamp) and not adds_to(other, lamp) and not adds_to(lamp, both)
+
+
+def test_a_call_of_several_lines_counts_as_a_call_for_each() -> None:
+    call = ToolCalled(
+        "refund", "r", "create_return", {"order_number": "1", "sku": "KT-410", "also": {"TB-430": 1}}, "{}"
+    )
+    assert check_called([call], "create_return", {"sku": "TB-430", "order_number": "1"}) is None
+    assert check_called([call], "create_return", {"sku": "BL-440"}) is not None
+
+
+def session_with(shop: Shop, model: ScriptedProvider):
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), route_first=True)
+    return registry.session("c1", SWARM, metadata={"caller": CALLER})
+
+
+def answers(text: str) -> ScriptedProvider:
+    return ScriptedProvider(lambda request: reply(text), name="model")
+
+
+async def test_two_products_asked_for_at_once_are_offered_and_ordered_as_one_order(shop: Shop) -> None:
+    model = answers("The model answers.")
+    session = session_with(shop, model)
+    offer = await session.complete(NOTTINGHAM)
+    assert offer.startswith("We have the Wireless mouse for 21 euros and the Desk lamp for 27 euros.")
+    assert offer.endswith("Shall I order one of each for you?")
+    assert (await session.complete("Yes, please.")).startswith("Your order is placed.")
+    assert model.requests == []
+    await session.complete("Yes, please.")  # a second yes writes nothing more
+    orders = shop.find_orders(customer_phone=CALLER)
+    assert [sorted((line.sku, line.quantity) for line in order.lines) for order in orders] == [
+        [("DL-530", 1), ("MS-210", 1)]
+    ]
+
+
+async def test_a_product_added_at_the_read_back_joins_the_order_on_offer(shop: Shop) -> None:
+    model = answers("The model answers.")
+    session = session_with(shop, model)
+    assert (await session.complete("I'd like to buy a desk lamp, please.")).startswith("We have the Desk lamp")
+    added = await session.complete("And the wireless mouse too, mind. Both of them on the one order.")
+    assert "Wireless mouse" in added and "Desk lamp" in added and model.requests == []
+    await session.complete("Yes, please.")
+    (order,) = shop.find_orders(customer_phone=CALLER)
+    assert sorted(line.sku for line in order.lines) == ["DL-530", "MS-210"]
+
+
+async def test_a_question_at_the_read_back_is_still_the_models(shop: Shop) -> None:
+    model = answers("Delivery takes two days.")
+    session = session_with(shop, model)
+    await session.complete("I'd like to buy a desk lamp, please.")
+    assert await session.complete("How long does delivery take to Leeds?") == "Delivery takes two days."
+
+
+async def test_two_lines_of_one_order_go_back_after_one_yes(shop: Shop) -> None:
+    order = shop.place_order(CALLER, [("KT-410", 1), ("TB-430", 1), ("BL-440", 1)], "k1")
+
+    def finds(request: CompletionRequest):
+        if request.agent == "triage":
+            return reply("", ("navigate_to_refund", {}))
+        return reply("", ("find_order", {"product": request.messages[-1].content}))
+
+    session = session_with(shop, ScriptedProvider(finds, name="model"))
+    read_back = await session.complete(ABERDEEN)
+    assert read_back.endswith("Shall I start a return for the Electric kettle and the Toaster?")
+    assert "Blender" not in read_back
+    done = await session.complete("Aye, go ahead.")
+    assert done.startswith("Your returns are registered: the Electric kettle, number")
+    (after,) = shop.find_orders(order_number=order.order_number)
+    assert {line.sku: line.returned_quantity for line in after.lines} == {"KT-410": 1, "TB-430": 1, "BL-440": 0}
+
+
+class Log:
+    """The session a tool sees, with nothing said yet."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def escalate(self, reason: str, detail: str = "") -> None:
+        raise AssertionError("nothing here escalates")
+
+
+async def test_lines_that_cannot_all_go_back_write_none(shop: Shop) -> None:
+    order = shop.place_order(CALLER, [("KT-410", 1), ("TB-430", 1)], "k1")
+    create_return = next(tool for tool in shop_tools(shop) if tool.name == "create_return")
+    context = ToolContext("c1", "refund", Log(), metadata={"caller": CALLER})
+    arguments = {"order_number": order.order_number, "sku": "KT-410", "also": {"BL-440": 1}, "confirmed": True}
+    result = await create_return.call(arguments, context)
+    assert "has no item BL-440" in result["say"] and "return_number" not in result
+    (after,) = shop.find_orders(order_number=order.order_number)
+    assert all(line.returned_quantity == 0 for line in after.lines)
+
+
+class OneProductShop:
+    """The built-in store behind the rule of an order system that takes one product an order (HttpShop's)."""
+
+    def __init__(self, shop: Shop) -> None:
+        self._shop = shop
+
+    def __getattr__(self, name: str):
+        return getattr(self._shop, name)
+
+    def place_order(self, phone: str, items, key: str, **contact):
+        if len(items) != 1:
+            raise OneProductPerOrder("An order over the order system holds one product.")
+        return self._shop.place_order(phone, items, key, **contact)
+
+
+async def test_a_shop_of_one_product_an_order_gets_an_order_for_each(shop: Shop) -> None:
+    place_order = next(tool for tool in shop_tools(OneProductShop(shop)) if tool.name == "place_order")
+    context = ToolContext("c1", "sales", Log(), metadata={"caller": CALLER})
+    arguments = {"sku": "MS-210", "quantity": 1, "also": {"DL-530": 2}, "confirmed": True}
+    result = await place_order.call(arguments, context)
+    assert result["say"].startswith("Your orders are placed, one for each: number")
+    assert "75 euros" in result["say"]  # 21 + 2 x 27
+    again = await place_order.call(arguments, context)  # the same yes twice: the same two orders
+    assert again["order_numbers"] == result["order_numbers"]
+    orders = shop.find_orders(customer_phone=CALLER)
+    assert sorted((o.lines[0].sku, o.lines[0].quantity) for o in orders) == [("DL-530", 2), ("MS-210", 1)]
