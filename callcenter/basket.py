@@ -30,6 +30,8 @@ _KEPT = re.compile(
 )
 # A part about what the caller already has: "I bought a kettle from you last month" asks for no kettle now.
 _HAD = re.compile(r"(?i)\b(?:bought|ordered|purchased|got|had|already have|i have|i've)\b")
+# All of what was bought goes back: "I want give back everything" (blind8).
+_EVERYTHING = re.compile(r"(?i)\b(?:everything|all of (?:it|them)|the whole (?:order|lot)|all of the order)\b")
 # Words that add to what is on offer rather than change it: "and the mouse too", "as well", "both".
 ADDING = re.compile(r"(?i)\b(?:too|as well|also|and|plus|another|both|with it|on the same order|on the one order)\b")
 
@@ -61,15 +63,26 @@ def wanted_parts(text: str) -> list[str]:
     return [part for part in _parts(text) if not _KEPT.search(part) and not _HAD.search(part)]
 
 
-def named_lines(lines: Sequence[OrderLine], text: str) -> list[OrderLine]:
-    """The lines of an order the words name outside any part that keeps them, in the order's own order."""
-    named: set[str] = set()
+def named_lines(lines: Sequence[OrderLine], text: str) -> list[tuple[OrderLine, int]]:
+    """The lines of an order the words name outside any part that keeps them, in the order's own order, each with
+    how many go back: the most said of it ("two light bulb"), all of it for "everything", else one."""
+    named: dict[str, int] = {}
     kept: set[str] = set()
     for part in _parts(text):
         said = query_terms(part).words
-        hits = {line.sku for line in lines if names(said, line.name)}
-        (kept if _KEPT.search(part) else named).update(hits)
-    return [line for line in lines if line.sku in named - kept]
+        for line in lines:
+            if not names(said, line.name):
+                continue
+            if _KEPT.search(part):
+                kept.add(line.sku)
+            else:
+                named[line.sku] = max(named.get(line.sku, 0), said_count(part, line.name) or 0)
+    whole = bool(_EVERYTHING.search(text))
+    return [
+        (line, min(line.returnable_quantity, named[line.sku] or (line.returnable_quantity if whole else 1)))
+        for line in lines
+        if line.sku in named and line.sku not in kept and line.returnable_quantity > 0
+    ]
 
 
 def names(said: Iterable[str], name: str) -> bool:
@@ -83,13 +96,18 @@ def names(said: Iterable[str], name: str) -> bool:
 
 
 def count_in(text: str, name: str) -> int:
-    """How many the words ask for: their first number that is not part of the product's name ("27 inch monitor",
-    "Two slice toaster"), else one."""
+    """How many the words ask for (said_count), else one."""
+    return said_count(text, name) or 1
+
+
+def said_count(text: str, name: str) -> int | None:
+    """The first number of the words that is not part of the product's name ("27 inch monitor", "Two slice
+    toaster"), if they say one."""
     own = {token for token, _ in number_tokens(words(name))}
     for token, _ in number_tokens(words(text)):
         if token.isdigit() and token not in own and 0 < int(token) <= MAX_QUANTITY:
             return int(token)
-    return 1
+    return None
 
 
 def _parts(text: str) -> list[str]:

@@ -72,27 +72,27 @@ def _said_back(
     *,
     guessed: bool = False,
     status: bool = False,
-    going: Sequence[OrderLine] = (),
+    going: Sequence[tuple[OrderLine, int]] = (),
 ) -> dict[str, Any]:
-    """The order found, read back with the line (or `going`: the lines) the caller's words name, and the return
-    proposed."""
+    """The order found, read back with the line (or `going`: the lines, and how many of each) the caller's words
+    name, and the return proposed."""
     order = orders[0]
-    lines = list(going) if len(going) > 1 else [_matching_line(order, product)]
+    lines = list(going) if len(going) > 1 else [(_matching_line(order, product), 1)]
     when = order.created_at.strftime("%d %B").lstrip("0")
     opening = "I couldn't find that product, but I found" if guessed else "I found"
     found = f"{opening} your order {_digits(order.order_number)} from {when}"
     # With several lines going back, only they are named: an order's other lines said beside them read as going too.
-    found += "." if len(lines) > 1 else f" with the {lines[0].name}."
+    found += "." if len(lines) > 1 else f" with the {lines[0][0].name}."
     if status:
         # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
         say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
         return {"orders": [_order(o) for o in orders], "say": say}
-    first, *more = lines
-    item = _listed((line.name for line in lines), article="")
-    arguments: dict[str, Any] = {"order_number": order.order_number, "sku": first.sku, "quantity": 1}
+    (first, quantity), *more = lines
+    item = _listed((line.name for line, _ in lines), article="")
+    arguments: dict[str, Any] = {"order_number": order.order_number, "sku": first.sku, "quantity": quantity}
     if more:
-        arguments["also"] = {line.sku: 1 for line in more}
-        say = f"{found} Shall I start a return for {_listed(line.name for line in lines)}?"
+        arguments["also"] = {line.sku: count for line, count in more}
+        say = f"{found} Shall I start a return of {_counted([(line.name, count) for line, count in lines])}?"
     else:
         say = f"{found} Shall I start a return for it?"
     proposal = _proposal("create_return", item, **arguments)
@@ -546,16 +546,17 @@ def _offered_lines(events: Sequence[Event], tool: str) -> dict[str, int]:
     return {sku: quantity, **{k: v for k, v in also.items() if isinstance(k, str) and isinstance(v, int)}}
 
 
-def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> list[OrderLine]:
-    """The lines of `order` the caller's words send back, when more than one: those named outside any part that
-    keeps them, and, when the words add to the return of this order on offer ("and the toaster too"), its lines."""
-    going = {line.sku for line in named_lines(order.lines, product or "")}
+def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> list[tuple[OrderLine, int]]:
+    """The lines of `order` the caller's words send back, and how many of each, when more than one line: those named
+    outside any part that keeps them, and, when the words add to the return of this order on offer ("and the toaster
+    too"), its lines."""
+    going = {line.sku: quantity for line, quantity in named_lines(order.lines, product or "")}
     said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
     proposal = _answered_proposal(events)
     same_order = proposal is not None and proposal.get("arguments", {}).get("order_number") == order.order_number
     if same_order and ADDING.search(said) and yes_or_no(said) is not False:
-        going |= set(_offered_lines(events, "create_return"))
-    lines = [line for line in order.lines if line.sku in going]
+        going = {**_offered_lines(events, "create_return"), **going}
+    lines = [(line, going[line.sku]) for line in order.lines if line.sku in going]
     return lines if len(lines) > 1 else []
 
 

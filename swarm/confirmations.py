@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from swarm.messages import Message
@@ -43,7 +43,16 @@ _PLAIN = frozenset(
     # What the read-back's own quantity counts: "Yeah, three packs, sound. Go ahead." (Liverpool) to three.
     "pack packs pair pairs box boxes set sets piece pieces "
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).
-    "send back ar".split()
+    "send back ar "
+    # New Zealand's and Australia's: "So yeah, sweet as, go ahead with the return." (blind8).
+    "sweet as righto rightio so everything both".split()
+)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+# What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
+# doubt; "The kettle's not working. Yes, go ahead." is not.
+_HELD = re.compile(
+    r"^ (?:no|nope|wait|stop|hang on|hold on|actually)\b|\b(?:cancel|never mind|forget it|changed my mind)\b"
+    r"|\b(?:don't|do not)\b(?: \w+)? (?:do|go|place|start|order|return|send|want|bother)\b"
 )
 # Words that only pick out the thing read back, beside its name: "just the headphones", "band then".
 _FILLER = frozenset("then now a an one".split())
@@ -58,7 +67,10 @@ _SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
 _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
 # A statement with a question tag is no question: "it's three packs I want, yeah? Three." (Liverpool) changes one to
 # three as surely as "three packs, please".
-_TAG_QUESTION = re.compile(r",\s*(?:yeah|yes|right|ok|okay|alright|innit|eh|aye|like|ya|yeah like)\s*\?", re.IGNORECASE)
+_TAG_QUESTION = re.compile(
+    r",\s*(?:yeah|yes|right|correct|ok|okay|alright|innit|eh|aye|like|ya|yeah like|no|isn't it|is it)\s*\?",
+    re.IGNORECASE,
+)
 # A question that checks the read-back asks for nothing else: "Hold you hard, is that for two? I said a couple, one
 # each, so two please." (Norfolk) to one charger wants two; "Have you got a speaker?" asks for something else.
 _CHECKING = re.compile(r"(?i)\b(?:is|was|isn't|wasn't) (?:that|it|this)\b[^.?!]*\?")
@@ -87,9 +99,12 @@ def yes_or_no(text: str) -> bool | None:
 
 def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     """The caller's answer to a read-back of `proposal`: True for a yes to exactly what was read back, False
-    for a no (a no anywhere wins), None for anything else. A yes inside a changed request ("I want 100 ...
-    yes", "yes but make it two") is None: a new request, to be read back again, never the old one's consent."""
+    for a no (a no anywhere wins, but in what they tell before a last sentence that agrees), None for anything
+    else. A yes inside a changed request ("I want 100 ... yes", "yes but make it two") is None: a new request, to be
+    read back again, never the old one's consent."""
     answer = yes_or_no(text)
+    if answer is False and _told_then_agreed(text, proposal):
+        return True
     if (
         answer is False
         and changes_quantity(text, proposal)
@@ -98,7 +113,17 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # "Wait, make it three instead": the change is read back again
     if answer is not True:
         return answer
-    return True if plain_yes(text, proposal_quantity(proposal), _item_words(proposal)) else None
+    return True if plain_yes(text, quantities(proposal), _item_words(proposal)) else None
+
+
+def _told_then_agreed(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A plain yes as the last sentence after sentences that only tell something, their "not" of the thing and not
+    of the read-back: "It's got a line of dead pixels ..., it's not just me being fussy. So yeah, sweet as, go ahead
+    with the return." was a no, and went to the 1.5B, which could not help (blind8, 4 of 4)."""
+    *told, last = _SENTENCES.split(text.strip())
+    if not told or yes_or_no(last) is not True or consent(last, proposal) is not True:
+        return False
+    return not any(_HELD.search(normalise(sentence)) for sentence in told)
 
 
 def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
@@ -151,15 +176,16 @@ def _what(proposal: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in given.items() if k not in ("confirmed", "reason")} if isinstance(given, Mapping) else {}
 
 
-def plain_yes(text: str, quantity: int | None = None, item: frozenset[str] = frozenset()) -> bool:
+def plain_yes(text: str, quantity: int | Collection[int] | None = None, item: frozenset[str] = frozenset()) -> bool:
     """A yes and nothing else: no other product, no condition, and no number but the read-back's own
     `quantity` ("Yes, three please." to three light bulbs; "Yes, two of them." or "Yes, one." to three is a
     change), no name but the words of the read-back's own `item` ("Yes, two kettles, that's right." to two
-    electric kettles). Only listed words pass, so a change said in words never seen here is a change too."""
+    electric kettles). Only listed words pass, so a change said in words never seen here is a change too. Several
+    lines read back have several own quantities ("Yes. Everything: two bulb and one lamp.")."""
     said = _THAT_ONE.sub(r"\1", normalise(text))
+    own = {quantity} if isinstance(quantity, int) else set(quantity or ())
     return yes_or_no(text) is True and all(
-        word in _PLAIN or _names(word, item) or (quantity is not None and _number(word) == quantity)
-        for word in said.split()
+        word in _PLAIN or _names(word, item) or _number(word) in own for word in said.split()
     )
 
 
@@ -174,9 +200,9 @@ def _names(word: str, item: frozenset[str]) -> bool:
 
 
 def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
-    """The words name a number other than the read-back's quantity ("yes, make it two" to three)."""
-    quantity = proposal_quantity(proposal)
-    return quantity is not None and bool(_asked(text, proposal) - {quantity})
+    """The words name a number other than the read-back's quantities ("yes, make it two" to three)."""
+    own = quantities(proposal)
+    return bool(own) and bool(_asked(text, proposal) - own)
 
 
 def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
@@ -185,8 +211,8 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
     nothing is asked. "Yes, just the one bulb. The other three are fine." to one, or "two, one for us and one for
     the kids" to two, is in doubt: None."""
     quantity = proposal_quantity(proposal)
-    if quantity is None:
-        return None
+    if quantity is None or len(quantities(proposal)) > 1:
+        return None  # several lines read back: which one a number changes is in doubt
     if (asked := _CHANGE.search(normalise(text))) is not None:
         number = _number(asked.group(1) or asked.group(2))
         return number if number != quantity else None
@@ -200,8 +226,15 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
 def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     """A yes that says the read-back's own quantity and no other: "Yes, just the one bulb. The other three are
     fine." to one."""
-    quantity = proposal_quantity(proposal)
-    return quantity is not None and yes_or_no(text) is True and _asked(text, proposal) == {quantity}
+    asked = _asked(text, proposal)
+    return yes_or_no(text) is True and bool(asked) and asked <= quantities(proposal)
+
+
+def names_item(text: str, proposal: Mapping[str, Any]) -> bool:
+    """The words name the read-back's own item, and ask nothing: "I'll grab one of the quiet ones for the bedroom
+    then, the ultrasonic humidifier." to a humidifier."""
+    item = _item_words(proposal)
+    return "?" not in text and any(_names(word, item) for word in normalise(text).split())
 
 
 def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -258,6 +291,16 @@ def proposal_quantity(proposal: Mapping[str, Any]) -> int | None:
     arguments = proposal.get("arguments")
     quantity = arguments.get("quantity") if isinstance(arguments, Mapping) else None
     return quantity if isinstance(quantity, int) and not isinstance(quantity, bool) else None
+
+
+def quantities(proposal: Mapping[str, Any]) -> frozenset[int]:
+    """The quantities a read-back said: its own, and those of the more products or lines it holds ("also")."""
+    arguments = proposal.get("arguments")
+    also = arguments.get("also") if isinstance(arguments, Mapping) else None
+    more = also.values() if isinstance(also, Mapping) else ()
+    own = proposal_quantity(proposal)
+    said = [own, *more] if own is not None else []
+    return frozenset(q for q in said if isinstance(q, int) and not isinstance(q, bool))
 
 
 def _number(word: str) -> int | None:

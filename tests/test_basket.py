@@ -51,9 +51,22 @@ def test_the_products_a_caller_lists(shop: Shop, said: str, listed: list[tuple[s
 
 def test_the_lines_a_caller_sends_back_are_those_named_and_not_kept(shop: Shop) -> None:
     order = shop.place_order(CALLER, [("KT-410", 1), ("TB-430", 1), ("BL-440", 1)], "k1")
-    assert [line.sku for line in named_lines(order.lines, ABERDEEN)] == ["KT-410", "TB-430"]
-    assert [line.sku for line in named_lines(order.lines, "The kettle does not work.")] == ["KT-410"]  # no keep
+    assert [(line.sku, n) for line, n in named_lines(order.lines, ABERDEEN)] == [("KT-410", 1), ("TB-430", 1)]
+    assert [line.sku for line, _ in named_lines(order.lines, "The kettle does not work.")] == ["KT-410"]  # no keep
     assert named_lines(order.lines, "Something in it is broken.") == []
+
+
+def test_how_many_of_each_line_go_back(shop: Shop) -> None:
+    # Blind8: "I buy two light bulb ... and one lamp for the desk. I want give back everything."
+    order = shop.place_order(CALLER, [("LB-520", 2), ("DL-530", 1), ("YM-620", 3)], "k1")
+    said = "I buy two light bulb, the colour ones, and one lamp for the desk. Bulbs is not connecting with my Alexa."
+    assert [(line.sku, n) for line, n in named_lines(order.lines, said)] == [("LB-520", 2), ("DL-530", 1)]
+    every = "I want to send back everything, the bulbs and the yoga mats."
+    assert [(line.sku, n) for line, n in named_lines(order.lines, every)] == [("LB-520", 2), ("YM-620", 3)]
+    assert [(line.sku, n) for line, n in named_lines(order.lines, "the bulbs and the lamp")] == [
+        ("LB-520", 1),
+        ("DL-530", 1),
+    ]
 
 
 def test_how_many_is_the_first_number_not_in_the_products_name() -> None:
@@ -131,7 +144,7 @@ async def test_two_lines_of_one_order_go_back_after_one_yes(shop: Shop) -> None:
 
     session = session_with(shop, ScriptedProvider(finds, name="model"))
     read_back = await session.complete(ABERDEEN)
-    assert read_back.endswith("Shall I start a return for the Electric kettle and the Toaster?")
+    assert read_back.endswith("Shall I start a return of 1 Electric kettle and 1 Toaster?")
     assert "Blender" not in read_back
     done = await session.complete("Aye, go ahead.")
     assert done.startswith("Your returns are registered: the Electric kettle, number")

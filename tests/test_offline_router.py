@@ -9,7 +9,7 @@ import pytest
 
 from callcenter.agents import ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
-from swarm.confirmations import changes_quantity, consent, restates_item, yes_or_no
+from swarm.confirmations import changes_quantity, consent, new_quantity, restates_item, yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion
 from swarm.providers.offline import OfflineRouter, fill_arguments
@@ -94,6 +94,13 @@ def test_fill_arguments_uses_caller_words_and_digits_only():
         ("a kettle", None),
         ("order 12 345", None),
         ("order one two three four five", None),
+        # Blind8: a size and "one" as a pronoun count nothing; a count with its unit, corrected, counts last.
+        (
+            "I want the Type-C cable, the braided one, two metre length. I need three pieces... no, sorry, two pieces.",
+            2,
+        ),
+        ("the 27 inch monitor, the big one", None),
+        ("two of them, the quiet ones", 2),
     ],
 )
 def test_fill_arguments_takes_how_many_from_a_word_or_a_short_number(said: str, quantity: int | None) -> None:
@@ -189,6 +196,16 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Yes, one.", None, True),
         ("yes, the order 1 2 3 4 5", None, False),  # digits one after another are a code, not how many
         ("no", False, False),
+        # A last sentence that agrees after sentences that only tell something (blind8).
+        (
+            "It's got dead pixels, it's not just me being fussy. So yeah, sweet as, go ahead with the three.",
+            True,
+            False,
+        ),
+        ("The kettle is not working. Yes, go ahead.", True, False),
+        ("No, wait. Yes, go ahead.", False, False),
+        ("I don't want to order it now. Yes.", False, False),
+        ("Yes, go ahead. Actually no, wait.", False, False),
     ],
 )
 def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:
@@ -380,3 +397,31 @@ async def test_triage_transfers_only_a_caller_who_asks_for_a_person(said: str, t
     await session.complete(said)
     assert (session.escalated() is not None) == transferred
     assert session.get_agent_name() == ("triage" if transferred else "refund")
+
+
+@pytest.mark.parametrize(
+    ("said", "agreed"),
+    [
+        ("Yes. Everything: two bulb and one lamp. Please do it.", True),  # blind8: each line's own quantity
+        ("Yes, both of them.", True),
+        ("Yes, three bulbs.", None),
+        ("Yes, one bulb.", True),  # a number said is one of the read-back's: which line it names is in doubt
+    ],
+)
+def test_a_read_back_of_several_lines_has_their_quantities(said: str, agreed: bool | None) -> None:
+    arguments = {"order_number": "1", "sku": "LB-520", "quantity": 2, "also": {"DL-530": 1}}
+    proposal = {"tool": "create_return", "arguments": arguments, "item": "Smart light bulb and Desk lamp"}
+    assert consent(said, proposal) is agreed
+    assert new_quantity("Make it three.", proposal) is None  # which line? the model decides
+
+
+@pytest.mark.parametrize(
+    ("said", "quantity"),
+    [
+        ("Sorry, just to confirm, you are putting two cables, two pieces, correct?", 2),  # blind8
+        ("Two pieces, correct?", 2),
+        ("Is it two or three?", None),
+    ],
+)
+def test_a_number_checked_with_a_tag_question_is_the_change(said: str, quantity: int | None) -> None:
+    assert new_quantity(said, {"tool": "place_order", "arguments": {"sku": "CB-140", "quantity": 1}}) == quantity

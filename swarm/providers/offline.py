@@ -45,11 +45,21 @@ _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcente
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 # A question that asks leave to give the answer, which giving it answers: "Can I give you the e-mail instead?"
 _LEAVE = re.compile(r"(?i)\b(?:can|could|may|shall) i (?:give|tell|read|use)\b[^?]*\?$")
+# Words that ask to be told what the question guards instead of answering it.
+_TELL_ME = re.compile(r"(?i)\b(?:tell|give|read|send) (?:me|us)\b(?! (?:a |the )?(?:moment|minute|second|sec)\b)")
 # A question a yes cannot answer: it asks for a thing, not for leave ("Would you like ...?" is answered by a yes).
 _OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
 _COUNT = re.compile(r"\b(" + "|".join(COUNT_WORDS) + r"|[1-9]\d?)\b(?![\s-]*\d)")
+# A count said with its unit ("two pieces only"): the caller's own correction of it comes last ("I need three
+# pieces... no, sorry, two pieces only"), so the last one counts.
+_COUNTED = re.compile(_COUNT.pattern + r"(?= (?:pieces?|units?|packs?|pairs?|boxes?|items?|of (?:them|those|these)\b))")
+# Numbers that count no items: a size ("two metre length", "27 inch") and "one" as a pronoun ("the braided one").
+_NOT_A_COUNT = re.compile(
+    r"\b(?:" + "|".join(COUNT_WORDS) + r"|\d+)[\s-]+(?:metres?|meters?|inch(?:es)?|litres?|liters?|hours?|watts?|mm|"
+    r"cm|slices?|months?|years?|days?|weeks?|minutes?)\b|\b(?:the|that|this|which|another|other)(?: \w+)? ones?\b"
+)
 
 
 class OfflineRouter:
@@ -228,7 +238,11 @@ class OfflineRouter:
         """Words that ask again for what the question guards instead of answering it, with no question of their
         own and no no beside the ask: "I don't need to give you one ... Just do the return." cost the 1.5B 28-44 s,
         and it tried the return without the answer (blind5)."""
-        if not text or "?" in text:
+        if not text:
+            return False
+        if _TELL_ME.search(text) and not self.best_tool(text, tools):
+            return True  # "Just tell me what town it went to ... or give me his new email" (blind8): no answer
+        if "?" in text:
             return False
         for sentence in _SENTENCE_END.split(text.strip()):
             # Asked for in a sentence with no no in it: "I don't need to give you one" refuses only the question.
@@ -290,8 +304,8 @@ def _given_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
             arguments[name] = text
         elif name == "order_number" and (digits := _code(text)):
             arguments[name] = digits
-        elif name == "quantity" and (count := _COUNT.search(normalise(text))) and not _code(text):
-            arguments[name] = COUNT_WORDS.get(count.group(1)) or int(count.group(1))
+        elif name == "quantity" and (count := said_quantity(text)) is not None and not _code(text):
+            arguments[name] = count
         elif (choice := _one_choice(properties[name], text)) is not None:
             arguments[name] = choice
     return arguments
@@ -323,6 +337,14 @@ def _echoed_question(sentence: str) -> bool:
     """The question said back while the caller looks for the answer: "The postcode?", "Oh, erm, the postcode?" (the
     sounds around it are no words of a question: blind5's went to the model, 18-20 s, two 20 s timeouts)."""
     return sentence.endswith("?") and len([w for w in normalise(sentence).split() if w not in _SOUNDS]) <= 3
+
+
+def said_quantity(text: str) -> int | None:
+    """How many the words ask for: the last count said with its unit, else the first number that counts things."""
+    said = normalise(text)
+    counted = _COUNTED.findall(said)
+    count = counted[-1] if counted else next(iter(_COUNT.findall(_NOT_A_COUNT.sub(" ", said))), None)
+    return None if count is None else COUNT_WORDS.get(count) or int(count)
 
 
 def _code(text: str) -> str | None:
