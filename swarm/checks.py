@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import replace
 
-from swarm.confirmations import agreed, changes_quantity, pending_proposal, yes_or_no
+from swarm.confirmations import agreed, changes_quantity, consent, pending_proposal, yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.numbers import DIGIT_WORDS
 from swarm.providers.base import Completion
@@ -141,14 +141,16 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
         return []
     users = [i for i, m in enumerate(history) if m.role == "user"]
     answer = yes_or_no(history[users[-1]].content) if users else None
+    answered = history[: users[-1] + 1] if users else []
+    proposal = pending_proposal(answered)
+    if answer is False and proposal is not None and consent(history[users[-1]].content, proposal) is True:
+        answer = True  # a yes after sentences whose "not" is of what they tell ("it's not just me being fussy")
     if answer is False:
         # Told to "read it back and ask them first" after a no, the 1.5B said that to the caller, with the price
         # they had asked for ("... order one for 1 euro").
         return [f"the caller said no: do not call {call.name}; answer what they said in one short sentence"]
     if answer is not True:
         return ["confirmed=true needs the caller's clear yes to your read-back: read it back and ask them first"]
-    answered = history[: users[-1] + 1]
-    proposal = pending_proposal(answered)
     if proposal and proposal.get("tool") == call.name:
         wanted = proposal.get("arguments", {})
         if changes_quantity(history[users[-1]].content, proposal):

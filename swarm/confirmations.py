@@ -218,8 +218,7 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
         return number if number != quantity else None
     # A number beside a question is no change for sure: "Have ye got a speaker, a waterproof one? I'll take one if
     # ye have." to two blenders read back one blender (blind4).
-    statements = _CHECKING.sub(".", _TAG_QUESTION.sub(".", text))
-    numbers = _asked(text, proposal) if "?" not in statements else set()
+    numbers = _asked(text, proposal) if not asks_more(text) else set()
     return numbers.pop() if len(numbers) == 1 and quantity not in numbers else None
 
 
@@ -228,6 +227,24 @@ def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     fine." to one."""
     asked = _asked(text, proposal)
     return yes_or_no(text) is True and bool(asked) and asked <= quantities(proposal)
+
+
+# Words that say the caller cannot answer: "I don't know his new postcode or his email, love" (blind8).
+_CANNOT = re.compile(
+    r"(?i)\b(?:(?:i )?(?:don'?t|do not|dunno) (?:know|have|remember)|no idea|(?:can'?t|cannot) (?:remember|recall|find)"
+    r"|haven'?t got (?:it|one|that))\b"
+)
+
+
+def cannot_answer(text: str) -> bool:
+    """The words say the caller cannot give what a question asks for."""
+    return bool(_CANNOT.search(text))
+
+
+def asks_more(text: str) -> bool:
+    """The words ask something beyond a question tag (", correct?") or a check of the read-back ("is that for
+    two?"): "Sorry, just to confirm, you are putting two cables, two pieces, correct?" asks nothing more (blind8)."""
+    return "?" in _CHECKING.sub(".", _TAG_QUESTION.sub(".", text))
 
 
 def names_item(text: str, proposal: Mapping[str, Any]) -> bool:

@@ -18,6 +18,8 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from swarm.confirmations import (
+    asks_more,
+    cannot_answer,
     consent,
     new_quantity,
     normalise,
@@ -191,7 +193,7 @@ class OfflineRouter:
         if last is None or last.role != "user" or proposal is None or consent(last.content, proposal) is not None:
             return None
         unchanged = (restates_quantity(last.content, proposal) or restates_item(last.content, proposal)) and (
-            "?" not in last.content
+            not asks_more(last.content)
         )
         changed = _read_back_again(proposal, last.content, request.tools, unchanged=unchanged)
         return replace(changed.tool_calls[0], id="router_0") if changed is not None else None
@@ -228,8 +230,15 @@ class OfflineRouter:
         question = pending_question(request.messages)
         text = last.content if last is not None and last.role == "user" else ""
         answer = _answer_in(text) if question is not None else None
-        if question is not None and answer is None and self._insists(text, question, request.tools):
-            answer = text  # no answer: the tool asks its question again, and counts no attempt
+        if (
+            question is not None
+            and answer is None
+            and (
+                self._insists(text, question, request.tools)
+                or (cannot_answer(text) and not self.best_tool(text, request.tools))
+            )
+        ):
+            answer = text  # no answer: the tool asks again or says it cannot go on without one, and counts no attempt
         if question is None or answer is None:
             return None
         return ToolCall("router_0", question["tool"], {**question.get("arguments", {}), question["answer"]: answer})
