@@ -760,4 +760,4 @@ OPERATOR_PHRASES = (
 PRECEDENCE = ("transfer_to_operator", "navigate_to_refund", "find_order")
 # Buying words said of a past purchase ("the mug you delivered", "the lamp I ordered"): the router is not sure
 # who the caller wants with them, and the model decides (OfflineRouter.sure_call).
-DOUBTFUL = ("ordered", "delivered")
+DOUBTFUL = ("ordered", "delivered", "order number")

@@ -157,18 +157,20 @@ def same_action(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
 
 
 def adds_to(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    """`one` is `other` read back with more in it: the same tool, every argument of `other` kept, a mapping of
-    `other`'s grown ("also": the mouse beside the lamp on offer), or an argument added."""
+    """`one` is `other` read back with more in it: the same tool, every argument of `other` kept (its quantity may
+    be said anew), and a mapping of `other`'s grown ("also": the mouse beside the lamp on offer) or one added."""
     if one.get("tool") != other.get("tool") or same_action(one, other):
         return False
     mine, theirs = _what(one), _what(other)
+    more = [name for name, value in mine.items() if isinstance(value, Mapping) and value and name not in theirs]
     for name, value in theirs.items():
-        grown = (
-            isinstance(value, Mapping) and isinstance(mine.get(name), Mapping) and value.items() <= mine[name].items()
-        )
-        if mine.get(name) != value and not grown:
+        if isinstance(value, Mapping) and isinstance(mine.get(name), Mapping):
+            if not value.keys() <= mine[name].keys():
+                return False
+            more += [name] if mine[name].keys() > value.keys() else []
+        elif mine.get(name) != value and name != "quantity":
             return False
-    return True
+    return bool(more)
 
 
 def _what(proposal: Mapping[str, Any]) -> dict[str, Any]:

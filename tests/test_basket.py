@@ -199,3 +199,21 @@ async def test_a_shop_of_one_product_an_order_gets_an_order_for_each(shop: Shop)
     assert again["order_numbers"] == result["order_numbers"]
     orders = shop.find_orders(customer_phone=CALLER)
     assert sorted((o.lines[0].sku, o.lines[0].quantity) for o in orders) == [("DL-530", 2), ("MS-210", 1)]
+
+
+async def test_the_order_proved_in_the_call_is_the_one_its_things_name(shop: Shop) -> None:
+    # Blind8: a caller on his wife's phone proved his order by its postcode, then named two lines of it; the lookup
+    # searched the orders of the phone he rang from, found none, and the 1.5B timed out.
+    order = shop.seed_demo_order("+447418339999", [("LB-520", 2), ("DL-530", 1)], days_ago=6, postcode="PE1 5DD")
+    session = session_with(shop, answers("The model answers."))
+    spoken = " ".join(order.order_number)
+    asked = await session.complete(f"I want to return things. The order number is {spoken}.")
+    assert asked.startswith("For your security")
+    assert (await session.complete("Yes, post code is PE1 5DD.")).startswith(f"I found your order {spoken}")
+    said = "I buy two light bulb, the colour ones, and one lamp for the desk. I want give back everything."
+    read_back = await session.complete(said)
+    assert read_back.endswith("Shall I start a return of 2 Smart light bulb and 1 Desk lamp?")
+    done = await session.complete("Yes. Everything: two bulb and one lamp. Please do it.")
+    assert done.startswith("Your returns are registered")
+    (after,) = shop.find_orders(order_number=order.order_number)
+    assert {line.sku: line.returned_quantity for line in after.lines} == {"LB-520": 2, "DL-530": 1}

@@ -212,6 +212,8 @@ async def test_a_lookup_that_asks_the_security_question_is_said_without_the_mode
         ("Fine, forget it. Just the cable then, one of them.", True),  # another request
         # Told instead of answered: the question again, no attempt counted (blind8: 20 s of the 1.5B, a timeout).
         ("Oh, come on, love. I'm not asking for his bank details. Just tell me what town it went to.", False),
+        # Cannot answer: the asking ends, nothing of the order said (blind8: the 1.5B timed out).
+        ("I don't know his new postcode or his email, love, that's the whole point.", False),
     ],
 )
 async def test_an_answer_to_the_security_question_is_checked_without_the_model(said: str, model_asked: bool) -> None:
@@ -230,6 +232,8 @@ async def test_an_answer_to_the_security_question_is_checked_without_the_model(s
         assert answer.startswith("Because")
     elif "Just do the return" in said or "tell me" in said:  # asked again, no attempt counted
         assert answer.startswith("For your security") and call_state(session.events).failures == 0
+    elif "whole point" in said:
+        assert answer.startswith("I'm sorry, I can't discuss that order") and call_state(session.events).failures == 0
     else:
         assert answer.startswith(f"I found your order {spoken}")
 
@@ -419,3 +423,18 @@ async def test_words_that_name_the_product_on_offer_hear_the_offer_again() -> No
     said = "Righto, no worries. Look, I'll grab one of the quiet ones for the bedroom then, the ultrasonic humidifier."
     assert (await session.complete(said)).startswith("We have the Air humidifier") and model.requests == []
     assert await session.complete("Is the humidifier loud?") == "The model answers."
+
+
+async def test_a_tag_question_that_checks_the_read_backs_count_hears_it_again() -> None:
+    # Blind8: "Sorry, just to confirm, you are putting two cables, two pieces, correct?" went to the 1.5B, which said
+    # "Yes, two pieces, two cables." and never read the order back.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    offer = await session.complete(
+        "I want to order the Type-C cable, the braided one, two metre length. I need three pieces... no, no, sorry,"
+        " two pieces only."
+    )
+    assert offer.startswith("We have the USB-C cable") and offer.endswith("Shall I order two for you?")
+    again = await session.complete("Sorry, just to confirm, you are putting two cables, two pieces, correct?")
+    assert again == "That is 2 USB-C cable for 25 euros 80 in total. Shall I place the order?"
+    assert model.requests == []
