@@ -17,7 +17,7 @@ from callcenter.store.domain import OrderLine, Product
 from callcenter.store.spoken import number_tokens, words
 from callcenter.store.terms import query_terms
 
-MAX_PARTS = 8  # each part is one catalogue search (an HTTP call to the shop's own system)
+MAX_SEARCHES = 12  # each part that names something is one catalogue search (an HTTP call to the shop's own system)
 MAX_QUANTITY = 99  # a longer number is a code, not how many
 
 # Where a caller's list breaks: sentence ends, commas, and the words that join the things of a list.
@@ -43,7 +43,8 @@ class Catalogue(Protocol):
 def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
     """The products the caller's words list, each with how many, in the order said; [] unless two or more."""
     chosen: dict[str, tuple[Product, int]] = {}
-    for part in wanted_parts(text)[:MAX_PARTS]:
+    naming = [part for part in wanted_parts(text) if query_terms(part).words]
+    for part in naming[:MAX_SEARCHES]:
         product = named_product(shop, part)
         if product is not None and product.sku not in chosen:
             chosen[product.sku] = (product, count_in(part, product.name))

@@ -54,6 +54,7 @@ MAX_ANSWER_WORDS = 16
 # The longest postcode or digits answer, filler words dropped ("SW1A1AA", "owne83rl" for "my own postcode is
 # E8 3RL"), with room: longer words with a digit in them are something else ("just the cable then, one of them").
 _ATTEMPT_CHARS = 12
+_PIECE_END = re.compile(r"(?<=[.?!])\s+|,\s+")
 # What a call record and the supervisor see of an answer to the security question, right or wrong: that one was
 # given, not its length (a postcode's length says which country), nor anything of it.
 MASKED_ANSWER = "•••"
@@ -109,9 +110,13 @@ def _forms(answer: str) -> tuple[str, ...]:
     yeah." (the "Oh" of the whole is a zero). What comes before the last sentence explains; it is no second guess.
     The whole stays too: "Oh, one, oh, six, seven." is a postcode of five digits."""
     bare = _INTERJECTION.sub(" ", answer).strip()
+    sentences = _SENTENCE_END.split(bare)
     # Each form on its own is short, or it is no answer: a long last sentence is a story, and a story before a short
     # one explains ("It was delivered to my sister's ... Can I give you the e-mail instead? It's tunde dot ...").
-    forms = (answer, bare, _SENTENCE_END.split(bare)[-1])
+    # And the one piece (sentence or clause) with a digit in it, when only one has: "It was delivered here, to my
+    # house, so the postcode is GU2 7XH.", "GU2 7XH. It came to my house." (blind9). Two such pieces are two guesses.
+    coded = [piece for piece in _PIECE_END.split(bare) if any(c.isdigit() for c in piece)]
+    forms = (answer, bare, sentences[-1], *coded[:1] * (len(coded) == 1))
     return tuple(form for form in dict.fromkeys(forms) if len(words(form)) <= MAX_ANSWER_WORDS)
 
 

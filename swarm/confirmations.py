@@ -45,7 +45,7 @@ _PLAIN = frozenset(
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).
     "send back ar "
     # New Zealand's and Australia's: "So yeah, sweet as, go ahead with the return." (blind8).
-    "sweet as righto rightio so everything both".split()
+    "sweet as righto rightio so everything both then".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
@@ -59,7 +59,9 @@ _FILLER = frozenset("then now a an one".split())
 # Words that turn a yes to something else: "Yes, but the blue bottle" is no yes to the bottle read back.
 _OTHERWISE = re.compile(r"\b(but|instead|rather|actually|different|another|else)\b")
 # "one" names the thing read back ("yes, that one"), not how many, after these words; "just the one" is how many.
-_THAT_ONE = re.compile(r"\b(that|this)(?:'s| is)?(?: the)? one\b")
+_THAT_ONE = re.compile(
+    r"\b(that|this)(?:'s| is)?(?: the)? one\b|\b(all )?(?:on|in) (?:the|a) (?:one|same|single) order\b"
+)
 _NUMBER = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + ")"
 _OTHER = re.compile(rf"\bother {_NUMBER}\b")
 _SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
@@ -173,6 +175,17 @@ def adds_to(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     return bool(more)
 
 
+def narrows(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """`one` is one of the products or lines read back together in `other` ("also"), on its own: "I'll take the
+    cheaper one, the fitness band" to the smartwatch and the band, offered side by side for their prices (blind9)."""
+    mine, theirs = _what(one), _what(other)
+    if one.get("tool") != other.get("tool") or "also" in mine or not isinstance(theirs.get("also"), Mapping):
+        return False
+    offered = {theirs.get("sku"), *theirs["also"]}
+    rest = {k: v for k, v in theirs.items() if k not in ("sku", "quantity", "also")}
+    return mine.get("sku") in offered and all(mine.get(k) == v for k, v in rest.items())
+
+
 def _what(proposal: Mapping[str, Any]) -> dict[str, Any]:
     given = proposal.get("arguments")
     return {k: v for k, v in given.items() if k not in ("confirmed", "reason")} if isinstance(given, Mapping) else {}
@@ -227,8 +240,9 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
 def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     """A yes that says the read-back's own quantity and no other: "Yes, just the one bulb. The other three are
     fine." to one."""
-    asked = _asked(text, proposal)
-    return yes_or_no(text) is True and bool(asked) and asked <= quantities(proposal)
+    asked, own = _asked(text, proposal), quantities(proposal)
+    several = len(own) > 1 or bool(_what(proposal).get("also"))  # "Just the one" may pick one of them out
+    return not several and yes_or_no(text) is True and bool(asked) and asked <= own
 
 
 # Words that say the caller cannot answer: "I don't know his new postcode or his email, love" (blind8).
@@ -265,6 +279,8 @@ def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
     said = _THAT_ONE.sub(r"\1", normalise(text)).split()
     if not any(_names(word, item) for word in said) or changes_quantity(text, proposal):
         return False
+    if len(quantities(proposal)) > 1 or _what(proposal).get("also"):
+        return False  # several things read back: naming one may pick it out ("I'll take the fitness band")
     if _a_yes(text, proposal):
         return True
     picked = all(w in _PLAIN or w in _FILLER or _names(w, item) or _number(w) is not None for w in said)

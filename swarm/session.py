@@ -21,7 +21,7 @@ from swarm.checks import (
     tool_call_errors,
     unfounded_errors,
 )
-from swarm.confirmations import adds_to, agreed, consent, names_item, pending_proposal, same_action
+from swarm.confirmations import adds_to, agreed, consent, names_item, narrows, pending_proposal, same_action
 from swarm.events import (
     AgentChanged,
     AssistantText,
@@ -422,7 +422,8 @@ class Session:
                 # the quiet ones for the bedroom then, the ultrasonic humidifier."): the 1.5B wrote a product code
                 # of its own and could not find it (blind8, 4 of 4).
                 said = self.get_agent_history(agent.name)[-1].content
-                found = adds_to(offered, proposal) or (same_action(offered, proposal) and names_item(said, proposal))
+                named = names_item(said, offered) and (same_action(offered, proposal) or narrows(offered, proposal))
+                found = adds_to(offered, proposal) or named
         if not found and control == (self._escalation, self._ending):
             return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
         text = result_text(result)

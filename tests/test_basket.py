@@ -217,3 +217,20 @@ async def test_the_order_proved_in_the_call_is_the_one_its_things_name(shop: Sho
     assert done.startswith("Your returns are registered")
     (after,) = shop.find_orders(order_number=order.order_number)
     assert {line.sku: line.returned_quantity for line in after.lines} == {"LB-520": 2, "DL-530": 1}
+
+
+async def test_two_prices_asked_to_compare_are_said_and_the_one_chosen_is_offered(shop: Shop) -> None:
+    # Blind9: "What's the price on your smartwatch, and what's the price on the fitness band? I'm just trying to
+    # compare the two." heard one price, and an offer of two bands.
+    model = answers("The model answers.")
+    session = session_with(shop, model)
+    asked = (
+        "Hi there, how's it going? Sorry, quick question, eh. My dad wants something that counts his steps. What's "
+        "the price on your smartwatch, and what's the price on the fitness band? I'm just trying to compare the two."
+    )
+    both = await session.complete(asked)
+    assert both.startswith("We have the Smartwatch for 149 euros and the Fitness band for 39 euros.")
+    chosen = "Okay, wow, the band's way cheaper. I'll take the cheaper one, the fitness band. Just the one, please."
+    assert (await session.complete(chosen)).startswith("We have the Fitness band for 39 euros.")
+    assert (await session.complete("Champion, aye, all on the one order then.")).startswith("Your order is placed.")
+    assert model.requests == []

@@ -438,3 +438,21 @@ async def test_a_tag_question_that_checks_the_read_backs_count_hears_it_again() 
     again = await session.complete("Sorry, just to confirm, you are putting two cables, two pieces, correct?")
     assert again == "That is 2 USB-C cable for 25 euros 80 in total. Shall I place the order?"
     assert model.requests == []
+
+
+async def test_a_no_to_the_read_back_that_asks_for_another_agent_hands_over() -> None:
+    # Blind9: "... I don't wanna return it. I just want to buy a new pack instead. Can I do that?" to a return's
+    # read-back: the 1.5B answered "Can I help you with that?" and never handed over to sales.
+    shop = Shop(":memory:")
+    shop.seed_demo_order("+447911123456", [("PH-320", 1)], days_ago=9)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), route_first=True)
+    session = registry.session("c1", SWARM, metadata={"caller": "+447911123456"})
+    said = "Hiya, so I wanna return my screen protector? It's, like, literally cracked already."
+    assert (await session.complete(said)).startswith("I found your order")
+    instead = (
+        "Oh wait. Actually, it cracked 'cause I dropped my phone, so it did its job? I don't wanna return it. I just"
+        " want to buy a new pack instead. Can I do that?"
+    )
+    assert (await session.complete(instead)).startswith("We have the Screen protector for 9 euros 90.")
+    assert session.get_agent_name() == "sales" and model.requests == []

@@ -22,6 +22,7 @@ STOP_WORDS = frozenset(
     thats whats theres heres youre were lets hes shes theyre wed youd youll weve didnt doesnt cant wont isnt
     wasnt arent havent okay ok
     oh hiya good morning afternoon evening thanks thank cheers lovely love dear today calling ringing wondering
+    sorry eh quick question
     """.split()
 )
 

@@ -61,6 +61,7 @@ _COUNTED = re.compile(_COUNT.pattern + r"(?= (?:pieces?|units?|packs?|pairs?|box
 _NOT_A_COUNT = re.compile(
     r"\b(?:" + "|".join(COUNT_WORDS) + r"|\d+)[\s-]+(?:metres?|meters?|inch(?:es)?|litres?|liters?|hours?|watts?|mm|"
     r"cm|slices?|months?|years?|days?|weeks?|minutes?)\b|\b(?:the|that|this|which|another|other)(?: \w+)? ones?\b"
+    r"|\b(?:compare|between) the (?:two|three)\b"
 )
 
 
@@ -154,11 +155,20 @@ class OfflineRouter:
         phrases are unsure (they name none, or both), and where both are sure and
         differ, neither is."""
         last = request.messages[-1] if request.messages else None
-        if last is None or last.role != "user" or pending_proposal(request.messages):
+        if last is None or last.role != "user":
+            return None
+        proposal = pending_proposal(request.messages)
+        if proposal is not None and consent(last.content, proposal) is not False:
             return None
         if pending_question(request.messages):
             return None  # the words may be the answer a tool asked for: the model (or route) decides
         said = normalise(last.content)
+        if proposal is not None:
+            # A no to the read-back: what they ask for instead comes after it ("... it cracked 'cause I dropped my
+            # phone ... I don't wanna return it. I just want to buy a new pack instead." to a return's, blind9).
+            sentences = _SENTENCE_END.split(last.content.strip())
+            refused = max((i for i, s in enumerate(sentences) if yes_or_no(s) is False), default=-1)
+            said = normalise(" ".join(sentences[refused + 1 :]))
         for phrase in self._doubtful:
             said = re.sub(rf"\b{re.escape(phrase.strip())}\b", " ", said)
         named = [t for t in request.tools if any(phrase in said for phrase in self._examples.get(t.name, ()))]
