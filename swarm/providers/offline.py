@@ -146,7 +146,7 @@ class OfflineRouter:
 
     def sure_call(self, request: CompletionRequest) -> ToolCall | None:
         """The tool call the caller's last words ask for beyond doubt (swarm.providers.base.Router): no read-back
-        awaits their yes or no, exactly one of the request's tools has its phrases in the words, word for word (the
+        awaits their yes (after a no to one, only the words after the no count), exactly one of the request's tools has its phrases in the words, word for word (the
         fuzzy match that survives transcription slips also hears "want to get" in "want to return") outside the
         doubtful phrases (sales' "order" in "it was ordered on my husband's mobile" names no purchase beside a
         return), and the words fill its required arguments. Else None, and the model decides.
