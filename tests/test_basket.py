@@ -3,11 +3,14 @@ blind7's callers who wanted two things were sold one, or none, in every trial.""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from callcenter.agents import AGENTS, SWARM, build_registry
 from callcenter.basket import count_in, listed_products, named_lines
 from callcenter.shop import Shop
+from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools import shop_tools
 from callcenter.store.domain import OneProductPerOrder
 from callcenter.testbed.checks import check_called
@@ -152,20 +155,10 @@ async def test_two_lines_of_one_order_go_back_after_one_yes(shop: Shop) -> None:
     assert {line.sku: line.returned_quantity for line in after.lines} == {"KT-410": 1, "TB-430": 1, "BL-440": 0}
 
 
-class Log:
-    """The session a tool sees, with nothing said yet."""
-
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def escalate(self, reason: str, detail: str = "") -> None:
-        raise AssertionError("nothing here escalates")
-
-
 async def test_lines_that_cannot_all_go_back_write_none(shop: Shop) -> None:
     order = shop.place_order(CALLER, [("KT-410", 1), ("TB-430", 1)], "k1")
     create_return = next(tool for tool in shop_tools(shop) if tool.name == "create_return")
-    context = ToolContext("c1", "refund", Log(), metadata={"caller": CALLER})
+    context = ToolContext("c1", "refund", session_with(shop, answers("-")), metadata={"caller": CALLER})
     arguments = {"order_number": order.order_number, "sku": "KT-410", "also": {"BL-440": 1}, "confirmed": True}
     result = await create_return.call(arguments, context)
     assert "has no item BL-440" in result["say"] and "return_number" not in result
@@ -189,8 +182,10 @@ class OneProductShop:
 
 
 async def test_a_shop_of_one_product_an_order_gets_an_order_for_each(shop: Shop) -> None:
-    place_order = next(tool for tool in shop_tools(OneProductShop(shop)) if tool.name == "place_order")
-    context = ToolContext("c1", "sales", Log(), metadata={"caller": CALLER})
+    place_order = next(
+        tool for tool in shop_tools(cast(ShopBackend, OneProductShop(shop))) if tool.name == "place_order"
+    )
+    context = ToolContext("c1", "sales", session_with(shop, answers("-")), metadata={"caller": CALLER})
     arguments = {"sku": "MS-210", "quantity": 1, "also": {"DL-530": 2}, "confirmed": True}
     result = await place_order.call(arguments, context)
     assert result["say"].startswith("Your orders are placed, one for each: number")
