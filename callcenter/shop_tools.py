@@ -209,10 +209,15 @@ def shop_tools(
             return {"say": say, "needs_confirmation": True, "proposal": _proposal("place_order", item, **arguments)}
         key = f"{context.session_id}:" + ",".join(f"{sku}x{quantity}" for sku, quantity in sorted(wanted.items()))
         try:
-            order = shop.place_order(_caller(context), list(wanted.items()), key)
+            return _written(context, list(wanted.items()), key, total)
         except OneProductPerOrder:
             return _one_order_each(context, lines)
-        except ShopUnavailable:
+
+    def _written(context: ToolContext, items: list[tuple[str, int]], key: str, total: str) -> dict[str, Any]:
+        """The order written (once for its key), as the caller hears it; a refusal of the shop's said."""
+        try:
+            order = shop.place_order(_caller(context), items, key)
+        except (ShopUnavailable, OneProductPerOrder):
             raise
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
@@ -258,14 +263,7 @@ def shop_tools(
                 "needs_confirmation": True,
                 "proposal": _proposal("place_order", product.name, sku=sku, quantity=quantity),
             }
-        try:
-            order = shop.place_order(_caller(context), [(sku, quantity)], f"{context.session_id}:{sku}:{quantity}")
-        except ShopUnavailable:
-            raise
-        except ShopError as error:
-            return {"error": str(error), "say": f"I'm sorry, {error}"}
-        say = f"Your order is placed. The order number is {_digits(order.order_number)}, and the total is {total}."
-        return {"order_number": order.order_number, "total_cents": order.total_cents, "say": say}
+        return _written(context, [(sku, quantity)], f"{context.session_id}:{sku}:{quantity}", total)
 
     async def find_order(
         context: ToolContext,
