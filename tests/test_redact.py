@@ -16,7 +16,7 @@ from stdnum import luhn
 
 from callcenter.call_records import CallRecord, CallRecords
 from callcenter.redact import redact
-from callcenter.shop_tools import _digits, euros
+from callcenter.shop_tools import digits, euros
 from callcenter.store.shop_store import NUMBER_WIDTHS
 from swarm.events import ToolCalled, UserText
 
@@ -111,7 +111,7 @@ def test_masking_twice_changes_nothing() -> None:
 @given(st.sampled_from(NUMBER_WIDTHS).flatmap(lambda w: st.integers(10 ** (w - 1), 10**w - 1)), st.integers(1, 99_999))
 def test_what_the_shop_says_is_never_masked(number: int, cents: int) -> None:
     # The shop's own sentences (shop_tools), with the numbers it draws (shop_store), written and spoken.
-    said = f"Your order is placed. The order number is {_digits(str(number))}, and the total is {euros(cents)}."
+    said = f"Your order is placed. The order number is {digits(str(number))}, and the total is {euros(cents)}."
     assert redact(said) == said
     assert redact(f"my order is {number}") == f"my order is {number}"
 

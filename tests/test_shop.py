@@ -600,6 +600,19 @@ async def test_an_order_for_the_callers_words_instead_of_a_code_offers_what_they
     assert nothing["say"] == "I'm sorry, I can't find that product. Which one would you like?"
 
 
+def test_an_order_number_or_a_made_up_name_is_no_product_code_to_order(shop: Shop) -> None:
+    # Asked what was in an order, the 1.5B called place_order with the order number as the product code and its
+    # own argument names in `also` (blind9): sent back to the model before anything runs, find_order named.
+    order = next(t for t in shop_tools(shop) if t.name == "place_order")
+    context = ToolContext("c1", "sales", NoSession())
+    number = order.errors({"sku": "19729", "also": {"quantity": 1, "sku": 19729}}, context)
+    assert number[0] == "'19729' is not a product code; to read an order by its number, call find_order"
+    assert "'quantity' is not a product code" in number and number[-1].startswith("use only product codes")
+    assert order.errors({"sku": "WC-240", "also": {"quantity": 1}}, context)[0] == "'quantity' is not a product code"
+    assert order.errors({"sku": "WC-240", "quantity": 2, "also": {"LP-250": 1}}, context) == []
+    assert order.errors({"sku": "coffee grinder"}, context) == []  # words: offered what they name, as above
+
+
 async def test_misheard_product_words_read_back_the_callers_latest_order(shop: Shop) -> None:
     # A hard caller's "headphones" came through Whisper as "handphone": their one order was not found, and
     # the call stalled on "Could you tell me the order number?". Their latest order is offered by name.

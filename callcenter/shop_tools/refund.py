@@ -1,0 +1,349 @@
+"""The refund agent's tools: the caller's order found (by its number and a security question, or by the phone it
+was ordered from) and read back, and the return of its lines written once on the caller's yes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from callcenter.basket import ADDING, named_lines
+from callcenter.shop import Order, OrderLine, ShopError, spoken_digits
+from callcenter.shop_backend import ShopBackend
+from callcenter.shop_tools.phrases import RETURN_PHRASES
+from callcenter.shop_tools.results import (
+    answered_proposal,
+    caller_of,
+    counted,
+    digits,
+    joined,
+    offered_lines,
+    order_json,
+    proposed,
+    system_down,
+)
+from callcenter.store.domain import ForAPerson, Return, ShopUnavailable
+from callcenter.verification import (
+    CallState,
+    Verification,
+    an_attempt,
+    answer_said,
+    call_state,
+    named_in_call,
+    proves,
+    question_open,
+)
+from swarm import Escalated, Event, Tool, ToolContext, UserText, tool_from_function
+from swarm.confirmations import cannot_answer, yes_or_no
+
+ORDER_NUMBER_MAX_DIGITS = 10  # the shop's numbers are shorter; # ends a shorter one at once
+
+
+def refund_tools(
+    shop: ShopBackend, verification: Verification | None = None, *, status_only: frozenset[str] = frozenset()
+) -> list[Tool]:
+    """find_order and create_return, bound to one shop; orders are read and returned only for a caller identified or
+    verified as `verification` says (callcenter.verification). To the agents in `status_only` (they take no returns)
+    find_order says the order's status instead of proposing a return."""
+    policy = verification or Verification()
+
+    def _read_back(orders: list[Order], product: str | None, context: ToolContext, **how: Any) -> dict[str, Any]:
+        going = _going_back(orders[0], product, context.session.events)
+        return _said_back(orders, product, status=context.agent in status_only, going=going, **how)
+
+    async def find_order(
+        context: ToolContext,
+        order_number: str | None = None,
+        product: str | None = None,
+        verification: str | None = None,
+    ) -> dict[str, Any]:
+        """Find the caller's order, by its number or else by the caller's phone number and the product.
+        If the result says needs_verification, ask the caller its question, then call find_order again with
+        the same order_number and their answer as verification.
+
+        Args:
+            order_number: the order number if the caller gave it
+            product: words about the product the order contained
+            verification: the caller's answer to the security question (the postcode or e-mail they said)
+        """
+        try:
+            return await _find_order(context, order_number, product, verification)
+        except ShopUnavailable as error:
+            return system_down(context, error)
+
+    async def _find_order(
+        context: ToolContext, order_number: str | None, product: str | None, verification: str | None
+    ) -> dict[str, Any]:
+        state = call_state(context.session.events)
+        if state.exhausted(policy):
+            return _to_a_person(context)
+        caller = _identified(context)
+        number = spoken_digits(order_number) if isinstance(order_number, str) else ""
+        if number and not named_in_call(context.session.events, number):
+            number = ""  # invented: the caller's own orders, or the question for the number, not a security check
+        if not number and len(state.verified) == 1:
+            # The order this call proved, when the words name its things: "I buy two light bulb ... and one lamp"
+            # after the postcode, from his wife's phone, found no order of that phone (blind8).
+            proved = await asyncio.to_thread(_named, next(iter(state.verified)))
+            if proved is not None and named_lines(proved.lines, product or ""):
+                return _read_back([proved], product, context)
+        if not number:
+            # Words that hold no number (an answer to the question for it: "I don't know it.") ask no more.
+            asked = not (isinstance(order_number, str) and order_number.strip())
+            return await asyncio.to_thread(_own_orders, context, caller, product, asked)
+        named = await asyncio.to_thread(_named, number)
+        if named is not None and (_owns(caller, named) or number in state.verified):
+            return _read_back([named], product, context)
+        events = context.session.events
+        # An answer is what the caller said (or typed) to a question the tool asked: a model's argument before any
+        # question is no answer, and the caller's own words count whatever the model wrote.
+        answers = [a for a in (verification if question_open(events) else None, answer_said(events)) if a]
+        if answers and not any(an_attempt(answer) for answer in answers):
+            if any(cannot_answer(answer) for answer in answers):
+                # "I don't know his new postcode or his email, love": asked again, the 1.5B timed out (blind8).
+                say = "I'm sorry, I can't discuss that order without the answer to the security question."
+                return {"verification": "not given", "say": f"{say} Is there anything else I can help with?"}
+            # Words that cannot be the answer ("yes", "hold on", "forget it, just the cable then") are no wrong
+            # answer: the question is asked again, and nothing is counted.
+            return _needs_verification(context, number, product)
+        if answers:
+            if named is not None and any(proves(answer, named, policy.verify_with) for answer in answers):
+                return {**_read_back([named], product, context), "verification": "passed", "order_number": number}
+            return _failed(context, state, number, product)
+        if caller and product:
+            # A misheard or invented number (a small model writes "12345") beside the caller's own order.
+            own = await asyncio.to_thread(shop.find_orders, customer_phone=caller, product_text=product)
+            if own:
+                return _read_back(own, product, context)
+        return _needs_verification(context, number, product)
+
+    def _own_orders(context: ToolContext, caller: str, product: str | None, ask: bool = True) -> dict[str, Any]:
+        orders = shop.find_orders(customer_phone=caller, product_text=product) if caller else []
+        guessed = not orders and bool(product) and bool(caller)
+        if guessed:
+            # Product words none of their orders matches, often misheard ("handphone" for "headphones", seen
+            # with a hard caller): their latest order, read back by its own product, for them to say yes or no.
+            orders = shop.find_orders(customer_phone=caller)
+        if not orders and not ask:
+            return {"orders": [], "say": "I'm sorry, without the order number I can't find that order."}
+        if not orders:
+            # The caller may type the number instead of saying it: the voice layer runs this tool with it.
+            asked = {"product": product} if product else {}
+            context.request_digits("find_order", "order_number", ORDER_NUMBER_MAX_DIGITS, **asked)
+            # A question, so the lookup run on the caller's first words is said at once (the 1.5B took 5 s to ask
+            # it beside a second call) and the number they say next is the router's answer to it.
+            return {
+                "orders": [],
+                "say": "I couldn't find that order. Could you tell me the order number?",
+                "question": {"tool": "find_order", "arguments": asked, "answer": "order_number"},
+            }
+        return _read_back(orders, product, context, guessed=guessed)
+
+    def _named(number: str) -> Order | None:
+        found = shop.find_orders(order_number=number, limit=1)
+        return found[0] if found else None
+
+    def _identified(context: ToolContext) -> str:
+        """The customer the caller ID names, where it counts at all."""
+        return shop.customer_key(caller_of(context)) if policy.caller_id == "trusted" else ""
+
+    def _needs_verification(context: ToolContext, number: str, product: str | None) -> dict[str, Any]:
+        # The same answer whether or not the order exists, and nothing of it: no oracle for guessing numbers.
+        asked = {"order_number": number, **({"product": product} if product else {})}
+        # A postcode of digits may be typed as well: the voice layer runs this tool with it.
+        context.request_digits("find_order", "verification", ORDER_NUMBER_MAX_DIGITS, **asked)
+        return {
+            "verification": "needed",
+            "needs_verification": f"ask the caller: {policy.question!r}, then call find_order again with "
+            "this order_number and their answer as verification",
+            "say": policy.question,
+            "question": {"tool": "find_order", "arguments": asked, "answer": "verification"},
+        }
+
+    def _failed(context: ToolContext, state: CallState, number: str, product: str | None) -> dict[str, Any]:
+        if state.failures + 1 >= policy.max_attempts:
+            return {**_to_a_person(context), "verification": "failed"}
+        again = _needs_verification(context, number, product)
+        return {**again, "verification": "failed", "say": "I'm sorry, that doesn't match. " + policy.question}
+
+    async def create_return(
+        context: ToolContext,
+        order_number: str,
+        sku: str,
+        quantity: int = 1,
+        reason: str = "",
+        confirmed: bool = False,
+        also: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """Start a return of an item from an order. Only with confirmed=true after the caller clearly said yes.
+
+        Args:
+            order_number: the order the item came from
+            sku: the product code of the item
+            quantity: how many items go back
+            reason: why, in the caller's words
+            confirmed: true only after the caller agreed
+            also: more items of the same order going back, product code to how many
+        """
+        going = {sku: quantity, **{k: v for k, v in (also or {}).items() if k != sku}}
+        try:
+            return await _create_return(context, order_number, going, reason, confirmed)
+        except ShopUnavailable as error:
+            return system_down(context, error)
+
+    async def _create_return(
+        context: ToolContext, order_number: str, going: dict[str, int], reason: str, confirmed: bool
+    ) -> dict[str, Any]:
+        state = call_state(context.session.events)
+        if state.exhausted(policy):
+            return _to_a_person(context)
+        number = spoken_digits(order_number) if isinstance(order_number, str) else ""
+        if number not in state.verified:
+            named = await asyncio.to_thread(_named, number) if number else None
+            if named is None or not _owns(_identified(context), named):
+                # Nothing is written, and nothing said of the order, for a caller not verified for it.
+                return _needs_verification(context, number, None)
+        if len(going) > 1 and (unfit := await asyncio.to_thread(_unreturnable, number, going)):
+            return {"error": unfit, "say": f"I'm sorry, {unfit}"}  # before the read-back too: no "1 item" read back
+        if not confirmed:
+            return await asyncio.to_thread(_return_read_back, number, going, reason)
+        made: list[Return] = []  # the lines were checked above: all go back, or none
+        try:
+            for sku, quantity in going.items():
+                key = f"{context.session_id}:{number}:{sku}"
+                made.append(
+                    await asyncio.to_thread(shop.create_return, number, sku, quantity, reason or "not given", key)
+                )
+        except ForAPerson as error:
+            # The shop's system takes no returns by phone (django-oscar has no returns API): a colleague registers
+            # it there; the channel transfers once this is said.
+            if not any(isinstance(event, Escalated) for event in context.session.events):
+                context.session.escalate("staff_only", "returns")
+            return {"error": "returns are registered by a person", "say": f"I'm sorry, {error}"}
+        except ShopUnavailable as error:
+            if not made:
+                raise
+            return _partly_returned(context, made, error)
+        except ShopError as error:
+            if not made:
+                return {"error": str(error), "say": f"I'm sorry, {error}"}
+            return _partly_returned(context, made, error)
+        return _returned(made)
+
+    def _unreturnable(number: str, going: dict[str, int]) -> str:
+        """Why the lines cannot all go back ("" if they can), said before any is written."""
+        order = _named(number)
+        lines = {line.sku: line for line in order.lines} if order is not None else {}
+        for sku, quantity in going.items():
+            line = lines.get(sku)
+            if line is None:
+                return f"order {digits(number)} has no item {sku}."
+            if not 0 < quantity <= line.returnable_quantity:
+                return f"only {line.returnable_quantity} {line.name} of that order can be returned."
+        return ""
+
+    def _partly_returned(context: ToolContext, made: list[Return], error: Exception) -> dict[str, Any]:
+        # A line written, the next refused by a system that changed between the check and the write: what was
+        # registered is said, and a colleague takes the rest.
+        if not any(isinstance(event, Escalated) for event in context.session.events):
+            context.session.escalate("backend_unavailable", str(error)[:300])
+        said = _returned(made)["say"]
+        rest = "I'm sorry, I couldn't register the other items. I'll put you through to a colleague, please hold."
+        return {"return_numbers": [m.return_number for m in made], "error": str(error), "say": f"{said} {rest}"}
+
+    def _return_read_back(number: str, going: dict[str, int], reason: str) -> dict[str, Any]:
+        # The items by name: "Shall I start the return of 1 item from order ...?" left a caller with three things in
+        # the order asking which (blind7).
+        products = [shop.get_product(sku) if isinstance(sku, str) and sku else None for sku in going]
+        named = all(product is not None for product in products)
+        items = [
+            (product.name if product is not None else "item", q)
+            for product, q in zip(products, going.values(), strict=True)
+        ]
+        say = f"Shall I start the return of {counted(items)} from order {digits(number)}?"
+        first, *more = going.items()
+        arguments: dict[str, Any] = {"order_number": number, "sku": first[0], "quantity": first[1], "reason": reason}
+        if more:
+            arguments["also"] = dict(more)
+        item = joined((name for name, _ in items), article="") if named else ""
+        return {"say": say, "needs_confirmation": True, "proposal": proposed("create_return", item, **arguments)}
+
+    return [
+        tool_from_function(find_order, examples=RETURN_PHRASES, says_result=True, changes_nothing=True, finds="orders"),
+        tool_from_function(create_return, examples=("return it", "start the return"), says_result=True),
+    ]
+
+
+def _owns(caller: str, order: Order) -> bool:
+    """The identified caller is the order's customer: the whole number, never a part of it."""
+    return bool(caller) and order.customer_key == caller
+
+
+def _to_a_person(context: ToolContext) -> dict[str, Any]:
+    # Too many wrong answers: a person takes over (the channel transfers once this is said), and the tools
+    # answer nothing more about orders in this call.
+    if not any(isinstance(event, Escalated) for event in context.session.events):
+        context.session.escalate("verification_failed")
+    return {"say": "I'm sorry, I can't confirm that order with you. I'll put you through to a colleague, please hold."}
+
+
+def _said_back(
+    orders: list[Order],
+    product: str | None,
+    *,
+    guessed: bool = False,
+    status: bool = False,
+    going: Sequence[tuple[OrderLine, int]] = (),
+) -> dict[str, Any]:
+    """The order found, read back with the line (or `going`: the lines, and how many of each) the caller's words
+    name, and the return proposed."""
+    order = orders[0]
+    lines = list(going) if len(going) > 1 else [(_matching_line(order, product), 1)]
+    when = order.created_at.strftime("%d %B").lstrip("0")
+    opening = "I couldn't find that product, but I found" if guessed else "I found"
+    found = f"{opening} your order {digits(order.order_number)} from {when}"
+    # With several lines going back, only they are named: an order's other lines said beside them read as going too.
+    found += "." if len(lines) > 1 else f" with the {lines[0][0].name}."
+    if status:
+        # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
+        say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
+        return {"orders": [order_json(o) for o in orders], "say": say}
+    (first, quantity), *more = lines
+    item = joined((line.name for line, _ in lines), article="")
+    arguments: dict[str, Any] = {"order_number": order.order_number, "sku": first.sku, "quantity": quantity}
+    if more:
+        arguments["also"] = {line.sku: count for line, count in more}
+        say = f"{found} Shall I start a return of {counted([(line.name, count) for line, count in lines])}?"
+    else:
+        say = f"{found} Shall I start a return for it?"
+    proposal = proposed("create_return", item, **arguments)
+    return {"orders": [order_json(o) for o in orders], "say": say, "proposal": proposal}
+
+
+def _returned(made: Sequence[Return]) -> dict[str, Any]:
+    label = "You'll get a prepaid label by email, and the refund follows when the item arrives."
+    if len(made) == 1:
+        say = f"Your return is registered, number {digits(made[0].return_number)}. {label}"
+        return {"return_number": made[0].return_number, "say": say}
+    each = joined((f"the {m.product_name}, number {digits(m.return_number)}" for m in made), article="")
+    say = f"Your returns are registered: {each}. {label.replace('the item arrives', 'the items arrive')}"
+    return {"return_numbers": [m.return_number for m in made], "say": say}
+
+
+def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> list[tuple[OrderLine, int]]:
+    """The lines of `order` the caller's words send back, and how many of each, when more than one line: those named
+    outside any part that keeps them, and, when the words add to the return of this order on offer ("and the toaster
+    too"), its lines."""
+    going = {line.sku: quantity for line, quantity in named_lines(order.lines, product or "")}
+    said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+    proposal = answered_proposal(events)
+    same_order = proposal is not None and proposal.get("arguments", {}).get("order_number") == order.order_number
+    if same_order and ADDING.search(said) and yes_or_no(said) is not False:
+        going = {**offered_lines(events, "create_return"), **going}
+    lines = [(line, going[line.sku]) for line in order.lines if line.sku in going]
+    return lines if len(lines) > 1 else []
+
+
+def _matching_line(order: Order, product: str | None) -> Any:
+    words = set((product or "").lower().split())
+    return max(order.lines, key=lambda line: len(words & set(line.name.lower().split())))

@@ -1,0 +1,92 @@
+"""What the shop tools' results hold, and the words they say them in: prices, codes read digit by digit, lists,
+and the proposal a read-back makes (the write the caller's yes runs).
+
+Writes need the caller's explicit yes: without confirmed=true a tool only reads back what it would do and returns it
+as a "proposal", which the model (or the offline router) runs again after the yes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from callcenter.shop import Order, Product
+from callcenter.store.domain import ShopUnavailable
+from swarm import Escalated, Event, ToolCalled, ToolContext, UserText
+
+
+def euros(cents: int) -> str:
+    """A price as a person says it: "24 euros 90", "129 euros"."""
+    whole, rest = divmod(cents, 100)
+    unit = "euro" if whole == 1 else "euros"
+    return f"{whole} {unit} {rest:02d}" if rest else f"{whole} {unit}"
+
+
+def caller_of(context: ToolContext) -> str:
+    return str(context.metadata.get("caller", ""))
+
+
+def system_down(context: ToolContext, error: ShopUnavailable) -> dict[str, Any]:
+    # The shop's own system (over HTTP) did not answer or refused: an apology, and a person takes over; the tool's
+    # result keeps what the system answered, for the call record (never said: it may be JSON or a status line).
+    if not any(isinstance(event, Escalated) for event in context.session.events):
+        context.session.escalate("backend_unavailable", error.detail[:300])
+    say = f"I'm sorry, {error} I'll put you through to a colleague, please hold."
+    return {"error": str(error), "backend": error.detail[:300], "say": say}
+
+
+def joined(things: Iterable[str], article: str = "the ") -> str:
+    """ "the A", "the A and the B", "the A, the B and the C"."""
+    said = [f"{article}{thing}" for thing in things]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+
+
+def counted(lines: Sequence[tuple[Product, int]] | Sequence[tuple[str, int]]) -> str:
+    """ "1 Wireless mouse and 2 Desk lamp", as the read-backs say it."""
+    return joined((f"{q} {p.name if isinstance(p, Product) else p}" for p, q in lines), article="")
+
+
+def offered_lines(events: Sequence[Event], tool: str) -> dict[str, int]:
+    """What the offer the caller's last words answer holds (its product codes and how many), if it is `tool`'s."""
+    proposal = answered_proposal(events)
+    if proposal is None or proposal.get("tool") != tool:
+        return {}
+    arguments = proposal.get("arguments", {})
+    sku, quantity, also = arguments.get("sku"), arguments.get("quantity", 1), arguments.get("also") or {}
+    if not isinstance(sku, str) or not isinstance(quantity, int) or not isinstance(also, dict):
+        return {}
+    return {sku: quantity, **{k: v for k, v in also.items() if isinstance(k, str) and isinstance(v, int)}}
+
+
+def proposed(tool: str, item: str = "", **arguments: Any) -> dict[str, Any]:
+    # `item`: the name the read-back said, so an answer that names it again ("Yes, just the headphones.") is known
+    # for one (swarm.confirmations.restates_item).
+    return {"tool": tool, "arguments": arguments, **({"item": item} if item else {})}
+
+
+def answered_proposal(events: Sequence[Event]) -> dict[str, Any] | None:
+    """The proposal of the last tool result before the caller's last words, if it made one."""
+    last_said = max((i for i, e in enumerate(events) if isinstance(e, UserText)), default=-1)
+    before = next((e for e in reversed(events[:last_said]) if isinstance(e, ToolCalled)), None)
+    if before is None:
+        return None
+    try:
+        proposal = json.loads(before.result).get("proposal")
+    except (ValueError, AttributeError):
+        return None
+    return proposal if isinstance(proposal, dict) and isinstance(proposal.get("arguments"), dict) else None
+
+
+def product_json(p: Product) -> dict[str, Any]:
+    return {"sku": p.sku, "name": p.name, "price": euros(p.price_cents), "stock": p.stock, "description": p.description}
+
+
+def order_json(o: Order) -> dict[str, Any]:
+    lines = [{"sku": line.sku, "name": line.name, "quantity": line.quantity} for line in o.lines]
+    return {"order_number": o.order_number, "date": o.created_at.date().isoformat(), "status": o.status, "lines": lines}
+
+
+def digits(code: str) -> str:
+    """Order codes read digit by digit, as people write them down."""
+    return " ".join(code)

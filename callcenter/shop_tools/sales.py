@@ -1,0 +1,280 @@
+"""The sales agent's tools: the catalogue searched for what the caller names (one product or a list of them), and
+the order read back, then placed once on the caller's yes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from num2words import num2words
+
+from callcenter.basket import ADDING, count_in, listed_products, named_product
+from callcenter.shop import Order, Product, ShopError
+from callcenter.shop_backend import ShopBackend
+from callcenter.shop_tools.phrases import SALES_PHRASES
+from callcenter.shop_tools.results import (
+    caller_of,
+    counted,
+    digits,
+    euros,
+    joined,
+    offered_lines,
+    product_json,
+    proposed,
+    system_down,
+)
+from callcenter.store.domain import OneProductPerOrder, ShopUnavailable
+from callcenter.store.terms import query_terms
+from swarm import Event, Tool, ToolContext, UserText, tool_from_function
+from swarm.confirmations import yes_or_no
+
+
+def sales_tools(shop: ShopBackend) -> list[Tool]:
+    """search_products and place_order, bound to one shop."""
+
+    def search_products(context: ToolContext, query: str, quantity: int = 1) -> dict[str, Any]:
+        """Search the catalogue for products matching what the caller asked for.
+
+        Args:
+            query: the caller's words about the product, e.g. "wireless headphones"
+            quantity: how many the caller wants, if they said
+        """
+        if not query_terms(query).named():
+            # Words that name nothing to look for ("Good afternoon! I'd like to order something, please."): the 1.5B
+            # made up a search for "coffee" and offered a grinder. Asked, their next words are the search.
+            return {
+                "products": [],
+                "say": "What product are you looking for?",
+                "question": {"tool": "search_products", "arguments": {"quantity": quantity}, "answer": "query"},
+            }
+        try:
+            listed = listed_products(shop, query) or _added(context, query)
+            found = [] if listed else shop.search(query, limit=3)
+        except ShopUnavailable as error:
+            return system_down(context, error)
+        if listed:
+            return _basket(listed)
+        if not found:
+            # An open question: to "Could you describe it another way?" callers said "Yes, please.", which the
+            # 1.5B took for a yes to an order (place_order refused: a second completion, 5 s in all).
+            return {"products": [], "say": "I'm sorry, I couldn't find that. What else could I look up for you?"}
+        offered = _still_offered(context, found)
+        if offered is not None:
+            return _found([offered], quantity, described=True)
+        return _found(found, quantity)
+
+    def _still_offered(context: ToolContext, found: list[Product]) -> Product | None:
+        """The product on offer when the caller's words ask about it ("could I charge two phones off it? And what's
+        the price of it?") and name none of those found by its kind: the 1.5B searched that sentence, found the
+        charging pad and sold it instead of the power bank on offer (blind6). "A case for it" names a case."""
+        events = context.session.events
+        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        offered = _offered_sku(events)
+        if offered is None or offered == found[0].sku or not _REFERS_BACK.search(said) or yes_or_no(said) is False:
+            return None  # "No, not that one": what they turned down is not kept on offer
+        spoken = set(re.findall(r"[a-z]+", said.lower()))
+        if any(_kind(p) in spoken or f"{_kind(p)}s" in spoken for p in found):
+            return None
+        return shop.get_product(offered)
+
+    def _added(context: ToolContext, query: str) -> list[tuple[Product, int]]:
+        """The products on offer and one more the caller adds to them ("And the wireless mouse too, mind."), or []."""
+        events = context.session.events
+        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        offered = offered_lines(events, "place_order")
+        if not offered or not ADDING.search(said) or yes_or_no(said) is False:
+            return []
+        more = named_product(shop, query)
+        if more is None or more.sku in offered:
+            return []
+        products = [(shop.get_product(sku), quantity) for sku, quantity in offered.items()]
+        have = [(product, quantity) for product, quantity in products if product is not None]
+        return [*have, (more, count_in(said, more.name))] if len(have) == len(offered) else []
+
+    def place_order(
+        context: ToolContext,
+        sku: str,
+        quantity: int = 1,
+        confirmed: bool = False,
+        also: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """Order a product for the caller. Call it first without confirmed to read the order back;
+        call it again with confirmed=true only after the caller clearly said yes.
+
+        Args:
+            sku: the product code from search_products
+            quantity: how many, at least 1
+            confirmed: true only after the caller agreed to the read-back
+            also: more products on the same order, product code to how many
+        """
+        try:
+            if also:
+                return _place_basket(context, {sku: quantity, **{k: v for k, v in also.items() if k != sku}}, confirmed)
+            return _place_order(context, sku, quantity, confirmed)
+        except ShopUnavailable as error:
+            return system_down(context, error)
+
+    def _unknown_codes(arguments: dict[str, Any], context: ToolContext) -> list[str]:
+        """place_order's product codes that are none, sent back to the model before anything runs. Asked "Can you
+        tell me what is in it?" of an order number, the 1.5B ordered the number as a product, 4 times of 4 (blind9);
+        it also filled `also` with its own argument names. Words for a product stay (the search fallback below)."""
+        sku = str(arguments.get("sku", ""))
+        more = [str(code) for code in arguments.get("also") or {} if str(code) != sku]
+        try:
+            errors = [f"{code!r} is not a product code" for code in more if shop.get_product(code) is None]
+            if not re.search(r"[a-z]", sku, re.I) and shop.get_product(sku) is None:
+                errors.insert(0, f"{sku!r} is not a product code; to read an order by its number, call find_order")
+        except ShopUnavailable:
+            return []  # place_order itself says the system is down
+        if errors:
+            errors.append("use only product codes that search_products returned in this call")
+        return errors
+
+    def _place_basket(context: ToolContext, wanted: dict[str, int], confirmed: bool) -> dict[str, Any]:
+        lines: list[tuple[Product, int]] = []
+        for sku, quantity in wanted.items():
+            product = shop.get_product(sku)
+            if product is None or quantity < 1:
+                return {"error": f"no product {sku!r}" if product is None else "quantity must be at least 1"}
+            lines.append((product, quantity))
+        total = euros(sum(product.price_cents * quantity for product, quantity in lines))
+        first, *more = lines
+        if not confirmed:
+            say = f"That is {counted(lines)} for {total} in total. Shall I place the order?"
+            arguments = {"sku": first[0].sku, "quantity": first[1], "also": {p.sku: q for p, q in more}}
+            item = joined((product.name for product, _ in lines), article="")
+            return {"say": say, "needs_confirmation": True, "proposal": proposed("place_order", item, **arguments)}
+        key = f"{context.session_id}:" + ",".join(f"{sku}x{quantity}" for sku, quantity in sorted(wanted.items()))
+        try:
+            return _written(context, list(wanted.items()), key, total)
+        except OneProductPerOrder:
+            return _one_order_each(context, lines)
+
+    def _written(context: ToolContext, items: list[tuple[str, int]], key: str, total: str) -> dict[str, Any]:
+        """The order written (once for its key), as the caller hears it; a refusal of the shop's said."""
+        try:
+            order = shop.place_order(caller_of(context), items, key)
+        except (ShopUnavailable, OneProductPerOrder):
+            raise
+        except ShopError as error:
+            return {"error": str(error), "say": f"I'm sorry, {error}"}
+        say = f"Your order is placed. The order number is {digits(order.order_number)}, and the total is {total}."
+        return {"order_number": order.order_number, "total_cents": order.total_cents, "say": say}
+
+    def _one_order_each(context: ToolContext, lines: list[tuple[Product, int]]) -> dict[str, Any]:
+        # An order system that takes one product an order (an HTTP mapping): an order for each, each written once
+        # (its own key, as place_order of that product alone), and the caller told there are several.
+        placed: list[tuple[Product, Order]] = []
+        for product, quantity in lines:
+            key = f"{context.session_id}:{product.sku}:{quantity}"
+            try:
+                placed.append((product, shop.place_order(caller_of(context), [(product.sku, quantity)], key)))
+            except ShopError as error:
+                if not placed:
+                    raise
+                if isinstance(error, ShopUnavailable):
+                    down = system_down(context, error)  # a colleague takes the rest
+                    return {**down, "say": f"{_orders_said(placed)} {down['say']}"}
+                return {"error": str(error), "say": f"{_orders_said(placed)} I'm sorry, {error}"}
+        return {"order_numbers": [order.order_number for _, order in placed], "say": _orders_said(placed)}
+
+    def _place_order(context: ToolContext, sku: str, quantity: int, confirmed: bool) -> dict[str, Any]:
+        product = shop.get_product(sku)
+        if product is None:
+            # The 1.5B, never having searched, passed the caller's words as the code ("coffee machine"): what
+            # the catalogue finds for them is offered, as search_products would, and nothing is written.
+            found = shop.search(sku, limit=3)
+            if found:
+                return _found(found, quantity)
+            return {
+                "error": f"no product {sku!r}",
+                "say": "I'm sorry, I can't find that product. Which one would you like?",
+            }
+        if quantity < 1:
+            return {"error": "quantity must be at least 1"}
+        total = euros(product.price_cents * quantity)
+        if not confirmed:
+            say = f"That is {quantity} {product.name} for {total} in total. Shall I place the order?"
+            return {
+                "say": say,
+                "needs_confirmation": True,
+                "proposal": proposed("place_order", product.name, sku=sku, quantity=quantity),
+            }
+        return _written(context, [(sku, quantity)], f"{context.session_id}:{sku}:{quantity}", total)
+
+    return [
+        tool_from_function(
+            search_products, examples=SALES_PHRASES, says_result=True, changes_nothing=True, finds="products"
+        ),
+        tool_from_function(
+            place_order,
+            examples=("order it", "i'll take it", "buy it", "place the order"),
+            says_result=True,
+            validate=_unknown_codes,
+        ),
+    ]
+
+
+def _orders_said(placed: Sequence[tuple[Product, Order]]) -> str:
+    if len(placed) == 1:
+        product, order = placed[0]
+        return f"Your order of the {product.name} is placed, number {digits(order.order_number)}."
+    each = joined((f"number {digits(o.order_number)} for the {p.name}" for p, o in placed), article="")
+    return f"Your orders are placed, one for each: {each}. The total is {euros(sum(o.total_cents for _, o in placed))}."
+
+
+def _basket(listed: Sequence[tuple[Product, int]]) -> dict[str, Any]:
+    """Several products found for the caller's list, as the caller hears them, and one order of those in stock
+    offered."""
+    prices = joined(f"{product.name} for {euros(product.price_cents)}" for product, _ in listed)
+    short = [f"I'm afraid the {p.name} is out of stock." for p, q in listed if p.stock < max(1, q)]
+    able = [(product, quantity) for product, quantity in listed if product.stock >= max(1, quantity)]
+    products = [product_json(product) for product, _ in listed]
+    if len(able) < 2:
+        say = " ".join([f"We have {prices}.", *short])
+        return {"products": products, "say": say, **(_offer(*able[0]) if able else {})}
+    first, *more = able
+    ones = "one of each" if len(able) == 2 and all(q == 1 for _, q in able) else counted(able)
+    say = " ".join([f"We have {prices}.", *short, f"Shall I order {ones} for you?"])
+    item = joined((product.name for product, _ in able), article="")
+    arguments = {"sku": first[0].sku, "quantity": first[1], "also": {p.sku: q for p, q in more}}
+    return {"products": products, "say": say, "proposal": proposed("place_order", item, **arguments)}
+
+
+def _stock_line(product: Product, quantity: int) -> str:
+    if product.stock <= 0:
+        return "I'm afraid it's out of stock at the moment."
+    if product.stock < quantity:
+        return f"I'm afraid we have only {num2words(product.stock)} in stock."
+    return f"It's in stock. Shall I order {num2words(quantity)} for you?"
+
+
+def _found(found: list[Product], quantity: int, *, described: bool = False) -> dict[str, Any]:
+    """What a search found, as the caller hears it: the best match (`described`: and what it is), its stock, and
+    the offer to order it."""
+    best, quantity = found[0], max(1, quantity)
+    what = f" {best.description.rstrip('.')}." if described and best.description else ""
+    say = f"We have the {best.name} for {euros(best.price_cents)}.{what} " + _stock_line(best, quantity)
+    return {"products": [product_json(p) for p in found], "say": say, **_offer(best, quantity)}
+
+
+def _offer(product: Product, quantity: int) -> dict[str, Any]:
+    if product.stock < quantity or product.stock <= 0:
+        return {}
+    return {"proposal": proposed("place_order", product.name, sku=product.sku, quantity=quantity)}
+
+
+# Words that point back at what is on offer: "off it", "the price of it", "that one".
+_REFERS_BACK = re.compile(r"(?i)\b(?:it|its|that one|this one)\b")
+
+
+def _kind(product: Product) -> str:
+    """What kind of thing a product is: its name's last word ("Power bank" -> "bank", "Smartphone case" -> "case")."""
+    return product.name.lower().split()[-1] if product.name.strip() else ""
+
+
+def _offered_sku(events: Sequence[Event]) -> str | None:
+    """The product of the order on offer the caller's last words answer (a search's proposal, or place_order's
+    read-back)."""
+    return next(iter(offered_lines(events, "place_order")), None)
