@@ -26,8 +26,21 @@ _PARTS = re.compile(r"(?i)\s*[.!?;,]+\s*|\s+(?:and|plus|but|as well as|along wit
 # stays". A problem said with a no ("it does not work") keeps nothing.
 _KEPT = re.compile(
     r"(?i)\b(?:keep|keeping|kept|stays?|staying|except|apart from|hang(?:ing)? on to"
-    r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need|return|send)|(?:is|'s|are) fine)\b"
+    r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need|return|send)"
+    r"|(?:is|'s|are) (?:fine|grand|good|ok|okay|alright|all right))\b"
 )
+# A part that keeps what the part before it named: "The screen protectors are great, I'm keeping them" (blind10).
+_KEPT_BEFORE = re.compile(
+    r"(?i)\b(?:keep|keeping|hang(?:ing)? on to|hold(?:ing)? on to) (?:them|it|those|these|that)\b"
+    r"|\b(?:they|it|those|these)(?:'re| are| is|'s) (?:fine|grand|good|ok|okay|alright|all right)\b"
+)
+# A number of a measure or a time counts no items: "after two hours", "a two metre cable".
+_MEASURE = re.compile(
+    r"(?i)\b[\w-]+[\s-]+(?:hours?|minutes?|days?|weeks?|months?|years?|metres?|meters?|inch(?:es)?|watts?|litres?"
+    r"|liters?|mm|cm)\b"
+)
+# A part that sends something back: its count is how many go ("send two of them back", "Two chargers back, mind").
+_GOING = re.compile(r"(?i)\b(?:back|return|returning|refund)\b")
 # A part about what the caller already has: "I bought a kettle from you last month" asks for no kettle now.
 _HAD = re.compile(r"(?i)\b(?:bought|ordered|purchased|got|had|already have|i have|i've)\b")
 # All of what was bought goes back: "I want give back everything" (blind8).
@@ -66,24 +79,52 @@ def wanted_parts(text: str) -> list[str]:
 
 def named_lines(lines: Sequence[OrderLine], text: str) -> list[tuple[OrderLine, int]]:
     """The lines of an order the words name outside any part that keeps them, in the order's own order, each with
-    how many go back: the most said of it ("two light bulb"), all of it for "everything", else one."""
+    how many go back: the most said of it ("two light bulb"), all of it for "everything", else one. A count in a part
+    about what was bought ("I got three of them chargers") says nothing of how many go back."""
     named: dict[str, int] = {}
-    kept: set[str] = set()
+    kept = kept_lines(lines, text)
     for part in _parts(text):
         said = query_terms(part).words
         for line in lines:
-            if not names(said, line.name):
-                continue
-            if _KEPT.search(part):
-                kept.add(line.sku)
-            else:
-                named[line.sku] = max(named.get(line.sku, 0), said_count(part, line.name) or 0)
+            if names(said, line.name) and not _KEPT.search(part):
+                count = 0 if _HAD.search(part) else said_count(part, line.name) or 0
+                named[line.sku] = max(named.get(line.sku, 0), count)
     whole = bool(_EVERYTHING.search(text))
     return [
         (line, min(line.returnable_quantity, named[line.sku] or (line.returnable_quantity if whole else 1)))
         for line in lines
         if line.sku in named and line.sku not in kept and line.returnable_quantity > 0
     ]
+
+
+def kept_lines(lines: Sequence[OrderLine], text: str) -> set[str]:
+    """The product codes of the lines the words keep: named in a part that keeps them ("I'm keeping the blender"),
+    or in the part before one that keeps "them" ("The screen protectors are great, I'm keeping them")."""
+    kept: set[str] = set()
+    before: set[str] = set()
+    for part in _parts(text):
+        said = query_terms(part).words
+        here = {line.sku for line in lines if names(said, line.name)}
+        if _KEPT.search(part):
+            kept |= here
+        if not here and _KEPT_BEFORE.search(part):
+            kept |= before
+        before = here
+    return kept
+
+
+def count_back(text: str, line: OrderLine) -> int:
+    """How many of one line go back: the count said in a part that sends something back ("send two of them back"), not
+    in one about what was bought or is kept ("I got three", "I'll keep the one"); else one. Never more than may go
+    back."""
+    for part in _parts(text):
+        if _KEPT.search(part) or _HAD.search(part):
+            continue
+        if _GOING.search(part):
+            count = said_count(part, line.name)
+            if count is not None:
+                return max(1, min(count, line.returnable_quantity))
+    return 1
 
 
 def names(said: Iterable[str], name: str) -> bool:
@@ -105,7 +146,7 @@ def said_count(text: str, name: str) -> int | None:
     """The first number of the words that is not part of the product's name ("27 inch monitor", "Two slice
     toaster"), if they say one."""
     own = {token for token, _ in number_tokens(words(name))}
-    for token, _ in number_tokens(words(text)):
+    for token, _ in number_tokens(words(_MEASURE.sub(" ", text))):
         if token.isdigit() and token not in own and 0 < int(token) <= MAX_QUANTITY:
             return int(token)
     return None

@@ -55,6 +55,10 @@ MAX_ANSWER_WORDS = 16
 # E8 3RL"), with room: longer words with a digit in them are something else ("just the cable then, one of them").
 _ATTEMPT_CHARS = 12
 _PIECE_END = re.compile(r"(?<=[.?!])\s+|,\s+")
+# An e-mail address as written or as said, alone of the words around it: "But the e-mail I know: ioana dot marin at
+# example dot com." (blind10: the words before it made the whole answer no e-mail).
+_JOIN = r"\s*(?:\.|\s(?:dot|underscore|dash|hyphen)\s)\s*"
+_SAID_EMAIL = re.compile(rf"(?i)\b[\w+-]+(?:{_JOIN}[\w+-]+)*(?:\s*@\s*|\s+at\s+)[\w-]+(?:{_JOIN}[\w-]+)+")
 # What a call record and the supervisor see of an answer to the security question, right or wrong: that one was
 # given, not its length (a postcode's length says which country), nor anything of it.
 MASKED_ANSWER = "•••"
@@ -116,7 +120,8 @@ def _forms(answer: str) -> tuple[str, ...]:
     # And the one piece (sentence or clause) with a digit in it, when only one has: "It was delivered here, to my
     # house, so the postcode is GU2 7XH.", "GU2 7XH. It came to my house." (blind9). Two such pieces are two guesses.
     coded = [piece for piece in _PIECE_END.split(bare) if any(c.isdigit() for c in piece)]
-    forms = (answer, bare, sentences[-1], *coded[:1] * (len(coded) == 1))
+    emails = [found.group() for found in _SAID_EMAIL.finditer(bare)]
+    forms = (answer, bare, sentences[-1], *coded[:1] * (len(coded) == 1), *emails[:1] * (len(emails) == 1))
     return tuple(form for form in dict.fromkeys(forms) if len(words(form)) <= MAX_ANSWER_WORDS)
 
 

@@ -8,7 +8,7 @@ from typing import cast
 import pytest
 
 from callcenter.agents import AGENTS, SWARM, build_registry
-from callcenter.basket import count_in, listed_products, named_lines
+from callcenter.basket import count_back, count_in, kept_lines, listed_products, named_lines
 from callcenter.shop import Shop
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools import shop_tools
@@ -70,6 +70,27 @@ def test_how_many_of_each_line_go_back(shop: Shop) -> None:
         ("LB-520", 1),
         ("DL-530", 1),
     ]
+
+
+def test_lines_kept_by_a_pronoun_after_them_stay(shop: Shop) -> None:
+    # Blind10: "The screen protectors are grand, I'm keeping them" sent the protectors back beside the case.
+    order = shop.place_order(CALLER, [("PH-310", 1), ("PH-320", 2)], "k1")
+    said = "I'd like to send the case back, please. The screen protectors, I'm keeping them, and the speaker is fine."
+    assert kept_lines(order.lines, said) == {"PH-320"}
+    assert [(line.sku, n) for line, n in named_lines(order.lines, said)] == [("PH-310", 1)]
+    broken = "The screen protector is cracked, I don't want it."  # not kept: it goes back
+    assert kept_lines(order.lines, broken) == set() and named_lines(order.lines, broken)[0][0].sku == "PH-320"
+
+
+def test_how_many_of_one_line_go_back_is_the_count_of_the_return_not_of_the_purchase(shop: Shop) -> None:
+    (line,) = shop.place_order(CALLER, [("CH-110", 3)], "k1").lines
+    derry = (
+        "I got three of them USB-C wall chargers last week. So I want to send two of them back, and I'll keep the one."
+    )
+    assert count_back(derry, line) == 2
+    assert count_back("Two chargers back, mind. I'm keeping one of the three.", line) == 2
+    assert count_back("The charger stopped working after two hours.", line) == 1  # no count of the return
+    assert count_back("Send all ten back.", line) == 3  # never more than was bought
 
 
 def test_how_many_is_the_first_number_not_in_the_products_name() -> None:
@@ -153,6 +174,29 @@ async def test_two_lines_of_one_order_go_back_after_one_yes(shop: Shop) -> None:
     assert done.startswith("Your returns are registered: the Electric kettle, number")
     (after,) = shop.find_orders(order_number=order.order_number)
     assert {line.sku: line.returned_quantity for line in after.lines} == {"KT-410": 1, "TB-430": 1, "BL-440": 0}
+
+
+async def test_a_count_or_a_keep_said_at_the_read_back_is_read_back_again(shop: Shop) -> None:
+    three = shop.place_order(CALLER, [("CH-110", 3)], "k1")
+    two_lines = shop.place_order(CALLER, [("PH-310", 1), ("PH-320", 1)], "k2")
+
+    def finds(request: CompletionRequest):
+        if request.agent == "triage":
+            return reply("", ("navigate_to_refund", {}))
+        return reply("", ("find_order", {"product": request.messages[-1].content}))
+
+    session = session_with(shop, ScriptedProvider(finds, name="model"))
+    read_back = await session.complete("I got three USB-C chargers and I want to send two of them back.")
+    assert read_back == (
+        f"I found your order {' '.join(three.order_number)} from {three.created_at.strftime('%d %B').lstrip('0')}. "
+        "Shall I start a return of 2 USB-C phone charger?"
+    )
+    session = session_with(shop, ScriptedProvider(finds, name="model"))
+    both = await session.complete("I want to return the phone case and the screen protector.")
+    assert both.endswith("Shall I start a return of 1 Smartphone case and 1 Screen protector?")
+    assert two_lines.order_number.replace("", " ").strip() in both
+    narrowed = await session.complete("Just the phone case, please. I'm keeping the screen protector and the speaker.")
+    assert narrowed.endswith("with the Smartphone case. Shall I start a return for it?")
 
 
 async def test_lines_that_cannot_all_go_back_write_none(shop: Shop) -> None:

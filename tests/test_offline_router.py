@@ -101,6 +101,9 @@ def test_fill_arguments_uses_caller_words_and_digits_only():
         ),
         ("the 27 inch monitor, the big one", None),
         ("two of them, the quiet ones", 2),
+        # Blind10: a count taken back counts nothing, and "just the one" is one.
+        ("Sorry, just the one keyboard now, not two.", 1),
+        ("Only one, not two.", 1),
     ],
 )
 def test_fill_arguments_takes_how_many_from_a_word_or_a_short_number(said: str, quantity: int | None) -> None:

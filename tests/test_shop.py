@@ -273,6 +273,12 @@ def test_spoken_digits(said: str, digits: str) -> None:
     assert spoken_digits(said) == digits
 
 
+def test_the_digits_at_the_end_of_a_long_story_are_read() -> None:
+    # A caller's 600 characters of story ended with the order number, past what a product search reads (blind10).
+    story = "I bought a laptop stand and it wobbles like a jelly whenever I type, you see. " * 8
+    assert len(story) > 600 and spoken_digits(f"{story} The order number is 5 9 7 3 2.") == "59732"
+
+
 # --- orders ---------------------------------------------------------------------------
 
 

@@ -230,7 +230,10 @@ async def test_claimed_caller_id_is_not_enough_even_for_the_own_number(shop: Sho
             "on the order instead? It's jane dot doe at example dot com.",
             True,
         ),
-        (("email",), "It's the one I use for everything, the address is jane dot doe at example dot com.", False),
+        # blind10: the one e-mail address in the words, whatever is said around it; two are two guesses
+        (("email",), "It's the one I use for everything, the address is jane dot doe at example dot com.", True),
+        (("email",), "The postcode, I am not sure. But the e-mail I know: jane dot doe at example dot com.", True),
+        (("email",), "Maybe jane at example dot com, or jane dot doe at example dot com?", False),
         # blind9: the code in the last clause of a long sentence, or in the one sentence with a digit
         (("postcode",), "It was delivered here, to my house, so the postcode is 80331.", True),
         (("postcode",), "80331. It came to my house.", True),

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from callcenter.basket import ADDING, named_lines
+from callcenter.basket import ADDING, count_back, kept_lines, named_lines
 from callcenter.shop import Order, OrderLine, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import RETURN_PHRASES
@@ -298,12 +298,13 @@ def _said_back(
     """The order found, read back with the line (or `going`: the lines, and how many of each) the caller's words
     name, and the return proposed."""
     order = orders[0]
-    lines = list(going) if len(going) > 1 else [(_matching_line(order, product), 1)]
+    lines = list(going) or [(_matching_line(order, product), 1)]
+    several = len(lines) > 1 or lines[0][1] > 1
     when = order.created_at.strftime("%d %B").lstrip("0")
     opening = "I couldn't find that product, but I found" if guessed else "I found"
     found = f"{opening} your order {digits(order.order_number)} from {when}"
     # With several lines going back, only they are named: an order's other lines said beside them read as going too.
-    found += "." if len(lines) > 1 else f" with the {lines[0][0].name}."
+    found += "." if several else f" with the {lines[0][0].name}."
     if status:
         # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
         say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
@@ -313,6 +314,7 @@ def _said_back(
     arguments: dict[str, Any] = {"order_number": order.order_number, "sku": first.sku, "quantity": quantity}
     if more:
         arguments["also"] = {line.sku: count for line, count in more}
+    if several:
         say = f"{found} Shall I start a return of {counted([(line.name, count) for line, count in lines])}?"
     else:
         say = f"{found} Shall I start a return for it?"
@@ -331,17 +333,24 @@ def _returned(made: Sequence[Return]) -> dict[str, Any]:
 
 
 def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> list[tuple[OrderLine, int]]:
-    """The lines of `order` the caller's words send back, and how many of each, when more than one line: those named
-    outside any part that keeps them, and, when the words add to the return of this order on offer ("and the toaster
-    too"), its lines."""
-    going = {line.sku: quantity for line, quantity in named_lines(order.lines, product or "")}
+    """The lines of `order` the caller's words send back, and how many of each: those named outside any part that
+    keeps them, and, when the words add a line to the return of this order
+    on offer ("and the toaster too"), its lines; of one line, the count said of it ("send two of them back")."""
     said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+    kept = kept_lines(order.lines, said)
+    going = {line.sku: quantity for line, quantity in named_lines(order.lines, product or "") if line.sku not in kept}
     proposal = answered_proposal(events)
     same_order = proposal is not None and proposal.get("arguments", {}).get("order_number") == order.order_number
-    if same_order and ADDING.search(said) and yes_or_no(said) is not False:
-        going = {**offered_lines(events, "create_return"), **going}
+    offered = offered_lines(events, "create_return") if same_order else {}
+    # Only words that add a line grow the return on offer: "I'm keeping the protectors and the speaker" has an "and".
+    if set(going) - set(offered) and ADDING.search(said) and yes_or_no(said) is not False:
+        going = {sku: count for sku, count in {**offered, **going}.items() if sku not in kept}
     lines = [(line, going[line.sku]) for line in order.lines if line.sku in going]
-    return lines if len(lines) > 1 else []
+    if len(lines) > 1:
+        return lines
+    line = lines[0][0] if lines else _matching_line(order, product)
+    count = lines[0][1] if lines and lines[0][1] > 1 else count_back(said, line)
+    return [(line, count)] if lines or count > 1 else []
 
 
 def _matching_line(order: Order, product: str | None) -> Any:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 # Longer input is a transcription accident, not a product description.
 MAX_QUERY_CHARS = 500
+# A caller's whole turn, read for the numbers in it: a story of 600 characters ended with its order number (blind10).
+MAX_TURN_CHARS = 5000
 
 _UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine".split())}
 _TEENS = {
@@ -23,9 +25,10 @@ _APOSTROPHES = re.compile(r"['\u2019\u2018`]")
 _WORD = re.compile(r"[^\W_]+")
 
 
-def words(text: str) -> list[str]:
-    """Case-folded words; apostrophes are dropped, not split on, so "I'd" is one stop word and not "i" + "d"."""
-    text = unicodedata.normalize("NFKC", text[:MAX_QUERY_CHARS]).casefold()
+def words(text: str, limit: int = MAX_QUERY_CHARS) -> list[str]:
+    """Case-folded words of the first `limit` characters; apostrophes are dropped, not split on, so "I'd" is one stop
+    word and not "i" + "d"."""
+    text = unicodedata.normalize("NFKC", text[:limit]).casefold()
     return _WORD.findall(_APOSTROPHES.sub("", text))
 
 
@@ -97,7 +100,7 @@ def spoken_digits(text: str) -> str:
     "one two three four five", "12 345", "twelve three forty five" and "double one
     oh five" give "12345", "12345", "12345" and "1105".
     """
-    said = [("zero" if w in ("oh", "o") else w) for w in words(text)]
+    said = [("zero" if w in ("oh", "o") else w) for w in words(text, MAX_TURN_CHARS)]
     expanded: list[str] = []
     repeat = 1
     for word in said:

@@ -62,7 +62,11 @@ _NOT_A_COUNT = re.compile(
     r"\b(?:" + "|".join(COUNT_WORDS) + r"|\d+)[\s-]+(?:metres?|meters?|inch(?:es)?|litres?|liters?|hours?|watts?|mm|"
     r"cm|slices?|months?|years?|days?|weeks?|minutes?)\b|\b(?:the|that|this|which|another|other)(?: \w+)? ones?\b"
     r"|\b(?:compare|between) the (?:two|three)\b"
+    # A count taken back ("just the one keyboard now, not two"): blind10 was offered two again.
+    r"|\bnot (?:the )?(?:" + "|".join(COUNT_WORDS) + r"|\d+)\b"
 )
+# "Just the one", "only the one": how many, not a pronoun.
+_JUST_ONE = re.compile(r"(?i)\b(?:just|only) the one\b")
 
 
 class OfflineRouter:
@@ -362,6 +366,7 @@ def said_quantity(text: str) -> int | None:
     """How many the words ask for: the last count said with its unit, else the first number that counts things."""
     said = normalise(text)
     counted = _COUNTED.findall(said)
+    said = _JUST_ONE.sub(" 1 ", said)
     count = counted[-1] if counted else next(iter(_COUNT.findall(_NOT_A_COUNT.sub(" ", said))), None)
     return None if count is None else COUNT_WORDS.get(count) or int(count)
 
