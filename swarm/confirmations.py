@@ -64,7 +64,11 @@ _THAT_ONE = re.compile(
 )
 _NUMBER = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + ")"
 _OTHER = re.compile(rf"\bother {_NUMBER}\b")
-_SHARED_ONE = re.compile(r"\bone (for|each|too)\b")
+# How many are shared out: "one for us and one for the kids", "one for me and two for my friends" (blind10).
+_AWAY = re.compile(
+    r"\b(?:another thing|something else|instead|rather|never mind|forget (?:it|that)|(?:what a|such a) (?:shame|pity))\b"
+)
+_SHARED_ONE = re.compile(rf"\b{_NUMBER} (?:for (?:me|my|him|her|us|them|the|our|your|each)\b|each\b|too\b)")
 # A change said as one: "make it three", "change that to two", "three instead".
 _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
 # A statement with a question tag is no question: "it's three packs I want, yeah? Three." (Liverpool) changes one to
@@ -115,6 +119,8 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # "Wait, make it three instead": the change is read back again
     if answer is not True:
         return answer
+    if picked_lines(text, proposal) is not None:
+        return None  # some of several picked out: read back again
     return True if plain_yes(text, quantities(proposal), _item_words(proposal)) else None
 
 
@@ -150,7 +156,39 @@ def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
         and "?" not in text
         and not changes_quantity(text, proposal)
         and not _OTHERWISE.search(normalise(text))
+        and picked_lines(text, proposal) is None
     )
+
+
+def turns_away(text: str) -> bool:
+    """Words that leave what is on offer for something else: "Ah, what a shame. Okay, then another thing: the
+    blender" to a coffee grinder offered for an espresso machine (blind10: both were ordered)."""
+    return bool(_AWAY.search(normalise(text)))
+
+
+def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | None:
+    """The products or lines of a read-back of several ("also") that the words name, when they name some and not all
+    (product code to how many): "Yes, is correct, one blender." to a coffee grinder and a blender (blind10) picks the
+    blender. None when they name all, none, or the read-back holds one."""
+    arguments = proposal.get("arguments")
+    item = proposal.get("item")
+    if (
+        not isinstance(arguments, Mapping)
+        or not isinstance(arguments.get("also"), Mapping)
+        or not isinstance(item, str)
+    ):
+        return None
+    lines = {str(arguments.get("sku")): arguments.get("quantity", 1), **arguments["also"]}
+    names = re.split(r",\s*|\s+and\s+", item)
+    if len(names) != len(lines):
+        return None  # a name with "and" in it: which is which is in doubt
+    said = _THAT_ONE.sub(r"\1", normalise(text)).split()
+    named = [
+        sku
+        for sku, name in zip(lines, names, strict=True)
+        if any(_names(word, frozenset(w for w in normalise(name).split() if len(w) > 2)) for word in said)
+    ]
+    return {sku: lines[sku] for sku in named} if 0 < len(named) < len(lines) else None
 
 
 def same_action(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:

@@ -270,6 +270,18 @@ async def test_two_prices_asked_to_compare_are_said_and_the_one_chosen_is_offere
     both = await session.complete(asked)
     assert both.startswith("We have the Smartwatch for 149 euros and the Fitness band for 39 euros.")
     chosen = "Okay, wow, the band's way cheaper. I'll take the cheaper one, the fitness band. Just the one, please."
-    assert (await session.complete(chosen)).startswith("We have the Fitness band for 39 euros.")
+    assert (await session.complete(chosen)) == "That is 1 Fitness band for 39 euros in total. Shall I place the order?"
     assert (await session.complete("Champion, aye, all on the one order then.")).startswith("Your order is placed.")
     assert model.requests == []
+
+
+async def test_another_thing_after_an_offer_is_offered_on_its_own(shop: Shop) -> None:
+    # Blind10: a coffee grinder offered for an espresso machine was ordered beside the blender asked for next.
+    session = session_with(shop, answers("The model answers."))
+    assert (await session.complete("I am looking for a coffee grinder.")).startswith("We have the Coffee grinder")
+    instead = "Ah, what a shame. Okay, then another thing: the blender, the small one. How much it costs?"
+    assert (await session.complete(instead)).startswith("We have the Blender for 42 euros.")
+    added = "And the blender too, please."
+    session = session_with(shop, answers("The model answers."))
+    await session.complete("I am looking for a coffee grinder.")
+    assert (await session.complete(added)).startswith("We have the Coffee grinder for 69 euros and the Blender")

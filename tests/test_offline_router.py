@@ -9,7 +9,7 @@ import pytest
 
 from callcenter.agents import ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
-from swarm.confirmations import changes_quantity, consent, new_quantity, restates_item, yes_or_no
+from swarm.confirmations import changes_quantity, consent, new_quantity, picked_lines, restates_item, yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion
 from swarm.providers.offline import OfflineRouter, fill_arguments
@@ -161,6 +161,9 @@ ORDER_SPEC = ToolSpec(
         ("Yes, just the one. The other two are fine.", {"sku": "K-1", "quantity": 1}),  # "other two": the rest
         ("Yes, three, one for each of us.", {"sku": "K-1", "quantity": 3}),  # "one for" shares the three out
         ("I'll take two, one for us and one for the kids.", {"sku": "K-1", "quantity": 2}),
+        # blind10: the count, then how it is shared out
+        ("Okay, good. I will take two, please. One for me and one for my friend.", {"sku": "K-1", "quantity": 2}),
+        ("Okay. I will take four, please. One for me and three for my friends.", {"sku": "K-1", "quantity": 4}),
         ("Have you got a toaster, a small one? I'll take one if you have.", {"sku": "K-1", "quantity": 3}),  # asked
         ("It's two I want, yeah? Two.", {"sku": "K-1", "quantity": 2}),  # a question tag asks nothing (blind6)
         ("Yes, that's grand, go ahead.", {"sku": "K-1", "quantity": 3, "confirmed": True}),  # blind6, Cork
@@ -408,7 +411,7 @@ async def test_triage_transfers_only_a_caller_who_asks_for_a_person(said: str, t
         ("Yes. Everything: two bulb and one lamp. Please do it.", True),  # blind8: each line's own quantity
         ("Yes, both of them.", True),
         ("Yes, three bulbs.", None),
-        ("Yes, one bulb.", True),  # a number said is one of the read-back's: which line it names is in doubt
+        ("Yes, one bulb.", None),  # one of the two lines named: it is read back again on its own (blind10)
     ],
 )
 def test_a_read_back_of_several_lines_has_their_quantities(said: str, agreed: bool | None) -> None:
@@ -416,6 +419,29 @@ def test_a_read_back_of_several_lines_has_their_quantities(said: str, agreed: bo
     proposal = {"tool": "create_return", "arguments": arguments, "item": "Smart light bulb and Desk lamp"}
     assert consent(said, proposal) is agreed
     assert new_quantity("Make it three.", proposal) is None  # which line? the model decides
+
+
+def test_some_of_several_picked_at_the_read_back_are_read_back_on_their_own() -> None:
+    # Blind10: "Yes, is correct, one blender." to a coffee grinder and a blender placed both.
+    arguments = {"sku": "CF-420", "quantity": 1, "also": {"BL-440": 1}}
+    basket = {"tool": "place_order", "arguments": arguments, "item": "Coffee grinder and Blender"}
+    said = "Yes, is correct, one blender. Grazie, go ahead."
+    assert picked_lines(said, basket) == {"BL-440": 1} and consent(said, basket) is None
+    assert picked_lines("Yes, the grinder and the blender.", basket) is None  # all of them: a yes
+    assert picked_lines("Yes, go ahead.", basket) is None
+    router = OfflineRouter({}, {"sales": "What are you looking for?"})
+    say = "That is 1 Coffee grinder and 1 Blender. Shall I place the order?"
+    read_back = {"say": say, "proposal": basket}
+    history = (
+        Message("user", "a grinder and a blender"),
+        Message("tool", json.dumps(read_back), agent="sales", tool_call_id="c", tool_name="place_order"),
+        Message("assistant", say, agent="sales"),
+        Message("user", said),
+    )
+    order = ToolSpec("place_order", "", {"type": "object", "properties": {"sku": {}, "quantity": {}, "also": {}}})
+    request = CompletionRequest("sales", "c1", history, (order,))
+    call = router.changed_call(request)
+    assert call is not None and call.arguments == {"sku": "BL-440", "quantity": 1}
 
 
 @pytest.mark.parametrize(

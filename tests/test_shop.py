@@ -613,8 +613,9 @@ def test_an_order_number_or_a_made_up_name_is_no_product_code_to_order(shop: Sho
     context = ToolContext("c1", "sales", NoSession())
     number = order.errors({"sku": "19729", "also": {"quantity": 1, "sku": 19729}}, context)
     assert number[0] == "'19729' is not a product code; to read an order by its number, call find_order"
-    assert "'quantity' is not a product code" in number and number[-1].startswith("use only product codes")
-    assert order.errors({"sku": "WC-240", "also": {"quantity": 1}}, context)[0] == "'quantity' is not a product code"
+    assert len(number) == 2 and number[-1].startswith("use only product codes")  # the echoed fields are no codes
+    assert order.errors({"sku": "WC-240", "also": {"XX-1": 1}}, context)[0] == "'XX-1' is not a product code"
+    assert order.errors({"sku": "WC-240", "also": {"quantity": 3, "sku": 1}}, context) == []
     assert order.errors({"sku": "WC-240", "quantity": 2, "also": {"LP-250": 1}}, context) == []
     assert order.errors({"sku": "coffee grinder"}, context) == []  # words: offered what they name, as above
 

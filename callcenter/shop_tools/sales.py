@@ -27,7 +27,7 @@ from callcenter.shop_tools.results import (
 from callcenter.store.domain import OneProductPerOrder, ShopUnavailable
 from callcenter.store.terms import query_terms
 from swarm import Event, Tool, ToolContext, UserText, tool_from_function
-from swarm.confirmations import yes_or_no
+from swarm.confirmations import turns_away, yes_or_no
 
 
 def sales_tools(shop: ShopBackend) -> list[Tool]:
@@ -83,7 +83,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         events = context.session.events
         said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
         offered = offered_lines(events, "place_order")
-        if not offered or not ADDING.search(said) or yes_or_no(said) is False:
+        if not offered or not ADDING.search(said) or turns_away(said) or yes_or_no(said) is False:
             return []
         more = named_product(shop, query)
         if more is None or more.sku in offered:
@@ -109,8 +109,9 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             also: more products on the same order, product code to how many
         """
         try:
-            if also:
-                return _place_basket(context, {sku: quantity, **{k: v for k, v in also.items() if k != sku}}, confirmed)
+            more = _more_products(sku, also)
+            if more:
+                return _place_basket(context, {sku: quantity, **more}, confirmed)
             return _place_order(context, sku, quantity, confirmed)
         except ShopUnavailable as error:
             return system_down(context, error)
@@ -118,9 +119,10 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
     def _unknown_codes(arguments: dict[str, Any], context: ToolContext) -> list[str]:
         """place_order's product codes that are none, sent back to the model before anything runs. Asked "Can you
         tell me what is in it?" of an order number, the 1.5B ordered the number as a product, 4 times of 4 (blind9);
-        it also filled `also` with its own argument names. Words for a product stay (the search fallback below)."""
+        it also put the product's own fields in `also` (dropped: _more_products). Words for a product stay (the search
+        fallback below)."""
         sku = str(arguments.get("sku", ""))
-        more = [str(code) for code in arguments.get("also") or {} if str(code) != sku]
+        more = list(_more_products(sku, arguments.get("also")))
         try:
             errors = [f"{code!r} is not a product code" for code in more if shop.get_product(code) is None]
             if not re.search(r"[a-z]", sku, re.I) and shop.get_product(sku) is None:
@@ -214,6 +216,17 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             validate=_unknown_codes,
         ),
     ]
+
+
+# What the 1.5B echoed of a product into `also` ({"sku": ..., "quantity": 3, "name": ...}, blind10): no product.
+_ECHOED = frozenset({"sku", "quantity", "name", "description", "price", "stock", "confirmed", "also", "order_number"})
+
+
+def _more_products(sku: str, also: Any) -> dict[str, int]:
+    """The products of `also` beside `sku`, without the fields of a product echoed into it."""
+    if not isinstance(also, dict):
+        return {}
+    return {str(code): count for code, count in also.items() if str(code) not in {sku, *_ECHOED}}
 
 
 def _orders_said(placed: Sequence[tuple[Product, Order]]) -> str:

@@ -25,6 +25,7 @@ from swarm.confirmations import (
     normalise,
     pending_proposal,
     pending_question,
+    picked_lines,
     plain_yes,
     restates_item,
     restates_quantity,
@@ -304,6 +305,12 @@ def _read_back_again(
     arguments = proposal.get("arguments", {})
     if tool is None or not isinstance(arguments, Mapping):
         return None
+    if (picked := picked_lines(text, proposal)) is not None:
+        # Some of several read back picked out ("Yes, one blender." to a grinder and a blender): those read back.
+        (sku, count), *more = picked.items()
+        narrowed = {"sku": sku, "quantity": count, **({"also": dict(more)} if more else {})}
+        rest = {k: v for k, v in arguments.items() if k not in ("sku", "quantity", "also", "confirmed")}
+        return _call(tool.name, {**rest, **narrowed})
     given = {k: v for k, v in _given_arguments(tool, text).items() if k not in _FREE_TEXT | {"confirmed", "quantity"}}
     if (quantity := new_quantity(text, proposal)) is not None and quantity < 100:  # longer numbers are codes
         given["quantity"] = quantity  # the one number that changes it, not the first said ("want one too")
