@@ -30,12 +30,16 @@ _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
 _REFUSAL = re.compile(r"\b(nope|don't|do not|not|cancel)\b")
 # Sayings whose "no" or "not" negates nothing: "Okay, that's not bad at all. Fine, I'll take one." was heard as a
 # no, and the caller's purchase went to the model (which asked them to repeat it).
-_NOT_A_NO = re.compile(r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not)\b")
+# "Only one, not two" takes a number back, not the offer (blind10).
+_NOT_A_NO = re.compile(
+    r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not"
+    r"|not (the )?(\d{1,2}|" + "|".join(COUNT_WORDS) + r"))\b"
+)
 # The only words a plain yes is made of: agreement, politeness, and "it"/"them" for the thing read back.
 _PLAIN = frozenset(
     "yes yeah yep yup aye sure correct okay ok absolutely right confirm please do it go ahead that's that "
     "great perfect lovely fine good sounds thanks thank you i'll i'd i will i would like take them order is "
-    "for me the and buy return start place of with put through just only "
+    "for me the and buy return start place of with put through just only make process proceed "
     # How people across these islands agree, and whom they call it to: "Yes, that's grand, go ahead." (Cork), "Aye,
     # that's the one. On you go." (Glasgow), "Go ahead, my love." (Cornwall) were read back again, and again.
     "grand brilliant cheers ta champion canny sound cracking super wonderful excellent fab smashing magic nice cool "
@@ -63,7 +67,7 @@ _THAT_ONE = re.compile(
     r"\b(that|this)(?:'s| is)?(?: the)? one\b|\b(all )?(?:on|in) (?:the|a) (?:one|same|single) order\b"
 )
 _NUMBER = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + ")"
-_OTHER = re.compile(rf"\bother {_NUMBER}\b")
+_OTHER = re.compile(rf"\bother {_NUMBER}\b|\bnot {_NUMBER}\b")  # the rest, or a number taken back ("not two")
 # How many are shared out: "one for us and one for the kids", "one for me and two for my friends" (blind10).
 _AWAY = re.compile(
     r"\b(?:another thing|something else|instead|rather|never mind|forget (?:it|that)|(?:what a|such a) (?:shame|pity))\b"
@@ -333,8 +337,8 @@ def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
 
 
 def _numbers(text: str) -> set[int]:
-    """The numbers said on their own, but those of "the other three" (the rest, not what is asked for); three or
-    more one after another are a code ("order 1 2 3 4 5")."""
+    """The numbers said on their own, but those of "the other three" (the rest, not what is asked for) and "not two"
+    (taken back); three or more one after another are a code ("order 1 2 3 4 5")."""
     said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", _COMPOUND.sub(_compound, normalise(text))))
     found = _alone(said)
     # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.

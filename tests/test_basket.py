@@ -189,7 +189,7 @@ async def test_a_count_or_a_keep_said_at_the_read_back_is_read_back_again(shop: 
     read_back = await session.complete("I got three USB-C chargers and I want to send two of them back.")
     assert read_back == (
         f"I found your order {' '.join(three.order_number)} from {three.created_at.strftime('%d %B').lstrip('0')}. "
-        "Shall I start a return of 2 USB-C phone charger?"
+        "Shall I start a return of 2 USB-C phone chargers?"
     )
     session = session_with(shop, ScriptedProvider(finds, name="model"))
     both = await session.complete("I want to return the phone case and the screen protector.")
@@ -251,7 +251,7 @@ async def test_the_order_proved_in_the_call_is_the_one_its_things_name(shop: Sho
     assert (await session.complete("Yes, post code is PE1 5DD.")).startswith(f"I found your order {spoken}")
     said = "I buy two light bulb, the colour ones, and one lamp for the desk. I want give back everything."
     read_back = await session.complete(said)
-    assert read_back.endswith("Shall I start a return of 2 Smart light bulb and 1 Desk lamp?")
+    assert read_back.endswith("Shall I start a return of 2 Smart light bulbs and 1 Desk lamp?")
     done = await session.complete("Yes. Everything: two bulb and one lamp. Please do it.")
     assert done.startswith("Your returns are registered")
     (after,) = shop.find_orders(order_number=order.order_number)
@@ -285,3 +285,14 @@ async def test_another_thing_after_an_offer_is_offered_on_its_own(shop: Shop) ->
     session = session_with(shop, answers("The model answers."))
     await session.complete("I am looking for a coffee grinder.")
     assert (await session.complete(added)).startswith("We have the Coffee grinder for 69 euros and the Blender")
+
+
+async def test_a_count_taken_back_at_the_offer_reads_the_order_back(shop: Shop) -> None:
+    # Blind10: "So just the one keyboard then, for me. Only one, not two." to two keyboards offered: offered two again.
+    session = session_with(shop, answers("The model answers."))
+    offer = await session.complete("I'm after the mechanical keyboards. Two of them, please.")
+    assert offer.endswith("Shall I order two for you?")
+    one = await session.complete("Oh, wait. He's bought one himself. So just the one keyboard then. Only one, not two.")
+    assert one == "That is 1 Mechanical keyboard for 89 euros in total. Shall I place the order?"
+    assert (await session.complete("Lovely, go ahead.")).startswith("Your order is placed.")
+    assert [(line.sku, line.quantity) for line in shop.find_orders(customer_phone=CALLER)[0].lines] == [("KB-220", 1)]

@@ -620,6 +620,18 @@ def test_an_order_number_or_a_made_up_name_is_no_product_code_to_order(shop: Sho
     assert order.errors({"sku": "coffee grinder"}, context) == []  # words: offered what they name, as above
 
 
+async def test_a_read_back_echoed_into_a_returns_also_is_no_line(shop: Shop) -> None:
+    # Blind10: the 1.5B wrote create_return(..., also={"tool": 1, "arguments": 1}): "order ... has no item tool."
+    caller = "+442079460321"
+    number = shop.seed_demo_order(caller, [("PB-130", 1)], days_ago=6).order_number
+    create = next(t for t in shop_tools(shop) if t.name == "create_return")
+    context = ToolContext("c1", "refund", NoSession(), metadata={"caller": caller})
+    echoed = {"order_number": number, "sku": "PB-130", "also": {"tool": 1, "arguments": 1}}
+    read_back = await create.call(echoed, context)
+    assert read_back["say"] == f"Shall I start the return of 1 Power bank from order {' '.join(number)}?"
+    assert "also" not in read_back["proposal"]["arguments"]
+
+
 async def test_misheard_product_words_read_back_the_callers_latest_order(shop: Shop) -> None:
     # A hard caller's "headphones" came through Whisper as "handphone": their one order was not found, and
     # the call stalled on "Could you tell me the order number?". Their latest order is offered by name.

@@ -17,6 +17,7 @@ from callcenter.shop_tools.results import (
     counted,
     digits,
     joined,
+    more_items,
     offered_lines,
     order_json,
     proposed,
@@ -185,7 +186,7 @@ def refund_tools(
             confirmed: true only after the caller agreed
             also: more items of the same order going back, product code to how many
         """
-        going = {sku: quantity, **{k: v for k, v in (also or {}).items() if k != sku}}
+        going = {sku: quantity, **more_items(sku, also)}
         try:
             return await _create_return(context, order_number, going, reason, confirmed)
         except ShopUnavailable as error:

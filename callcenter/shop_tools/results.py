@@ -43,8 +43,28 @@ def joined(things: Iterable[str], article: str = "the ") -> str:
 
 
 def counted(lines: Sequence[tuple[Product, int]] | Sequence[tuple[str, int]]) -> str:
-    """ "1 Wireless mouse and 2 Desk lamp", as the read-backs say it."""
-    return joined((f"{q} {p.name if isinstance(p, Product) else p}" for p, q in lines), article="")
+    """ "1 Wireless mouse and 2 Desk lamps", as the read-backs say it."""
+    return joined((amount(q, p.name if isinstance(p, Product) else p) for p, q in lines), article="")
+
+
+def amount(quantity: int, name: str) -> str:
+    """How many of a product, as a person says it: "1 Water bottle", "3 Water bottles" (a read-back of "3 Water
+    bottle" was no read-back of three bottles to a blind10 caller)."""
+    if quantity == 1:
+        return f"1 {name}"
+    head, _, last = name.rpartition(" ")
+    if last.lower() in _IRREGULAR:
+        last = _IRREGULAR[last.lower()]
+    elif last.lower().endswith(("x", "ch", "sh", "ss")):
+        last += "es"
+    elif len(last) > 1 and last[-1].lower() == "y" and last[-2].lower() not in "aeiou":
+        last = last[:-1] + "ies"
+    elif not last.lower().endswith("s"):  # "headphones", "earbuds", "shoes": already more than one
+        last += "s"
+    return f"{quantity} {head} {last}" if head else f"{quantity} {last}"
+
+
+_IRREGULAR = {"mouse": "mice"}
 
 
 def offered_lines(events: Sequence[Event], tool: str) -> dict[str, int]:
@@ -90,3 +110,18 @@ def order_json(o: Order) -> dict[str, Any]:
 def digits(code: str) -> str:
     """Order codes read digit by digit, as people write them down."""
     return " ".join(code)
+
+
+# What the 1.5B echoed into `also` of a product ({"sku": ..., "quantity": 3, "name": ...}) or of a read-back's
+# proposal ({"tool": 1, "arguments": 1}) (blind10): no product of an order.
+_ECHOED = frozenset(
+    {"sku", "quantity", "name", "description", "price", "stock", "confirmed", "also", "order_number", "reason"}
+    | {"tool", "arguments", "item"}
+)
+
+
+def more_items(sku: str, also: Any) -> dict[str, int]:
+    """The more products or lines of `also` beside `sku`, without what the model echoed into it."""
+    if not isinstance(also, dict):
+        return {}
+    return {str(code): count for code, count in also.items() if str(code) not in {sku, *_ECHOED}}

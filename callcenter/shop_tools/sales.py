@@ -14,11 +14,13 @@ from callcenter.shop import Order, Product, ShopError
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import SALES_PHRASES
 from callcenter.shop_tools.results import (
+    amount,
     caller_of,
     counted,
     digits,
     euros,
     joined,
+    more_items,
     offered_lines,
     product_json,
     proposed,
@@ -109,7 +111,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             also: more products on the same order, product code to how many
         """
         try:
-            more = _more_products(sku, also)
+            more = more_items(sku, also)
             if more:
                 return _place_basket(context, {sku: quantity, **more}, confirmed)
             return _place_order(context, sku, quantity, confirmed)
@@ -122,7 +124,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         it also put the product's own fields in `also` (dropped: _more_products). Words for a product stay (the search
         fallback below)."""
         sku = str(arguments.get("sku", ""))
-        more = list(_more_products(sku, arguments.get("also")))
+        more = list(more_items(sku, arguments.get("also")))
         try:
             errors = [f"{code!r} is not a product code" for code in more if shop.get_product(code) is None]
             if not re.search(r"[a-z]", sku, re.I) and shop.get_product(sku) is None:
@@ -197,7 +199,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             return {"error": "quantity must be at least 1"}
         total = euros(product.price_cents * quantity)
         if not confirmed:
-            say = f"That is {quantity} {product.name} for {total} in total. Shall I place the order?"
+            say = f"That is {amount(quantity, product.name)} for {total} in total. Shall I place the order?"
             return {
                 "say": say,
                 "needs_confirmation": True,
@@ -216,17 +218,6 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             validate=_unknown_codes,
         ),
     ]
-
-
-# What the 1.5B echoed of a product into `also` ({"sku": ..., "quantity": 3, "name": ...}, blind10): no product.
-_ECHOED = frozenset({"sku", "quantity", "name", "description", "price", "stock", "confirmed", "also", "order_number"})
-
-
-def _more_products(sku: str, also: Any) -> dict[str, int]:
-    """The products of `also` beside `sku`, without the fields of a product echoed into it."""
-    if not isinstance(also, dict):
-        return {}
-    return {str(code): count for code, count in also.items() if str(code) not in {sku, *_ECHOED}}
 
 
 def _orders_said(placed: Sequence[tuple[Product, Order]]) -> str:

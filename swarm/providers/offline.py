@@ -353,7 +353,13 @@ def _answer_in(text: str) -> str | None:
     if not sentences or any("?" in s for s in sentences) or yes_or_no(sentences[-1]) is False:
         return None
     coded = [s for s in sentences if _coded(s)]
+    if len(coded) > 1 and all(_bare(c).endswith(_bare(coded[-1])) for c in coded):
+        coded = coded[-1:]  # said, then said again: "... so the postcode is B A 2, 4 Q T. BA2 4QT." (blind10)
     return coded[0] if coded == sentences[-1:] and len(normalise(coded[0]).split()) <= _ANSWER_WORDS else None
+
+
+def _bare(sentence: str) -> str:
+    return "".join(c for c in normalise(sentence) if c.isalnum())
 
 
 def _coded(sentence: str) -> bool:
