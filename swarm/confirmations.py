@@ -58,6 +58,13 @@ _HELD = re.compile(
     r"^ (?:no|nope|wait|stop|hang on|hold on|actually)\b|\b(?:cancel|never mind|forget it|changed my mind)\b"
     r"|\b(?:don't|do not)\b(?: \w+)? (?:do|go|place|start|order|return|send|want|bother)\b"
 )
+# A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."
+_THANKS = re.compile(
+    r"^(?:thank you|thanks|cheers|ta|much appreciated|i appreciate (?:it|that|your help))\b"
+    r"(?: (?:so|very) much| a lot| again| love| dear| pet| mate)?"
+    r"(?: you(?:'ve| have) been (?:very |so |ever so |really )?(?:patient|kind|helpful|lovely|great)(?: with me)?"
+    r"| you(?:'re| are) (?:a star|very kind|so kind|a gem))?$"
+)
 # Words that only pick out the thing read back, beside its name: "just the headphones", "band then".
 _FILLER = frozenset("then now a an one".split())
 # Words that turn a yes to something else: "Yes, but the blue bottle" is no yes to the bottle read back.
@@ -67,7 +74,12 @@ _THAT_ONE = re.compile(
     r"\b(that|this)(?:'s| is)?(?: the)? one\b|\b(all )?(?:on|in) (?:the|a) (?:one|same|single) order\b"
 )
 _NUMBER = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + ")"
-_OTHER = re.compile(rf"\bother {_NUMBER}\b|\bnot {_NUMBER}\b")  # the rest, or a number taken back ("not two")
+# The rest ("the other three"), a number taken back ("not two"), one kept ("I keep the one", "keeping one of the
+# three": blind10) and the whole a part is of ("of the three"): none is asked for.
+_OTHER = re.compile(
+    rf"\bother {_NUMBER}\b|\bnot {_NUMBER}\b|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
+    rf"|\bof the {_NUMBER}\b"
+)
 # How many are shared out: "one for us and one for the kids", "one for me and two for my friends" (blind10).
 _AWAY = re.compile(
     r"\b(?:another thing|something else|instead|rather|never mind|forget (?:it|that)|(?:what a|such a) (?:shame|pity))\b"
@@ -125,7 +137,20 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return answer
     if picked_lines(text, proposal) is not None:
         return None  # some of several picked out: read back again
-    return True if plain_yes(text, quantities(proposal), _item_words(proposal)) else None
+    if plain_yes(text, quantities(proposal), _item_words(proposal)) or _yes_with_thanks(text, proposal):
+        return True
+    return None
+
+
+def _yes_with_thanks(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A plain yes, and thanks in sentences of their own: "Yes, please do. Thank you, you've been very patient with
+    me." went to the 1.5B, which timed out (blind10)."""
+    sentences = _SENTENCES.split(text.strip())
+    yes = [s for s in sentences if plain_yes(s, quantities(proposal), _item_words(proposal))]
+    rest = [s for s in sentences if s not in yes]
+    return (
+        bool(yes) and bool(rest) and all(_THANKS.match(" ".join(normalise(s).split())) and "?" not in s for s in rest)
+    )
 
 
 def _told_then_agreed(text: str, proposal: Mapping[str, Any]) -> bool:

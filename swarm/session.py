@@ -29,7 +29,6 @@ from swarm.confirmations import (
     narrows,
     pending_proposal,
     same_action,
-    turns_away,
 )
 from swarm.events import (
     AgentChanged,
@@ -440,13 +439,12 @@ class Session:
         return _Outcome((call,), {call.id: text})
 
     def _passed_offer(self, agent: Agent) -> tuple[dict[str, Any], bool] | None:
-        """The pending read-back the caller's last words do not agree to, and whether they say no to it or turn to
-        something else."""
+        """The pending read-back the caller's last words do not agree to, and whether they say no to it."""
         history = self.get_agent_history(agent.name)
         proposal = pending_proposal(history)
         said = history[-1].content if history and history[-1].role == "user" else ""
         answer = consent(said, proposal) if proposal is not None and said else True
-        return None if proposal is None or answer is True else (proposal, answer is False or turns_away(said))
+        return None if proposal is None or answer is True else (proposal, answer is False)
 
     def _sure_call(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
         """The agent's router's sure call for this request, if the agent has a router (not its own model) and the

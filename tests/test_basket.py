@@ -280,7 +280,7 @@ async def test_another_thing_after_an_offer_is_offered_on_its_own(shop: Shop) ->
     session = session_with(shop, answers("The model answers."))
     assert (await session.complete("I am looking for a coffee grinder.")).startswith("We have the Coffee grinder")
     instead = "Ah, what a shame. Okay, then another thing: the blender, the small one. How much it costs?"
-    assert (await session.complete(instead)).startswith("We have the Blender for 42 euros.")
+    assert await session.complete(instead) == "The model answers."  # no basket: the model looks the blender up
     added = "And the blender too, please."
     session = session_with(shop, answers("The model answers."))
     await session.complete("I am looking for a coffee grinder.")

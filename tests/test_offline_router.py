@@ -163,6 +163,13 @@ ORDER_SPEC = ToolSpec(
         ("I'll take two, one for us and one for the kids.", {"sku": "K-1", "quantity": 2}),
         # blind10: the count, then how it is shared out
         ("Okay, good. I will take two, please. One for me and one for my friend.", {"sku": "K-1", "quantity": 2}),
+        # blind10: thanks beside a yes; a number kept is no change (the read-back heard again, nothing written)
+        (
+            "Yes, please do. Thank you, you've been very patient with me.",
+            {"sku": "K-1", "quantity": 3, "confirmed": True},
+        ),
+        ("Yes please. Thank you, but make it two.", {"sku": "K-1", "quantity": 2}),
+        ("That's it, three of them, I keep the one. Go ahead.", {"sku": "K-1", "quantity": 3}),
         ("Okay. I will take four, please. One for me and three for my friends.", {"sku": "K-1", "quantity": 4}),
         ("Have you got a toaster, a small one? I'll take one if you have.", {"sku": "K-1", "quantity": 3}),  # asked
         ("It's two I want, yeah? Two.", {"sku": "K-1", "quantity": 2}),  # a question tag asks nothing (blind6)
