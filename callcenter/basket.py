@@ -43,6 +43,9 @@ _MEASURE = re.compile(
 _GOING = re.compile(r"(?i)\b(?:back|return|returning|refund)\b")
 # A part about what the caller already has: "I bought a kettle from you last month" asks for no kettle now.
 _HAD = re.compile(r"(?i)\b(?:bought|ordered|purchased|got|had|already have|i have|i've)\b")
+# A question about the thing named, not a wish for another: blind11's "does it have a USB port so that I can charge
+# my phone from it?" put a phone charger beside the desk lamp asked about.
+_ABOUT_IT = re.compile(r"(?i)\b(?:does|do|is|are|can|will|would|has|have) (?:it|they|this|that|these|those)\b")
 # All of what was bought goes back: "I want give back everything" (blind8).
 _EVERYTHING = re.compile(r"(?i)\b(?:everything|all of (?:it|them)|the whole (?:order|lot)|all of the order)\b")
 # Words that add to what is on offer rather than change it: "and the mouse too", "as well", "both".
@@ -73,8 +76,9 @@ def named_product(shop: Catalogue, text: str) -> Product | None:
 
 
 def wanted_parts(text: str) -> list[str]:
-    """The parts of the words that may ask for a product: not those that keep one or tell of one they had."""
-    return [part for part in _parts(text) if not _KEPT.search(part) and not _HAD.search(part)]
+    """The parts of the words that may ask for a product: not those that keep one, tell of one they had, or ask
+    about the one named ("does it have a USB port so that I can charge my phone from it?")."""
+    return [part for part in _parts(text) if not (_KEPT.search(part) or _HAD.search(part) or _ABOUT_IT.search(part))]
 
 
 def named_lines(lines: Sequence[OrderLine], text: str) -> list[tuple[OrderLine, int]]:

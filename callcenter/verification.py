@@ -55,6 +55,7 @@ MAX_ANSWER_WORDS = 16
 # E8 3RL"), with room: longer words with a digit in them are something else ("just the cable then, one of them").
 _ATTEMPT_CHARS = 12
 _PIECE_END = re.compile(r"(?<=[.?!])\s+|,\s+")
+_NAMED = re.compile(r"(?i)\b(?:is|it's|was)\b|:")
 # An e-mail address as written or as said, alone of the words around it: "But the e-mail I know: ioana dot marin at
 # example dot com." (blind10: the words before it made the whole answer no e-mail).
 _JOIN = r"\s*(?:\.|\s(?:dot|underscore|dash|hyphen)\s)\s*"
@@ -121,7 +122,9 @@ def _forms(answer: str) -> tuple[str, ...]:
     # house, so the postcode is GU2 7XH.", "GU2 7XH. It came to my house." (blind9). Two such pieces are two guesses.
     coded = [piece for piece in _PIECE_END.split(bare) if any(c.isdigit() for c in piece)]
     emails = [found.group() for found in _SAID_EMAIL.finditer(bare)]
-    forms = (answer, bare, sentences[-1], *coded[:1] * (len(coded) == 1), *emails[:1] * (len(emails) == 1))
+    # What follows the last "is" of the one coded piece: "The postcode where they were delivered is LS8 2PU." (blind11)
+    named = [_NAMED.split(coded[0])[-1]] if len(coded) == 1 else []
+    forms = (answer, bare, sentences[-1], *coded[:1] * (len(coded) == 1), *named, *emails[:1] * (len(emails) == 1))
     return tuple(form for form in dict.fromkeys(forms) if len(words(form)) <= MAX_ANSWER_WORDS)
 
 

@@ -43,7 +43,7 @@ _PLAIN = frozenset(
     # How people across these islands agree, and whom they call it to: "Yes, that's grand, go ahead." (Cork), "Aye,
     # that's the one. On you go." (Glasgow), "Go ahead, my love." (Cornwall) were read back again, and again.
     "grand brilliant cheers ta champion canny sound cracking super wonderful excellent fab smashing magic nice cool "
-    "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam "
+    "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam duck me wid di "
     # What the read-back's own quantity counts: "Yeah, three packs, sound. Go ahead." (Liverpool) to three.
     "pack packs pair pairs box boxes set sets piece pieces "
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).
@@ -58,10 +58,11 @@ _HELD = re.compile(
     r"^ (?:no|nope|wait|stop|hang on|hold on|actually)\b|\b(?:cancel|never mind|forget it|changed my mind)\b"
     r"|\b(?:don't|do not)\b(?: \w+)? (?:do|go|place|start|order|return|send|want|bother)\b"
 )
+_REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")
 # A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."
 _THANKS = re.compile(
-    r"^(?:thank you|thanks|cheers|ta|much appreciated|i appreciate (?:it|that|your help))\b"
-    r"(?: (?:so|very) much| a lot| again| love| dear| pet| mate)?"
+    r"^(?:thank you|thanks|tank you|tanks|cheers|ta|much appreciated|i appreciate (?:it|that|your help))\b"
+    r"(?: (?:so|very) much| a lot| again| love| dear| pet| mate| duck)?"
     r"(?: you(?:'ve| have) been (?:very |so |ever so |really )?(?:patient|kind|helpful|lovely|great)(?: with me)?"
     r"| you(?:'re| are) (?:a star|very kind|so kind|a gem))?$"
 )
@@ -135,11 +136,17 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # "Wait, make it three instead": the change is read back again
     if answer is not True:
         return answer
-    if picked_lines(text, proposal) is not None:
-        return None  # some of several picked out: read back again
+    if picked_lines(text, proposal) is not None or _other_action(text, proposal):
+        return None  # some of several picked out, or a yes to another act: read back again, or the model decides
     if plain_yes(text, quantities(proposal), _item_words(proposal)) or _yes_with_thanks(text, proposal):
         return True
     return None
+
+
+def _other_action(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A yes that asks for money back, said to an offer to buy: "Yes, go ahead, refund it in full." to a phone case
+    offered was a purchase the second time it was said (blind11, a fake bank's fraud team)."""
+    return proposal.get("tool") == "place_order" and bool(_REFUNDING.search(normalise(text)))
 
 
 def _yes_with_thanks(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -182,6 +189,7 @@ def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
     """A yes with no no, no question, no "but" and no other number: consent in words that may not be listed."""
     return (
         yes_or_no(text) is True
+        and not _other_action(text, proposal)
         and "?" not in text
         and not changes_quantity(text, proposal)
         and not _OTHERWISE.search(normalise(text))
@@ -278,7 +286,10 @@ def _item_words(proposal: Mapping[str, Any]) -> frozenset[str]:
 
 
 def _names(word: str, item: frozenset[str]) -> bool:
-    return word in item or word.removesuffix("s") in item or f"{word}s" in item
+    if word in item or word.removesuffix("s") in item or f"{word}s" in item:
+        return True
+    # The end of a compound is its thing: "just the watch" of a smartwatch (blind11).
+    return len(word) >= 4 and any(len(name) > len(word) and name.endswith(word) for name in item)
 
 
 def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:

@@ -46,6 +46,8 @@ def shop() -> Shop:
         ("No, not the headphones, the wired earbuds.", []),  # one wanted, one turned down
         ("I want a phone charger with a long cable.", []),  # one product described
         ("A quiet one for the bedroom and a cheap one.", []),  # nothing named by its kind
+        # blind11: a question about the one named asks for no second product
+        ("I saw you have a desk lamp. Does it have a USB port so that I can charge my phone from it?", []),
     ],
 )
 def test_the_products_a_caller_lists(shop: Shop, said: str, listed: list[tuple[str, int]]) -> None:

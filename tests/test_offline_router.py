@@ -170,6 +170,9 @@ ORDER_SPEC = ToolSpec(
         ),
         ("Yes please. Thank you, but make it two.", {"sku": "K-1", "quantity": 2}),
         ("That's it, three of them, I keep the one. Go ahead.", {"sku": "K-1", "quantity": 3}),
+        # blind11: a yes that asks for money back is no yes to a purchase; the end of a compound names it
+        ("Yes, go ahead, refund it in full.", {"sku": "K-1", "quantity": 3}),  # read back, nothing bought
+        ("Yes, that's right. Thank you, duck.", {"sku": "K-1", "quantity": 3, "confirmed": True}),
         ("Okay. I will take four, please. One for me and three for my friends.", {"sku": "K-1", "quantity": 4}),
         ("Have you got a toaster, a small one? I'll take one if you have.", {"sku": "K-1", "quantity": 3}),  # asked
         ("It's two I want, yeah? Two.", {"sku": "K-1", "quantity": 2}),  # a question tag asks nothing (blind6)
@@ -436,6 +439,8 @@ def test_some_of_several_picked_at_the_read_back_are_read_back_on_their_own() ->
     assert picked_lines(said, basket) == {"BL-440": 1} and consent(said, basket) is None
     assert picked_lines("Yes, the grinder and the blender.", basket) is None  # all of them: a yes
     assert picked_lines("Yes, go ahead.", basket) is None
+    watch = {"tool": "create_return", "arguments": {"order_number": "1", "sku": "SW-330"}, "item": "Smartwatch"}
+    assert consent("Yes, that's right, just the watch.", watch) is True  # blind11: a compound's end names it
     router = OfflineRouter({}, {"sales": "What are you looking for?"})
     say = "That is 1 Coffee grinder and 1 Blender. Shall I place the order?"
     read_back = {"say": say, "proposal": basket}

@@ -237,6 +237,7 @@ async def test_claimed_caller_id_is_not_enough_even_for_the_own_number(shop: Sho
         # blind9: the code in the last clause of a long sentence, or in the one sentence with a digit
         (("postcode",), "It was delivered here, to my house, so the postcode is 80331.", True),
         (("postcode",), "80331. It came to my house.", True),
+        (("postcode",), "Yes. The postcode where they were delivered is 80331.", True),  # blind11: after its "is"
         (("postcode",), "80332. It came to my house, the postcode is 80331.", False),  # two guesses
         (("phone_digits",), "five five five five", True),
         (("phone_digits",), "1 2 3 5 5 5 5", False),
