@@ -289,7 +289,7 @@ def _names(word: str, item: frozenset[str]) -> bool:
     if word in item or word.removesuffix("s") in item or f"{word}s" in item:
         return True
     # The end of a compound is its thing: "just the watch" of a smartwatch (blind11).
-    return len(word) >= 4 and any(len(name) > len(word) and name.endswith(word) for name in item)
+    return len(word) >= 5 and any(len(name) > len(word) and name.endswith(word) for name in item)
 
 
 def changes_quantity(text: str, proposal: Mapping[str, Any]) -> bool:

@@ -458,3 +458,26 @@ async def test_a_no_to_the_read_back_that_asks_for_another_agent_hands_over() ->
     )
     assert (await session.complete(instead)).startswith("We have the Screen protector for 9 euros 90.")
     assert session.get_agent_name() == "sales" and model.requests == []
+
+
+@pytest.mark.parametrize(
+    ("said", "thanked"),
+    [
+        ("margaret dot hale at example dot org.", True),
+        ("It is LS8 2PU.", True),
+        ("1 2 3 4 5.", False),  # an order number may ask for something: the model's
+        ("And can I buy a kettle too?", False),
+    ],
+)
+async def test_a_code_said_to_no_question_is_thanked_without_the_model(said: str, thanked: bool) -> None:
+    # Blind10, blind11: "... You'll get a prepaid label by email ..." - "margaret dot hale at example dot org.": the
+    # 1.5B took 20 s over it, and the call ended in an apology.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("I want to return my headphones")).endswith("Shall I start a return for it?")
+    assert (await session.complete("Yes, please.")).startswith("Your return is registered")
+    answer = await session.complete(said)
+    assert (answer == "Thank you. Is there anything else I can help with?") is thanked

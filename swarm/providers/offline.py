@@ -226,7 +226,7 @@ class OfflineRouter:
         return self._unclear.get(agent)
 
     def asked_again(self, request: CompletionRequest) -> str | None:
-        """The agent's open question asked again for a plain yes to it: "Yes, please." to "I couldn't find that. What
+        """The agent's open question asked again for a plain yes to it, or thanks for a code no question asked for: "Yes, please." to "I couldn't find that. What
         else could I look up for you?" gave the 1.5B nothing to look up, and it took 4-14 s beside a second call to
         ask what they wanted (heard latency, two calls at once)."""
         messages = request.messages
@@ -236,6 +236,10 @@ class OfflineRouter:
         if last.role != "user" or asked.role != "assistant" or asked.agent != request.agent:
             return None
         question = _SENTENCE_END.split(asked.content.strip())[-1]
+        if not asked.content.rstrip().endswith("?") and _unasked_code(last.content):
+            # A postcode or an e-mail said to no question ("... a prepaid label by email." - "margaret dot hale at
+            # example dot org."): the 1.5B took 20 s over it and the call ended in an apology (blind10, blind11).
+            return "Thank you. Is there anything else I can help with?"
         if not (_OPEN_QUESTION.match(question) and question.endswith("?") and plain_yes(last.content)):
             return None
         return f"Sure. {question}"
@@ -360,6 +364,16 @@ def _answer_in(text: str) -> str | None:
 
 def _bare(sentence: str) -> str:
     return "".join(c for c in normalise(sentence) if c.isalnum())
+
+
+def _unasked_code(text: str) -> bool:
+    """Words that are only an e-mail address or a code of letters and digits (a postcode), as an answer would be:
+    an order number (digits alone) may ask for something, and stays the model's."""
+    answer = _answer_in(text)
+    if answer is None:
+        return False
+    said = normalise(answer)
+    return bool(_E_MAIL.search(said)) or (any(c.isdigit() for c in answer) and bool(re.search(r"\b[a-z]+\d", said)))
 
 
 def _coded(sentence: str) -> bool:
