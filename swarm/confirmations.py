@@ -81,10 +81,11 @@ _OTHER = re.compile(
     rf"\bother {_NUMBER}\b|\bnot {_NUMBER}\b|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
     rf"|\bof the {_NUMBER}\b"
 )
-# How many are shared out: "one for us and one for the kids", "one for me and two for my friends" (blind10).
+# Words that leave what is on offer for something else (turns_away).
 _AWAY = re.compile(
     r"\b(?:another thing|something else|instead|rather|never mind|forget (?:it|that)|(?:what a|such a) (?:shame|pity))\b"
 )
+# How many are shared out: "one for us and one for the kids", "one for me and two for my friends" (blind10).
 _SHARED_ONE = re.compile(rf"\b{_NUMBER} (?:for (?:me|my|him|her|us|them|the|our|your|each)\b|each\b|too\b)")
 # A change said as one: "make it three", "change that to two", "three instead".
 _CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")

@@ -21,15 +21,7 @@ from swarm.checks import (
     tool_call_errors,
     unfounded_errors,
 )
-from swarm.confirmations import (
-    adds_to,
-    agreed,
-    consent,
-    names_item,
-    narrows,
-    pending_proposal,
-    same_action,
-)
+from swarm.confirmations import adds_to, agreed, consent, names_item, narrows, pending_proposal, same_action
 from swarm.events import (
     AgentChanged,
     AssistantText,
