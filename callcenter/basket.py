@@ -16,6 +16,7 @@ from typing import Protocol
 from callcenter.store.domain import OrderLine, Product
 from callcenter.store.spoken import number_tokens, words
 from callcenter.store.terms import query_terms
+from swarm.numbers import MEASURE
 
 MAX_SEARCHES = 12  # each part that names something is one catalogue search (an HTTP call to the shop's own system)
 MAX_QUANTITY = 99  # a longer number is a code, not how many
@@ -33,11 +34,6 @@ _KEPT = re.compile(
 _KEPT_BEFORE = re.compile(
     r"(?i)\b(?:keep|keeping|hang(?:ing)? on to|hold(?:ing)? on to) (?:them|it|those|these|that)\b"
     r"|\b(?:they|it|those|these)(?:'re| are| is|'s) (?:fine|grand|good|ok|okay|alright|all right)\b"
-)
-# A number of a measure or a time counts no items: "after two hours", "a two metre cable".
-_MEASURE = re.compile(
-    r"(?i)\b[\w-]+[\s-]+(?:hours?|minutes?|days?|weeks?|months?|years?|metres?|meters?|inch(?:es)?|watts?|litres?"
-    r"|liters?|mm|cm)\b"
 )
 # A part that sends something back: its count is how many go ("send two of them back", "Two chargers back, mind").
 _GOING = re.compile(r"(?i)\b(?:back|return|returning|refund)\b")
@@ -150,7 +146,7 @@ def said_count(text: str, name: str) -> int | None:
     """The first number of the words that is not part of the product's name ("27 inch monitor", "Two slice
     toaster"), if they say one."""
     own = {token for token, _ in number_tokens(words(name))}
-    for token, _ in number_tokens(words(_MEASURE.sub(" ", text))):
+    for token, _ in number_tokens(words(MEASURE.sub(" ", text))):
         if token.isdigit() and token not in own and 0 < int(token) <= MAX_QUANTITY:
             return int(token)
     return None

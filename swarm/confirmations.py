@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from swarm.messages import Message
-from swarm.numbers import COUNT_WORDS, TENS_WORDS
+from swarm.numbers import COUNT_WORDS, TAKEN_BACK, TENS_WORDS
 
 _YES = re.compile(
     r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm)\b"
@@ -32,8 +32,7 @@ _REFUSAL = re.compile(r"\b(nope|don't|do not|not|cancel)\b")
 # no, and the caller's purchase went to the model (which asked them to repeat it).
 # "Only one, not two" takes a number back, not the offer (blind10).
 _NOT_A_NO = re.compile(
-    r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not"
-    r"|not (the )?(\d{1,2}|" + "|".join(COUNT_WORDS) + r"))\b"
+    r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not)\b|" + TAKEN_BACK.pattern
 )
 # The only words a plain yes is made of: agreement, politeness, and "it"/"them" for the thing read back.
 _PLAIN = frozenset(
@@ -78,7 +77,7 @@ _NUMBER = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + ")"
 # The rest ("the other three"), a number taken back ("not two"), one kept ("I keep the one", "keeping one of the
 # three": blind10) and the whole a part is of ("of the three"): none is asked for.
 _OTHER = re.compile(
-    rf"\bother {_NUMBER}\b|\bnot {_NUMBER}\b|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
+    rf"\bother {_NUMBER}\b|{TAKEN_BACK.pattern}|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
     rf"|\bof the {_NUMBER}\b"
 )
 # Words that leave what is on offer for something else (turns_away).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # A digit said as a word; "oh" is a zero in a code ("double one oh five") and an "oh" anywhere else, so it is
 # left to whoever knows they are reading a code.
 DIGIT_WORDS: dict[str, str] = {
@@ -15,3 +17,18 @@ COUNT_WORDS: dict[str, int] = {
 TENS_WORDS: dict[str, int] = {
     w: 20 + 10 * n for n, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())
 }
+
+# A count said as a word or a short number; longer numbers are codes.
+_A_COUNT = r"(?:\d{1,2}|" + "|".join(COUNT_WORDS) + r")"
+# A number of a measure or a time counts no items: "after two hours", "a two metre cable", "27 inch".
+MEASURE = re.compile(
+    r"(?i)\b[\w-]+[\s-]+(?:hours?|minutes?|days?|weeks?|months?|years?|metres?|meters?|inch(?:es)?|watts?|litres?"
+    r"|liters?|mm|cm|slices?)\b"
+)
+# A number taken back asks for nothing: "just the one keyboard now, not two" (blind10 was offered two again).
+TAKEN_BACK = re.compile(rf"\bnot (?:the )?{_A_COUNT}\b", re.IGNORECASE)
+
+
+def counting_nothing(text: str) -> str:
+    """The words with the numbers that count no items (measures, times, numbers taken back) blanked out."""
+    return TAKEN_BACK.sub(" ", MEASURE.sub(" ", text))

@@ -32,7 +32,7 @@ from swarm.confirmations import (
     yes_or_no,
 )
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
-from swarm.numbers import COUNT_WORDS, DIGIT_WORDS
+from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, counting_nothing
 from swarm.providers.base import Classifier, Completion, Delta
 
 # String arguments the router may fill with the caller's own words.
@@ -58,13 +58,10 @@ _COUNT = re.compile(r"\b(" + "|".join(COUNT_WORDS) + r"|[1-9]\d?)\b(?![\s-]*\d)"
 # A count said with its unit ("two pieces only"): the caller's own correction of it comes last ("I need three
 # pieces... no, sorry, two pieces only"), so the last one counts.
 _COUNTED = re.compile(_COUNT.pattern + r"(?= (?:pieces?|units?|packs?|pairs?|boxes?|items?|of (?:them|those|these)\b))")
-# Numbers that count no items: a size ("two metre length", "27 inch") and "one" as a pronoun ("the braided one").
+# "One" as a pronoun ("the braided one") and the two of a comparison count no items; nor do measures and numbers
+# taken back (counting_nothing).
 _NOT_A_COUNT = re.compile(
-    r"\b(?:" + "|".join(COUNT_WORDS) + r"|\d+)[\s-]+(?:metres?|meters?|inch(?:es)?|litres?|liters?|hours?|watts?|mm|"
-    r"cm|slices?|months?|years?|days?|weeks?|minutes?)\b|\b(?:the|that|this|which|another|other)(?: \w+)? ones?\b"
-    r"|\b(?:compare|between) the (?:two|three)\b"
-    # A count taken back ("just the one keyboard now, not two"): blind10 was offered two again.
-    r"|\bnot (?:the )?(?:" + "|".join(COUNT_WORDS) + r"|\d+)\b"
+    r"\b(?:the|that|this|which|another|other)(?: \w+)? ones?\b|\b(?:compare|between) the (?:two|three)\b"
 )
 # "Just the one", "only the one": how many, not a pronoun.
 _JUST_ONE = re.compile(r"(?i)\b(?:just|only) the one\b")
@@ -394,7 +391,7 @@ def said_quantity(text: str) -> int | None:
     said = normalise(text)
     counted = _COUNTED.findall(said)
     said = _JUST_ONE.sub(" 1 ", said)
-    count = counted[-1] if counted else next(iter(_COUNT.findall(_NOT_A_COUNT.sub(" ", said))), None)
+    count = counted[-1] if counted else next(iter(_COUNT.findall(_NOT_A_COUNT.sub(" ", counting_nothing(said)))), None)
     return None if count is None else COUNT_WORDS.get(count) or int(count)
 
 

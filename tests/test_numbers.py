@@ -1,0 +1,25 @@
+"""Numbers that count no items, shared by the read-backs, the basket and the offline router."""
+
+from __future__ import annotations
+
+import pytest
+
+from swarm.numbers import counting_nothing
+
+
+@pytest.mark.parametrize(
+    ("said", "left"),
+    [
+        ("two cables, two metre length", "two cables, length"),
+        ("it broke after three hours", "it broke after"),
+        ("only one, not two", "only one,"),
+        ("just one, not the 2", "just one,"),
+        ("I'm 81 years old and I want two", "I'm old and I want two"),
+    ],
+)
+def test_counting_nothing_blanks_measures_and_numbers_taken_back(said: str, left: str) -> None:
+    assert counting_nothing(said).split() == left.split()
+
+
+def test_a_code_is_no_number_taken_back() -> None:
+    assert counting_nothing("not 1234") == "not 1234"
