@@ -9,7 +9,7 @@ from typing import Any
 
 from num2words import num2words
 
-from callcenter.basket import ADDING, count_in, listed_products, named_product
+from callcenter.basket import ADDING, count_in, listed_products, named_product, names
 from callcenter.shop import Order, Product, ShopError
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import SALES_PHRASES
@@ -64,7 +64,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         offered = _still_offered(context, found)
         if offered is not None:
             return _found([offered], quantity, described=True)
-        return _found(found, quantity)
+        return _found(found, quantity, asked=query)
 
     def _still_offered(context: ToolContext, found: list[Product]) -> Product | None:
         """The product on offer when the caller's words ask about it ("could I charge two phones off it? And what's
@@ -190,7 +190,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             # the catalogue finds for them is offered, as search_products would, and nothing is written.
             found = shop.search(sku, limit=3)
             if found:
-                return _found(found, quantity)
+                return _found(found, quantity, asked=sku)
             return {
                 "error": f"no product {sku!r}",
                 "say": "I'm sorry, I can't find that product. Which one would you like?",
@@ -254,13 +254,33 @@ def _stock_line(product: Product, quantity: int) -> str:
     return f"It's in stock. Shall I order {num2words(quantity)} for you?"
 
 
-def _found(found: list[Product], quantity: int, *, described: bool = False) -> dict[str, Any]:
+def _found(found: list[Product], quantity: int, *, described: bool = False, asked: str = "") -> dict[str, Any]:
     """What a search found, as the caller hears it: the best match (`described`: and what it is), its stock, and
-    the offer to order it."""
+    the offer to order it; a match only near what was `asked` for is said to be the closest."""
     best, quantity = found[0], max(1, quantity)
     what = f" {best.description.rstrip('.')}." if described and best.description else ""
-    say = f"We have the {best.name} for {euros(best.price_cents)}.{what} " + _stock_line(best, quantity)
+    have = "The closest I have to that is" if _near(asked, best) else "We have"
+    say = f"{have} the {best.name} for {euros(best.price_cents)}.{what} " + _stock_line(best, quantity)
     return {"products": [product_json(p) for p in found], "say": say, **_offer(best, quantity)}
+
+
+def _near(asked: str, product: Product) -> bool:
+    """Whether the product is only near what a product's name asks for: its words (three at most: a sentence's are
+    not judged) name neither its kind nor two of its words, and half of them or more are nowhere in it ("coffee
+    machine" found the Coffee grinder, "air fryer" the Air humidifier, each offered as if it were what was asked
+    for). "A watch" names the Smartwatch by its name's end; "a vacuum" the Robot vacuum cleaner."""
+    said = query_terms(asked).words
+    kind = _kind(product)
+    if not 0 < len(said) <= 3 or names(said, product.name) or any(len(w) >= 5 and kind.endswith(w) for w in said):
+        return False
+    own = query_terms(f"{product.name} {product.description} {product.category}").words
+    found = sum(any(_alike(word, mine) for mine in own) for word in said)
+    return 2 * found <= len(said)
+
+
+def _alike(one: str, other: str) -> bool:
+    """The same word, or one of its forms: "charge" and "charging", "wire" and "wired"."""
+    return one.rstrip("s") == other.rstrip("s") or (min(len(one), len(other)) >= 4 and one[:4] == other[:4])
 
 
 def _offer(product: Product, quantity: int) -> dict[str, Any]:
