@@ -256,7 +256,7 @@ async def run_variant(
                     turn.at_once = sum(start <= at_caller["ended"] + to_wall < end for start, end in spans)
                     words = (sentences[index], ANSWER)[line]
                     turn.note = f"call {index} {words[:50]!r}: {turn.at_once} up, server {_brief(at_server)}"
-                    turn.note += f"\n    heard: {_heard_after(record.transcript, line)}"
+                    turn.note += f"\n    {_heard_around(record.transcript, line)}"
                     variant.turns.append(turn)
     return variant
 
@@ -271,13 +271,18 @@ async def _record(server: VoiceServer, number: str) -> Any:
     return None
 
 
-def _heard_after(transcript: list[dict[str, Any]], line: int) -> str:
-    """What the agent said after the caller's `line`-th line (the call record's transcript)."""
+def _heard_around(transcript: list[dict[str, Any]], line: int) -> str:
+    """What the agent had said before the caller's `line`-th line, what the server's Whisper heard of that line,
+    and what the agent said after it (the call record's transcript), so that a slow turn can be told from its
+    words."""
     callers = [i for i, said in enumerate(transcript) if said["who"] == "caller"]
     if line >= len(callers):
         return "?"
+    start = callers[line - 1] + 1 if line else 0
     end = callers[line + 1] if line + 1 < len(callers) else len(transcript)
-    return " | ".join(said["text"] for said in transcript[callers[line] + 1 : end])
+    before = " | ".join(said["text"] for said in transcript[start : callers[line]])
+    after = " | ".join(said["text"] for said in transcript[callers[line] + 1 : end])
+    return f"before: {before}\n    whisper: {transcript[callers[line]]['text']}\n    heard: {after}"
 
 
 def _brief(at_server: dict[str, Any]) -> str:
