@@ -24,12 +24,17 @@ MAX_QUANTITY = 99  # a longer number is a code, not how many
 # Where a caller's list breaks: sentence ends, commas, and the words that join the things of a list.
 _PARTS = re.compile(r"(?i)\s*[.!?;,]+\s*|\s+(?:and|plus|but|as well as|along with|together with|also)\s+")
 # A part that keeps a thing, or says what it is not: "I'm keeping the blender", "not the headphones", "the blender
-# stays". A problem said with a no ("it does not work") keeps nothing.
+# stays", "I don't want to send the mouse back". A problem said with a no ("it does not work") keeps nothing, and nor
+# does a thing not needed: "the webcam I don't need" sends it back (blind12 kept it).
 _KEPT = re.compile(
     r"(?i)\b(?:keep|keeping|kept|stays?|staying|except|apart from|hang(?:ing)? on to"
-    r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need|return|send)"
+    r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need) to (?:return|send|give)|don'?t (?:return|send)"
     r"|(?:is|'s|are) (?:fine|grand|good|ok|okay|alright|all right))\b"
 )
+# A part that takes back a thing named before: "not the band".
+_TAKEN_BACK = re.compile(r"(?i)\bnot (?:the|that|this|a|an)\b")
+# A part that wants a thing no more is no wish to buy it: "I don't want the headphones, just the mouse".
+_NOT_WANTED = re.compile(r"(?i)\bdon'?t (?:want|need)\b")
 # A part that keeps what the part before it named: "The screen protectors are great, I'm keeping them" (blind10).
 _KEPT_BEFORE = re.compile(
     r"(?i)\b(?:keep|keeping|hang(?:ing)? on to|hold(?:ing)? on to) (?:them|it|those|these|that)\b"
@@ -53,14 +58,19 @@ class Catalogue(Protocol):
 
 
 def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
-    """The products the caller's words list, each with how many, in the order said; [] unless two or more."""
+    """The products the caller's words list, each with how many, in the order said: two or more, or the one left when
+    the words take back one named before it ("the slim fitness band - na, not the band, I mean the smartwatch":
+    blind12 was offered both); else []."""
     chosen: dict[str, tuple[Product, int]] = {}
     naming = [part for part in wanted_parts(text) if query_terms(part).words]
     for part in naming[:MAX_SEARCHES]:
         product = named_product(shop, part)
         if product is not None and product.sku not in chosen:
             chosen[product.sku] = (product, count_in(part, product.name))
-    return list(chosen.values()) if len(chosen) >= 2 else []
+    taken_back = [part for part in _parts(text) if _TAKEN_BACK.search(part)] if chosen else []
+    refused = {p.sku for p in (named_product(shop, part) for part in taken_back[:MAX_SEARCHES]) if p is not None}
+    left = [chosen[sku] for sku in chosen if sku not in refused]
+    return left if len(left) >= 2 or (left and refused & chosen.keys()) else []
 
 
 def named_product(shop: Catalogue, text: str) -> Product | None:
@@ -74,7 +84,11 @@ def named_product(shop: Catalogue, text: str) -> Product | None:
 def wanted_parts(text: str) -> list[str]:
     """The parts of the words that may ask for a product: not those that keep one, tell of one they had, or ask
     about the one named ("does it have a USB port so that I can charge my phone from it?")."""
-    return [part for part in _parts(text) if not (_KEPT.search(part) or _HAD.search(part) or _ABOUT_IT.search(part))]
+    return [
+        part
+        for part in _parts(text)
+        if not (_KEPT.search(part) or _NOT_WANTED.search(part) or _HAD.search(part) or _ABOUT_IT.search(part))
+    ]
 
 
 def named_lines(lines: Sequence[OrderLine], text: str) -> list[tuple[OrderLine, int]]:

@@ -12,7 +12,8 @@ on) is nearest, but only when it is buy or return and nearer by MARGIN than any 
 classifier never hands over. MARGIN was chosen by leave-one-out on those examples only (benchmarks/README.md).
 Words of several sentences the classifier is unsure of as a whole are judged by their last: a caller who sets the
 scene before asking ("the air is so dry at night ... Do you have something for that?") is sure by the ask. Only the
-last: a scene of trouble ("my back is killing me") reads as a return when judged alone.
+last: a scene of trouble ("my back is killing me") reads as a return when judged alone. And not when another
+sentence leans to the other hand-over ("This machine I want to give back ... The lamps I keep, they are very nice.").
 """
 
 from __future__ import annotations
@@ -162,8 +163,9 @@ class TriageClassifier:
         if last is not None and last[0] == text:
             return last[1]  # the turn asks again what its speculation, at the caller's pause, already asked
         sentences = [s for s in _SENTENCE_END.split(text.strip()) if len(s.split()) >= _SENTENCE_WORDS]
-        whole, *ask = self._verdicts([text, sentences[-1]] if len(sentences) > 1 else [text])
-        verdict = ask[0] if ask and ask[0].sure and not whole.sure else whole
+        whole, *each = self._verdicts([text, *sentences] if len(sentences) > 1 else [text])
+        ask = each[-1] if each else None
+        verdict = ask if ask is not None and ask.sure and not whole.sure and not _against(ask, each) else whole
         self._last = (text, verdict)  # one tuple, replaced whole: safe to read from any thread
         return verdict
 
@@ -205,6 +207,14 @@ class TriageClassifier:
                 means = np.array([vectors[labels == label].mean(axis=0) for label in LABELS])
                 self._centroids = means / np.linalg.norm(means, axis=1, keepdims=True)
             return self._centroids
+
+
+def _against(last: Verdict, sentences: Sequence[Verdict]) -> bool:
+    """Whether another sentence leans to the other hand-over: "This machine I want to give back ... The lamps I keep,
+    they are very nice." is no purchase by its last sentence (blind12 was sold a second humidifier)."""
+    return any(
+        v.nearest in ("buy", "return") and v.nearest != last.sure and v.margin >= MARGIN / 2 for v in sentences[:-1]
+    )
 
 
 @cache

@@ -48,7 +48,9 @@ _PLAIN = frozenset(
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).
     "send back ar "
     # New Zealand's and Australia's: "So yeah, sweet as, go ahead with the return." (blind8).
-    "sweet as righto rightio so everything both then".split()
+    "sweet as righto rightio so everything both then "
+    # Welsh: "Ie, yes, that's the one, the smartwatch. Go ahead, diolch." (blind12).
+    "ie iawn diolch".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
@@ -80,6 +82,8 @@ _OTHER = re.compile(
     rf"\bother {_NUMBER}\b|{TAKEN_BACK.pattern}|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
     rf"|\bof the {_NUMBER}\b"
 )
+# Words that join one thing to another: "keyboard and webcam", "the case too".
+_JOINED = re.compile(r"\b(?:and|too|also|plus|as well|both)\b")
 # Words that leave what is on offer for something else (turns_away).
 _AWAY = re.compile(
     r"\b(?:another thing|something else|instead|rather|never mind|forget (?:it|that)|(?:what a|such a) (?:shame|pity))\b"
@@ -182,7 +186,18 @@ def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
         return False
     before = messages[: users[-2] + 1]
     earlier = pending_proposal(before)
-    return earlier is not None and same_action(earlier, proposal) and _a_yes(before[-1].content, earlier)
+    if earlier is None:
+        return False
+    if same_action(earlier, proposal):
+        return _a_yes(before[-1].content, earlier)
+    # The yes that picked one of several, said again to its read-back alone (blind12: "Ie, yes, that's the one, the
+    # smartwatch. Go ahead, diolch." to the band and the watch, then to the watch).
+    said_before = before[-1].content
+    return (
+        narrows(proposal, earlier)
+        and yes_or_no(said_before) is True
+        and picked_lines(said_before, earlier) == {str(_what(proposal).get("sku")): _what(proposal).get("quantity", 1)}
+    )
 
 
 def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -359,9 +374,11 @@ def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
         return False
     if len(quantities(proposal)) > 1 or _what(proposal).get("also"):
         return False  # several things read back: naming one may pick it out ("I'll take the fitness band")
+    picked = all(w in _PLAIN or w in _FILLER or _names(w, item) or _number(w) is not None for w in said)
+    if not picked and _JOINED.search(" ".join(said)):
+        return False  # more named beside it: "Yes, correct, keyboard and webcam." to the keyboard (blind12)
     if _a_yes(text, proposal):
         return True
-    picked = all(w in _PLAIN or w in _FILLER or _names(w, item) or _number(w) is not None for w in said)
     return picked and "?" not in text and yes_or_no(text) is None
 
 

@@ -44,6 +44,8 @@ def shop() -> Shop:
         ("A 27 inch monitor and two bike lights.", [("MN-230", 1), ("BK-640", 2)]),  # 27 is the monitor's own
         ("I bought a kettle from you last month and now I'd like a toaster.", []),  # the kettle is had, not wanted
         ("No, not the headphones, the wired earbuds.", []),  # one wanted, one turned down
+        # blind12: the one named first is taken back, the one left is offered alone
+        ("I'll have the slim fitness band - na, sorry, not the band, I mean the proper smartwatch.", [("SW-330", 1)]),
         ("I want a phone charger with a long cable.", []),  # one product described
         ("A quiet one for the bedroom and a cheap one.", []),  # nothing named by its kind
         # blind11: a question about the one named asks for no second product
@@ -81,6 +83,8 @@ def test_lines_kept_by_a_pronoun_after_them_stay(shop: Shop) -> None:
     assert kept_lines(order.lines, said) == {"PH-320"}
     assert [(line.sku, n) for line, n in named_lines(order.lines, said)] == [("PH-310", 1)]
     broken = "The screen protector is cracked, I don't want it."  # not kept: it goes back
+    assert kept_lines(order.lines, "and the case I don't need, I have one already") == set()  # blind12
+    assert kept_lines(order.lines, "I don't want to send the case back") == {"PH-310"}
     assert kept_lines(order.lines, broken) == set() and named_lines(order.lines, broken)[0][0].sku == "PH-320"
 
 

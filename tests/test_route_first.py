@@ -481,3 +481,27 @@ async def test_a_code_said_to_no_question_is_thanked_without_the_model(said: str
     assert (await session.complete("Yes, please.")).startswith("Your return is registered")
     answer = await session.complete(said)
     assert (answer == "Thank you. Is there anything else I can help with?") is thanked
+
+
+async def test_a_yes_naming_another_line_of_the_order_adds_it_to_the_return() -> None:
+    # Blind12: "Yes, correct, keyboard and webcam. Please do it." to the keyboard's return read the keyboard back
+    # alone, and only the keyboard went back.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("KB-220", 1), ("MS-210", 1), ("WC-240", 1)], days_ago=6)
+    model = ScriptedProvider(asks_which, name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    assert "Mechanical keyboard" in await session.complete("I want to return the keyboard I ordered last week.")
+    both = await session.complete("Yes, correct, keyboard and webcam. Please do it.")
+    assert both.endswith("Shall I start a return of 1 Mechanical keyboard and 1 HD webcam?") and model.requests == []
+
+
+async def test_the_yes_that_picked_one_of_two_said_again_to_its_read_back_places_it() -> None:
+    # Blind12: the same yes to the smartwatch read back alone was read back again, and again.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    offer = await session.complete("I'd like the fitness band and the smartwatch.")
+    assert offer.startswith("We have the Fitness band for 39 euros and the Smartwatch")
+    asked = len(model.requests)
+    said = "Oh aye, that's the one, the smartwatch. Go ahead, thanks a million."
+    assert (await session.complete(said)).startswith("That is 1 Smartwatch for 149 euros")
+    assert (await session.complete(said)).startswith("Your order is placed.") and len(model.requests) == asked

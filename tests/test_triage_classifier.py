@@ -100,3 +100,14 @@ def test_a_classifier_that_cannot_load_is_unsure_in_a_turn_and_says_why_at_start
     assert broken.sure_tool(triage_request("I want to return the headphones I bought last week")[1]) is None
     with pytest.raises(ModelError, match="pip install no-such-model"):
         broken.warm()
+
+
+def test_a_last_sentence_is_not_sure_against_another_that_leans_the_other_way(classifier: TriageClassifier) -> None:
+    # Blind12: "The lamps I keep, they are very nice." read as a purchase and a second humidifier was sold.
+    said = (
+        "Last week I buy from you two lamps that change colours and one machine that makes the air wet. "
+        "This machine I want to give back, the water comes out of it on the floor every night. "
+        "The lamps I keep, they are very nice."
+    )
+    assert classifier.classify("The lamps I keep, they are very nice.").sure == "buy"  # alone, it reads as a purchase
+    assert classifier.classify(said).sure is None

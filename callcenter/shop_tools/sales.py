@@ -55,6 +55,8 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             found = [] if listed else shop.search(query, limit=3)
         except ShopUnavailable as error:
             return system_down(context, error)
+        if len(listed) == 1:
+            return _found([listed[0][0]], listed[0][1])  # the one left of those named ("not the band, ...")
         if listed:
             return _basket(listed)
         if not found:
