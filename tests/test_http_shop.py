@@ -428,7 +428,7 @@ async def test_a_refused_order_is_an_apology_and_the_record_keeps_the_answer(run
         reply = await session.complete("yes")
     finally:
         app.close()
-    assert offer.startswith("We have the Desk lamp for 34 euros 50.")
+    assert offer.startswith("We have the Desk lamp for 34.50 euros.")
     assert reply == (
         "I'm sorry, our order system did not accept the order. I'll put you through to a colleague, please hold."
     )

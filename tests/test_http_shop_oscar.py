@@ -54,12 +54,12 @@ async def test_a_purchase_through_the_agents_is_an_order_in_oscar(oscar_shop: Os
         app.close()
     # The built-in store's words, with oscar's name and price.
     assert session.get_agent_name() == "sales"
-    assert offer.startswith(f"We have the {CHARGER} for 24 euros 90. It's in stock."), offer
+    assert offer.startswith(f"We have the {CHARGER} for 24.90 euros. It's in stock."), offer
     assert placed.startswith("Your order is placed. The order number is "), placed
     orders = oscar_shop.get("/admin/orders/")
     assert len(orders) == 1
     order = orders[0]
-    assert placed.endswith(f"{' '.join(order['number'])}, and the total is 24 euros 90.")
+    assert placed.endswith(f"{' '.join(order['number'])}, and the total is 24.90 euros.")
     assert order["shipping_address"]["phone_number"] == customer_key(CALLER, "DE") == "+493090182077"
     [line] = oscar_shop.get(order["lines"])
     assert line["quantity"] == 1 and oscar_shop.get(line["product"])["upc"] == "CH-110"

