@@ -31,8 +31,8 @@ _KEPT = re.compile(
     r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need) to (?:return|send|give)|don'?t (?:return|send)"
     r"|(?:is|'s|are) (?:fine|grand|good|ok|okay|alright|all right))\b"
 )
-# A part that takes back a thing named before: "not the band".
-_TAKEN_BACK = re.compile(r"(?i)\bnot (?:the|that|this|a|an)\b")
+# A part that takes back a thing named before: "not the band", "Nah, hold up, not that", "Not yoga mat" (blind13).
+_TAKEN_BACK = re.compile(r"(?i)^\W*(?:(?:oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*not\b")
 # A part that wants a thing no more is no wish to buy it: "I don't want the headphones, just the mouse".
 _NOT_WANTED = re.compile(r"(?i)\bdon'?t (?:want|need)\b")
 # A part that keeps what the part before it named: "The screen protectors are great, I'm keeping them" (blind10).
@@ -71,6 +71,14 @@ def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
     refused = {p.sku for p in (named_product(shop, part) for part in taken_back[:MAX_SEARCHES]) if p is not None}
     left = [chosen[sku] for sku in chosen if sku not in refused]
     return left if len(left) >= 2 or (left and refused & chosen.keys()) else []
+
+
+def without_taken_back(text: str) -> str:
+    """The words without the parts that take back a thing ("Not them big headphones, they're long."), when the rest
+    still names something to look for: the search for "the cheap wired ones ... with a mic" found the headphones."""
+    kept = [part for part in _parts(text) if not _TAKEN_BACK.search(part)]
+    rest = ", ".join(kept)
+    return rest if len(kept) < len(_parts(text)) and query_terms(rest).words else text
 
 
 def named_product(shop: Catalogue, text: str) -> Product | None:

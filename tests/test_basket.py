@@ -46,6 +46,8 @@ def shop() -> Shop:
         ("No, not the headphones, the wired earbuds.", []),  # one wanted, one turned down
         # blind12: the one named first is taken back, the one left is offered alone
         ("I'll have the slim fitness band - na, sorry, not the band, I mean the proper smartwatch.", [("SW-330", 1)]),
+        # blind13: "Not yoga mat" to the mat on offer
+        ("I want the yoga mat. Oh, sorry, mistake! Not yoga mat. For me the bike light set, please.", [("BK-640", 1)]),
         ("I want a phone charger with a long cable.", []),  # one product described
         ("A quiet one for the bedroom and a cheap one.", []),  # nothing named by its kind
         # blind11: a question about the one named asks for no second product

@@ -438,7 +438,7 @@ async def test_a_tag_question_that_checks_the_read_backs_count_hears_it_again() 
     )
     assert offer.startswith("We have the USB-C cable") and offer.endswith("Shall I order two for you?")
     again = await session.complete("Sorry, just to confirm, you are putting two cables, two pieces, correct?")
-    assert again == "That is 2 USB-C cables for 25 euros 80 in total. Shall I place the order?"
+    assert again == "That is 2 USB-C cables for 25.80 euros in total. Shall I place the order?"
     assert model.requests == []
 
 
@@ -456,7 +456,7 @@ async def test_a_no_to_the_read_back_that_asks_for_another_agent_hands_over() ->
         "Oh wait. Actually, it cracked 'cause I dropped my phone, so it did its job? I don't wanna return it. I just"
         " want to buy a new pack instead. Can I do that?"
     )
-    assert (await session.complete(instead)).startswith("We have the Screen protector for 9 euros 90.")
+    assert (await session.complete(instead)).startswith("We have the Screen protector for 9.90 euros.")
     assert session.get_agent_name() == "sales" and model.requests == []
 
 
@@ -505,3 +505,22 @@ async def test_the_yes_that_picked_one_of_two_said_again_to_its_read_back_places
     said = "Oh aye, that's the one, the smartwatch. Go ahead, thanks a million."
     assert (await session.complete(said)).startswith("That is 1 Smartwatch for 149 euros")
     assert (await session.complete(said)).startswith("Your order is placed.") and len(model.requests) == asked
+
+
+async def test_the_order_whose_product_the_caller_names_is_read_back_before_a_newer_one() -> None:
+    # Blind13: "I bought a power bank ... calling from the same phone I ordered with" found the newer order of a
+    # phone charger (its "phone"), and the caller could not get to the power bank.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("PB-130", 1)], days_ago=6)
+    shop.seed_demo_order(CALLER, [("CH-110", 1)], days_ago=3)
+
+    def to_refund(request: CompletionRequest):
+        return reply("", ("navigate_to_refund", {}))
+
+    model = ScriptedProvider(to_refund, name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    said = (
+        "I bought a power bank from you last week and it is not holding charge at all. I want to return it. I am "
+        "calling from the same phone I ordered with."
+    )
+    assert (await session.complete(said)).endswith("with the Power bank. Shall I start a return for it?")

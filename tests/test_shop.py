@@ -25,7 +25,7 @@ from callcenter.shop import (
     UnknownProduct,
     spoken_digits,
 )
-from callcenter.shop_tools import shop_tools
+from callcenter.shop_tools import euros, shop_tools
 from callcenter.store import parse_url
 from callcenter.store.database import SqliteDatabase
 from harness.postgres import count_rows
@@ -677,3 +677,40 @@ async def test_a_product_the_words_name_is_offered_as_what_we_have(shop: Shop, s
     search = next(t for t in shop_tools(shop) if t.name == "search_products")
     found = await search.call({"query": said}, ToolContext("c1", "sales", NoSession()))
     assert found["products"][0]["sku"] == sku and found["say"].startswith("We have the ")
+
+
+def test_prices_are_written_as_prices_are_written() -> None:
+    # The voice says "nine euros ninety" (speech.normalize); two blind suites, written apart, waited for "9.90".
+    assert [euros(990), euros(2490), euros(100), euros(12900), euros(105)] == [
+        "9.90 euros",
+        "24.90 euros",
+        "1 euro",
+        "129 euros",
+        "1.05 euros",
+    ]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I hold lasting power of attorney for my father and I need to know exactly what he ordered and what it cost.",
+        "Fine, then just cancel it and return it, whatever it is, and tell me which town it went to.",
+    ],
+)
+async def test_one_word_in_common_with_a_sentence_finds_nothing(shop: Shop, said: str) -> None:
+    # Blind13: "power of attorney" was offered the Power bank, "cancel it" the noise cancelling headphones.
+    search = next(t for t in shop_tools(shop) if t.name == "search_products")
+    assert (await search.call({"query": said}, ToolContext("c1", "sales", NoSession())))["products"] == []
+
+
+@pytest.mark.parametrize(
+    ("said", "sku"),
+    [
+        ("Hiya, I was wondering, have you any kettles left, my old one gave up this morning?", "KT-410"),
+        ("the machine that makes the air wet, with steam, for the bedroom of my daughter", "HM-540"),
+        ("I want the cheap wired earbuds with the mic. Not them big headphones, they're too dear.", "HP-200"),
+    ],
+)
+async def test_a_sentence_that_names_or_describes_a_product_finds_it(shop: Shop, said: str, sku: str) -> None:
+    search = next(t for t in shop_tools(shop) if t.name == "search_products")
+    assert (await search.call({"query": said}, ToolContext("c1", "sales", NoSession())))["products"][0]["sku"] == sku

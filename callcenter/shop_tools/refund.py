@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from callcenter.basket import ADDING, count_back, kept_lines, named_lines
+from callcenter.basket import ADDING, count_back, kept_lines, named_lines, names
 from callcenter.shop import Order, OrderLine, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import RETURN_PHRASES
@@ -24,6 +24,7 @@ from callcenter.shop_tools.results import (
     system_down,
 )
 from callcenter.store.domain import ForAPerson, Return, ShopUnavailable
+from callcenter.store.terms import query_terms
 from callcenter.verification import (
     CallState,
     Verification,
@@ -119,7 +120,7 @@ def refund_tools(
         return _needs_verification(context, number, product)
 
     def _own_orders(context: ToolContext, caller: str, product: str | None, ask: bool = True) -> dict[str, Any]:
-        orders = shop.find_orders(customer_phone=caller, product_text=product) if caller else []
+        orders = _named_first(shop.find_orders(customer_phone=caller, product_text=product), product) if caller else []
         guessed = not orders and bool(product) and bool(caller)
         if guessed:
             # Product words none of their orders matches, often misheard ("handphone" for "headphones", seen
@@ -352,6 +353,13 @@ def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> l
     line = lines[0][0] if lines else _matching_line(order, product)
     count = lines[0][1] if lines and lines[0][1] > 1 else count_back(said, line)
     return [(line, count)] if lines or count > 1 else []
+
+
+def _named_first(orders: list[Order], product: str | None) -> list[Order]:
+    """The orders with a line the words name (by its kind or two of its words) first, each kept newest first: "I
+    bought a power bank ... calling from the same phone" matched the newer phone charger's order by "phone" (blind13)."""
+    said = query_terms(product or "").words
+    return sorted(orders, key=lambda order: not any(names(said, line.name) for line in order.lines))
 
 
 def _matching_line(order: Order, product: str | None) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 from num2words import num2words
 
-from callcenter.basket import ADDING, count_in, listed_products, named_product, names
+from callcenter.basket import ADDING, count_in, listed_products, named_product, names, without_taken_back
 from callcenter.shop import Order, Product, ShopError
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import SALES_PHRASES
@@ -52,7 +52,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             }
         try:
             listed = listed_products(shop, query) or _added(context, query)
-            found = [] if listed else shop.search(query, limit=3)
+            found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if _meant(query, p)]
         except ShopUnavailable as error:
             return system_down(context, error)
         if len(listed) == 1:
@@ -278,6 +278,17 @@ def _near(asked: str, product: Product) -> bool:
     own = query_terms(f"{product.name} {product.description} {product.category}").words
     found = sum(any(_alike(word, mine) for mine in own) for word in said)
     return 2 * found <= len(said)
+
+
+def _meant(asked: str, product: Product) -> bool:
+    """Whether many words (four or more: a caller's sentence) may mean the product found for them: they name it (its
+    kind or two of its words), or two of them are in it. One word in common is chance: "lasting power of attorney"
+    found the Power bank, and "cancel it and return it" the headphones' noise cancelling (blind13: both offered)."""
+    said = query_terms(asked).words
+    if len(said) < 4 or names(said, product.name):
+        return True
+    own = query_terms(f"{product.name} {product.description} {product.category}").words
+    return sum(any(_alike(word, mine) for mine in own) for word in said) >= 2
 
 
 def _alike(one: str, other: str) -> bool:
