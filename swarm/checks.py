@@ -22,10 +22,11 @@ _PROMISE = re.compile(
     r"\b(free of charge|(?<!feel )(?<!-)free|no charge|discount(ed)?|(percent|%) off|zero euros?|0 euros?|for nothing)\b",
     re.I,
 )
-# The agent saying it will act, where a tool call acts: "I'll place the order", "let me process your return".
+# The agent saying it will act, where a tool call acts: "I'll place the order", "let me process your return", "I'll
+# return the Screen protectors for you." (blind13: nothing was returned).
 _WILL_DO = re.compile(
     r"\b(i'll|i will|i'm going to|let me)( now| just| go ahead and)? (place|put through|process|submit|register|"
-    r"create|book|order|start|send)\b"
+    r"create|book|order|start|send|return|refund|cancel|arrange)\b"
     # A call back nobody makes: no tool calls a caller back (blind4: "I'll check the stock and get back to you").
     r"|\b(get back to you|call you back)\b",
     re.I,

@@ -49,8 +49,9 @@ _PLAIN = frozenset(
     "send back ar "
     # New Zealand's and Australia's: "So yeah, sweet as, go ahead with the return." (blind8).
     "sweet as righto rightio so everything both then "
-    # Welsh: "Ie, yes, that's the one, the smartwatch. Go ahead, diolch." (blind12).
-    "ie iawn diolch".split()
+    # Welsh: "Ie, yes, that's the one, the smartwatch. Go ahead, diolch." (blind12); London's "Yeah, safe, go ahead."
+    # (blind13, read back twice).
+    "ie iawn diolch safe bet innit".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
@@ -59,6 +60,7 @@ _HELD = re.compile(
     r"^ (?:no|nope|wait|stop|hang on|hold on|actually)\b|\b(?:cancel|never mind|forget it|changed my mind)\b"
     r"|\b(?:don't|do not)\b(?: \w+)? (?:do|go|place|start|order|return|send|want|bother)\b"
 )
+_LEADING_NO = re.compile(r"^ (?:no|nope)\b")
 _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")
 # A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."
 _THANKS = re.compile(
@@ -171,7 +173,17 @@ def _told_then_agreed(text: str, proposal: Mapping[str, Any]) -> bool:
     *told, last = _SENTENCES.split(text.strip())
     if not told or yes_or_no(last) is not True or consent(last, proposal) is not True:
         return False
-    return not any(_HELD.search(normalise(sentence)) for sentence in told)
+    return not any(_holds(normalise(sentence)) for sentence in told)
+
+
+def _holds(said: str) -> bool:
+    """Whether a sentence before the agreement holds or calls off the action: "No, wait." does; "No, I have just
+    checked: her phone is a different model as well." answers something else with a no and tells, holding nothing
+    (blind13: "... So yes, please do return them after all. You may go ahead." went to the 1.5B)."""
+    if not _HELD.search(said):
+        return False
+    told = _LEADING_NO.sub(" ", said)
+    return told == said or len(told.split()) < 5 or bool(_HELD.search(told) or _REFUSAL.search(told))
 
 
 def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:

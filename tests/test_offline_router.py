@@ -294,6 +294,8 @@ def test_the_read_backs_own_price_said_back_is_no_new_quantity(said: str, again:
         ("Yeah, go ahead, just the kettles.", True),
         ("Aye, that's fine, put it through.", True),
         ("Yes, please, go ahead with the order.", True),
+        ("Yeah, safe, go ahead.", True),  # blind13: read back twice
+        ("Ie, yes, the kettles. Go ahead, diolch.", True),  # blind12
         ("Yes, three toasters.", None),  # another name than the read-back's
         ("Yes, two kettles.", None),
     ],
@@ -466,3 +468,24 @@ def test_some_of_several_picked_at_the_read_back_are_read_back_on_their_own() ->
 )
 def test_a_number_checked_with_a_tag_question_is_the_change(said: str, quantity: int | None) -> None:
     assert new_quantity(said, {"tool": "place_order", "arguments": {"sku": "CB-140", "quantity": 1}}) == quantity
+
+
+@pytest.mark.parametrize(
+    ("said", "agreed"),
+    [
+        # blind13: a no that answers something else and tells, then a yes
+        (
+            "No, I have just checked: her phone is a different model as well. So yes, please do return them. Go ahead.",
+            True,
+        ),
+        ("No, wait. Yes, go ahead.", None),  # held, then agreed: in doubt
+        ("No, I don't want them returned now. Yes, go ahead.", None),
+    ],
+)
+def test_a_no_that_tells_something_before_a_yes_holds_nothing(said: str, agreed: bool | None) -> None:
+    proposal = {
+        "tool": "create_return",
+        "arguments": {"order_number": "1", "sku": "PH-320"},
+        "item": "Screen protector",
+    }
+    assert consent(said, proposal) is agreed or (agreed is None and consent(said, proposal) is not True)

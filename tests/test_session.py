@@ -753,3 +753,6 @@ async def test_saying_it_will_act_without_acting_goes_back_to_the_model() -> Non
     assert '"I\'ll place" but does nothing' in errors[0]
     # Nor a call back: no tool rings the caller (blind4: "I'll check the stock and get back to you").
     assert action_claim_errors("I'll check the stock and get back to you.")
+    # Nor a return (blind13: "I'll return the Screen protectors for you." and nothing was returned).
+    assert action_claim_errors("I understand. I'll return the Screen protectors for you.")
+    assert not action_claim_errors("Your return is registered.")
