@@ -159,6 +159,37 @@ def names(said: Iterable[str], name: str) -> bool:
     return hits >= 2 or any(_same_word(word, own[-1]) for word in said)
 
 
+def near_match(asked: str, product: Product) -> bool:
+    """Whether the product is only near what a product's name asks for: its words (three at most: a sentence's are
+    not judged) name neither its kind nor two of its words, and half of them or more are nowhere in it ("coffee
+    machine" found the Coffee grinder, "air fryer" the Air humidifier, each offered as if it were what was asked
+    for). "A watch" names the Smartwatch by its name's end; "a vacuum" the Robot vacuum cleaner."""
+    said = query_terms(asked).words
+    kind = product.name.lower().split()[-1] if product.name.strip() else ""
+    if not 0 < len(said) <= 3 or names(said, product.name) or any(len(w) >= 5 and kind.endswith(w) for w in said):
+        return False
+    return 2 * _in_product(said, product) <= len(said)
+
+
+def may_mean(asked: str, product: Product) -> bool:
+    """Whether many words (four or more: a caller's sentence) may mean the product found for them: they name it (its
+    kind or two of its words), or two of them are in it. One word in common is chance: "lasting power of attorney"
+    found the Power bank, and "cancel it and return it" the headphones' noise cancelling (blind13: both offered)."""
+    said = query_terms(asked).words
+    return len(said) < 4 or names(said, product.name) or _in_product(said, product) >= 2
+
+
+def _in_product(said: Sequence[str], product: Product) -> int:
+    """How many of the words are in the product's name, description or category, in one of their forms ("charge"
+    and "charging", "wire" and "wired")."""
+    own = query_terms(f"{product.name} {product.description} {product.category}").words
+    return sum(any(_alike(word, mine) for mine in own) for word in said)
+
+
+def _alike(one: str, other: str) -> bool:
+    return one.rstrip("s") == other.rstrip("s") or (min(len(one), len(other)) >= 4 and one[:4] == other[:4])
+
+
 def count_in(text: str, name: str) -> int:
     """How many the words ask for (said_count), else one."""
     return said_count(text, name) or 1

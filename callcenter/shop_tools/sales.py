@@ -9,7 +9,7 @@ from typing import Any
 
 from num2words import num2words
 
-from callcenter.basket import ADDING, count_in, listed_products, named_product, names, without_taken_back
+from callcenter.basket import ADDING, count_in, listed_products, may_mean, named_product, near_match, without_taken_back
 from callcenter.shop import Order, Product, ShopError
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import SALES_PHRASES
@@ -52,7 +52,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             }
         try:
             listed = listed_products(shop, query) or _added(context, query)
-            found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if _meant(query, p)]
+            found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if may_mean(query, p)]
         except ShopUnavailable as error:
             return system_down(context, error)
         if len(listed) == 1:
@@ -261,39 +261,9 @@ def _found(found: list[Product], quantity: int, *, described: bool = False, aske
     the offer to order it; a match only near what was `asked` for is said to be the closest."""
     best, quantity = found[0], max(1, quantity)
     what = f" {best.description.rstrip('.')}." if described and best.description else ""
-    have = "The closest I have to that is" if _near(asked, best) else "We have"
+    have = "The closest I have to that is" if near_match(asked, best) else "We have"
     say = f"{have} the {best.name} for {euros(best.price_cents)}.{what} " + _stock_line(best, quantity)
     return {"products": [product_json(p) for p in found], "say": say, **_offer(best, quantity)}
-
-
-def _near(asked: str, product: Product) -> bool:
-    """Whether the product is only near what a product's name asks for: its words (three at most: a sentence's are
-    not judged) name neither its kind nor two of its words, and half of them or more are nowhere in it ("coffee
-    machine" found the Coffee grinder, "air fryer" the Air humidifier, each offered as if it were what was asked
-    for). "A watch" names the Smartwatch by its name's end; "a vacuum" the Robot vacuum cleaner."""
-    said = query_terms(asked).words
-    kind = _kind(product)
-    if not 0 < len(said) <= 3 or names(said, product.name) or any(len(w) >= 5 and kind.endswith(w) for w in said):
-        return False
-    own = query_terms(f"{product.name} {product.description} {product.category}").words
-    found = sum(any(_alike(word, mine) for mine in own) for word in said)
-    return 2 * found <= len(said)
-
-
-def _meant(asked: str, product: Product) -> bool:
-    """Whether many words (four or more: a caller's sentence) may mean the product found for them: they name it (its
-    kind or two of its words), or two of them are in it. One word in common is chance: "lasting power of attorney"
-    found the Power bank, and "cancel it and return it" the headphones' noise cancelling (blind13: both offered)."""
-    said = query_terms(asked).words
-    if len(said) < 4 or names(said, product.name):
-        return True
-    own = query_terms(f"{product.name} {product.description} {product.category}").words
-    return sum(any(_alike(word, mine) for mine in own) for word in said) >= 2
-
-
-def _alike(one: str, other: str) -> bool:
-    """The same word, or one of its forms: "charge" and "charging", "wire" and "wired"."""
-    return one.rstrip("s") == other.rstrip("s") or (min(len(one), len(other)) >= 4 and one[:4] == other[:4])
 
 
 def _offer(product: Product, quantity: int) -> dict[str, Any]:
