@@ -51,7 +51,9 @@ _PLAIN = frozenset(
     "sweet as righto rightio so everything both then "
     # Welsh: "Ie, yes, that's the one, the smartwatch. Go ahead, diolch." (blind12); London's "Yeah, safe, go ahead."
     # (blind13, read back twice).
-    "ie iawn diolch safe bet innit".split()
+    "ie iawn diolch safe bet innit "
+    # "So yes, please do return them after all. You may go ahead." (blind13).
+    "may after".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in

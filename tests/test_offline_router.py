@@ -475,7 +475,8 @@ def test_a_number_checked_with_a_tag_question_is_the_change(said: str, quantity:
     [
         # blind13: a no that answers something else and tells, then a yes
         (
-            "No, I have just checked: her phone is a different model as well. So yes, please do return them. Go ahead.",
+            "No, I have just checked: her phone is a different model as well. So yes, please do return them after all."
+            " You may go ahead.",
             True,
         ),
         ("No, wait. Yes, go ahead.", None),  # held, then agreed: in doubt
