@@ -62,6 +62,13 @@ _HELD = re.compile(
     r"^ (?:no|nope|wait|stop|hang on|hold on|actually)\b|\b(?:cancel|never mind|forget it|changed my mind)\b"
     r"|\b(?:don't|do not)\b(?: \w+)? (?:do|go|place|start|order|return|send|want|bother)\b"
 )
+# Asking for time: "not yet", "don't do it yet", "let me think", "one moment", "hold on".
+_DEFERS = re.compile(
+    r"\b(?:(?:not|don't|do not)(?: \w+){0,3} yet|let me (?:think|check|ask|see|have a look|look)"
+    r"|(?:one|a) (?:moment|sec|second|minute)|give me a (?:moment|sec|second|minute)|hold on|hang on|bear with me|wait a (?:moment|sec|second|minute))\b"
+)
+# Words that ask for something else beside the time asked for: "hang on, I want the blue one instead".
+_ELSE = re.compile(r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it)\b")
 _LEADING_NO = re.compile(r"^ (?:no|nope)\b")
 _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")
 # A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."
@@ -455,16 +462,29 @@ def pending_proposal(messages: Sequence[Message]) -> dict[str, Any] | None:
     """The action the last tool result asked the caller to confirm, when the last message answers it; or the one
     a model read back again in its own words, word for word (the 1.5B said "Okay. I found your order ... Shall I
     start a return for it?" without calling the tool: blind4)."""
+    deferred = False
     for index in range(len(messages) - 2, -1, -1):
         message = messages[index]
         if message.role == "user":
-            return None
+            if deferred or not defers(message.content):
+                return None
+            deferred = True  # the caller asked for time, and the agent only answered in words: still to answer
+            continue
         if message.role == "tool":
             return proposal_in(message)
         spoken = message.role == "assistant" and message.content and not message.tool_calls
         if spoken and (repeated := _read_back_repeated(messages[:index], message.content)) is not None:
             return repeated
     return None
+
+
+def defers(text: str) -> bool:
+    """Words that ask for time before answering a read-back, and ask for nothing else: "Actually, no, please don't
+    do it yet. One moment. My wife might have the phone they were made for. Let me think." The 1.5B answered them in
+    words ("I'll wait for your wife to confirm."), and the read-back was no longer pending: the yes that came next was
+    the model's to take, and it missed it 2 to 3 times in 4 (blind13)."""
+    said = normalise(text)
+    return bool(_DEFERS.search(said)) and not _ELSE.search(said) and "?" not in text
 
 
 def _read_back_repeated(earlier: Sequence[Message], said: str) -> dict[str, Any] | None:

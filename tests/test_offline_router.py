@@ -9,7 +9,7 @@ import pytest
 
 from callcenter.agents import ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
-from swarm.confirmations import changes_quantity, consent, new_quantity, picked_lines, restates_item, yes_or_no
+from swarm.confirmations import changes_quantity, consent, defers, new_quantity, picked_lines, restates_item, yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion
 from swarm.providers.offline import INSTRUCTIONS_REFUSED, OfflineRouter, fill_arguments
@@ -507,3 +507,20 @@ def test_a_request_for_the_agents_instructions_has_one_answer(said: str, refused
     router = OfflineRouter({}, {})
     request = _request(Message("assistant", "How can I help you today?", agent="triage"), Message("user", said))
     assert (router.asked_again(request) == INSTRUCTIONS_REFUSED) is refused
+
+
+@pytest.mark.parametrize(
+    ("said", "asks_for_time"),
+    [
+        ("Hmm. Actually, no, please don't do it yet. One moment. Let me think.", True),
+        ("Let me check with my husband first.", True),
+        ("Hang on a sec.", True),
+        ("No, hang on, I want the blue one instead.", False),  # asks for something else
+        ("Hold on, is that the big one?", False),  # a question of its own
+        ("Hang on, cancel that.", False),
+        ("I haven't opened it yet.", False),
+        ("No thanks.", False),
+    ],
+)
+def test_words_that_ask_for_time_at_a_read_back_and_nothing_else(said: str, asks_for_time: bool) -> None:
+    assert defers(said) is asks_for_time

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from callcenter.agents import AGENTS, SWARM, build_registry
+from callcenter.agents import AGENTS, ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
 from swarm.events import ToolCalled
 from swarm.messages import CompletionRequest
+from swarm.providers.offline import TAKE_YOUR_TIME
 from swarm.providers.scripted import ScriptedProvider, reply
 
 CALLER = "+4930123456"
@@ -524,3 +525,47 @@ async def test_the_order_whose_product_the_caller_names_is_read_back_before_a_ne
         "calling from the same phone I ordered with."
     )
     assert (await session.complete(said)).endswith("with the Power bank. Shall I start a return for it?")
+
+
+async def test_a_plain_yes_to_the_search_question_asks_it_again_without_the_model() -> None:
+    # Heard latency, two calls at once: "Yes, please." to "What product are you looking for?" cost the 1.5B
+    # 3.7-7.8 s to order nothing it could name.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    assert await session.complete("Hello, I'd like to buy something, please.") == "What product are you looking for?"
+    asked = len(model.requests)
+    assert await session.complete("Yes, please.") == "What product are you looking for?"
+    assert len(model.requests) == asked
+
+
+async def test_a_plain_yes_to_buy_or_return_asks_it_again_then_a_person_helps_without_the_model() -> None:
+    # "Yes, please." to triage's "buy something, or return something?" is no choice: its question tool asks again
+    # (and counts), where the 1.5B took 3.7-7.8 s beside a second call to guess one.
+    def asks(request: CompletionRequest):
+        return reply("", ("ask_buy_or_return", {}))
+
+    model = ScriptedProvider(asks, name="model")
+    session = session_with(model)
+    first = await session.complete("Hi there, is that the shop?")
+    assert first.endswith("or return something you bought?") and len(model.requests) == 1
+    assert await session.complete("Yes, please.") == f"{ASKED_AGAIN} {first}"
+    assert await session.complete("Yes.") == NOT_UNDERSTOOD
+    escalated = session.escalated()
+    assert escalated is not None and escalated.reason == "not_understood" and len(model.requests) == 1
+
+
+async def test_a_caller_who_asks_for_time_at_a_read_back_is_given_it_and_their_yes_then_agrees() -> None:
+    # Blind13: "Actually, no, please don't do it yet. One moment. ... Let me think." The 1.5B answered in its own
+    # words, the read-back was no longer pending, and it missed the caller's yes that came next (2-3 of 4 trials).
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order(CALLER, [("PH-320", 1)], days_ago=5)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    said = "I would like to return the tempered glass screen protectors I bought last week."
+    assert (await session.complete(said)).endswith("Shall I start a return for it?")
+    held = "Hmm. Actually, no, please don't do it yet. One moment. My wife might have the phone they fit. Let me think."
+    assert await session.complete(held) == TAKE_YOUR_TIME
+    agreed = "No, I have just checked: her phone is different. So yes, please do return them after all."
+    assert (await session.complete(agreed)).startswith("Your return is registered")
+    assert model.requests == [] and shop.find_orders(order_number=order.order_number)[0].lines[0].returned_quantity == 1

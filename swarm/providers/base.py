@@ -90,13 +90,15 @@ class Router(Protocol):
 
     def asked_again(self, request: CompletionRequest) -> str | None:
         """The agent's open question said again when the last caller message answered it ("What else could I look up
-        for you?") with a plain yes, which names nothing to act on; else None."""
+        for you?") with a plain yes, which names nothing to act on; or a fixed reply the words need no model for
+        (time given at a read-back to a caller who asks for it); else None."""
         ...
 
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         """The call a tool's pending question asks for (swarm.confirmations.pending_question), the last caller
         message its answer, when those words plainly are one: a code of digits or an e-mail address ("It's one zero
-        one one five."), no question and no no. Else None."""
+        one one five."), no question and no no; or words that are no answer at all (a plain yes, "I don't know it"),
+        for the tool to ask again or to say it cannot go on, counting no attempt. Else None."""
         ...
 
 
