@@ -159,14 +159,19 @@ def names(said: Iterable[str], name: str) -> bool:
     return hits >= 2 or any(_same_word(word, own[-1]) for word in said)
 
 
+def kind(product: Product) -> str:
+    """What kind of thing a product is: its name's last word ("Power bank" -> "bank", "Smartphone case" -> "case")."""
+    return product.name.lower().split()[-1] if product.name.strip() else ""
+
+
 def near_match(asked: str, product: Product) -> bool:
     """Whether the product is only near what a product's name asks for: its words (three at most: a sentence's are
     not judged) name neither its kind nor two of its words, and half of them or more are nowhere in it ("coffee
     machine" found the Coffee grinder, "air fryer" the Air humidifier, each offered as if it were what was asked
     for). "A watch" names the Smartwatch by its name's end; "a vacuum" the Robot vacuum cleaner."""
     said = query_terms(asked).words
-    kind = product.name.lower().split()[-1] if product.name.strip() else ""
-    if not 0 < len(said) <= 3 or names(said, product.name) or any(len(w) >= 5 and kind.endswith(w) for w in said):
+    end = kind(product)
+    if not 0 < len(said) <= 3 or names(said, product.name) or any(len(w) >= 5 and end.endswith(w) for w in said):
         return False
     return 2 * _in_product(said, product) <= len(said)
 

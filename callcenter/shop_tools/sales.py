@@ -9,7 +9,16 @@ from typing import Any
 
 from num2words import num2words
 
-from callcenter.basket import ADDING, count_in, listed_products, may_mean, named_product, near_match, without_taken_back
+from callcenter.basket import (
+    ADDING,
+    count_in,
+    kind,
+    listed_products,
+    may_mean,
+    named_product,
+    near_match,
+    without_taken_back,
+)
 from callcenter.shop import Order, Product, ShopError
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import SALES_PHRASES
@@ -78,7 +87,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         if offered is None or offered == found[0].sku or not _REFERS_BACK.search(said) or yes_or_no(said) is False:
             return None  # "No, not that one": what they turned down is not kept on offer
         spoken = set(re.findall(r"[a-z]+", said.lower()))
-        if any(_kind(p) in spoken or f"{_kind(p)}s" in spoken for p in found):
+        if any(kind(p) in spoken or f"{kind(p)}s" in spoken for p in found):
             return None
         return shop.get_product(offered)
 
@@ -274,11 +283,6 @@ def _offer(product: Product, quantity: int) -> dict[str, Any]:
 
 # Words that point back at what is on offer: "off it", "the price of it", "that one".
 _REFERS_BACK = re.compile(r"(?i)\b(?:it|its|that one|this one)\b")
-
-
-def _kind(product: Product) -> str:
-    """What kind of thing a product is: its name's last word ("Power bank" -> "bank", "Smartphone case" -> "case")."""
-    return product.name.lower().split()[-1] if product.name.strip() else ""
 
 
 def _offered_sku(events: Sequence[Event]) -> str | None:
