@@ -16,7 +16,7 @@ from typing import Protocol
 from callcenter.store.domain import OrderLine, Product
 from callcenter.store.spoken import number_tokens, words
 from callcenter.store.terms import query_terms
-from swarm.numbers import MEASURE
+from swarm.numbers import MEASURE, SIZE
 
 MAX_SEARCHES = 12  # each part that names something is one catalogue search (an HTTP call to the shop's own system)
 MAX_QUANTITY = 99  # a longer number is a code, not how many
@@ -27,7 +27,7 @@ _PARTS = re.compile(r"(?i)\s*[.!?;,]+\s*|\s+(?:and|plus|but|as well as|along wit
 # stays", "I don't want to send the mouse back". A problem said with a no ("it does not work") keeps nothing, and nor
 # does a thing not needed: "the webcam I don't need" sends it back (blind12 kept it).
 _KEPT = re.compile(
-    r"(?i)\b(?:keep|keeping|kept|stays?|staying|except|apart from|hang(?:ing)? on to"
+    r"(?i)\b(?:keep|keeps|keeping|kept|stays?|staying|except|apart from|hang(?:ing)? on to"
     r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need) to (?:return|send|give)|don'?t (?:return|send)"
     r"|(?:is|'s|are) (?:fine|grand|good|ok|okay|alright|all right))\b"
 )
@@ -37,8 +37,8 @@ _TAKEN_BACK = re.compile(r"(?i)^\W*(?:(?:oh|no|nah|na|sorry|wait|actually|hold u
 _NOT_WANTED = re.compile(r"(?i)\bdon'?t (?:want|need)\b")
 # A part that keeps what the part before it named: "The screen protectors are great, I'm keeping them" (blind10).
 _KEPT_BEFORE = re.compile(
-    r"(?i)\b(?:keep|keeping|hang(?:ing)? on to|hold(?:ing)? on to) (?:them|it|those|these|that)\b"
-    r"|\b(?:they|it|those|these)(?:'re| are| is|'s) (?:fine|grand|good|ok|okay|alright|all right)\b"
+    r"(?i)\b(?:keep|keeps|keeping|hang(?:ing)? on to|hold(?:ing)? on to) (?:them|it|those|these|that)\b"
+    r"|\b(?:they|it|those|these|that one|this one)(?:'re| are| is|'s) (?:fine|grand|good|ok|okay|alright|all right)\b"
 )
 # A part that sends something back: its count is how many go ("send two of them back", "Two chargers back, mind").
 _GOING = re.compile(r"(?i)\b(?:back|return|returning|refund)\b")
@@ -204,7 +204,7 @@ def said_count(text: str, name: str) -> int | None:
     """The first number of the words that is not part of the product's name ("27 inch monitor", "Two slice
     toaster"), if they say one."""
     own = {token for token, _ in number_tokens(words(name))}
-    for token, _ in number_tokens(words(MEASURE.sub(" ", text))):
+    for token, _ in number_tokens(words(MEASURE.sub(" ", SIZE.sub(" ", text)))):
         if token.isdigit() and token not in own and 0 < int(token) <= MAX_QUANTITY:
             return int(token)
     return None

@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from swarm.messages import Message
-from swarm.numbers import COUNT_WORDS, TAKEN_BACK, TENS_WORDS
+from swarm.numbers import COUNT_WORDS, SIZE, TAKEN_BACK, TENS_WORDS
 
 _YES = re.compile(
     r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm)\b"
@@ -413,7 +413,7 @@ def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
 def _numbers(text: str) -> set[int]:
     """The numbers said on their own, but those of "the other three" (the rest, not what is asked for) and "not two"
     (taken back); three or more one after another are a code ("order 1 2 3 4 5")."""
-    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", _COMPOUND.sub(_compound, normalise(text))))
+    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", SIZE.sub(" ", _COMPOUND.sub(_compound, normalise(text)))))
     found = _alone(said)
     # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.
     shared = _alone(_SHARED_ONE.sub(" ", said))

@@ -25,10 +25,12 @@ MEASURE = re.compile(
     r"(?i)\b[\w-]+[\s-]+(?:hours?|minutes?|days?|weeks?|months?|years?|metres?|meters?|inch(?:es)?|watts?|litres?"
     r"|liters?|mm|cm|slices?)\b"
 )
+# A size counts no items either, its number after it: "Size forty-four, black" (blind14's one pair of shoes).
+SIZE = re.compile(r"(?i)\bsizes? (?:uk |eu |us )?(?:(?:" + "|".join(TENS_WORDS) + r")[\s-]+\w+|[\w-]+)")
 # A number taken back asks for nothing: "just the one keyboard now, not two" (blind10 was offered two again).
 TAKEN_BACK = re.compile(rf"\bnot (?:the )?{_A_COUNT}\b", re.IGNORECASE)
 
 
 def counting_nothing(text: str) -> str:
-    """The words with the numbers that count no items (measures, times, numbers taken back) blanked out."""
-    return TAKEN_BACK.sub(" ", MEASURE.sub(" ", text))
+    """The words with the numbers that count no items (measures, times, sizes, numbers taken back) blanked out."""
+    return TAKEN_BACK.sub(" ", SIZE.sub(" ", MEASURE.sub(" ", text)))

@@ -15,6 +15,9 @@ from swarm.numbers import counting_nothing
         ("only one, not two", "only one,"),
         ("just one, not the 2", "just one,"),
         ("I'm 81 years old and I want two", "I'm old and I want two"),
+        ("One pair I take. Size forty-four, black.", "One pair I take. , black."),
+        ("two pairs in size forty two", "two pairs in"),
+        ("a size 9, one pair", "a , one pair"),
     ],
 )
 def test_counting_nothing_blanks_measures_and_numbers_taken_back(said: str, left: str) -> None:

@@ -569,3 +569,33 @@ async def test_a_caller_who_asks_for_time_at_a_read_back_is_given_it_and_their_y
     agreed = "No, I have just checked: her phone is different. So yes, please do return them after all."
     assert (await session.complete(agreed)).startswith("Your return is registered")
     assert model.requests == [] and shop.find_orders(order_number=order.order_number)[0].lines[0].returned_quantity == 1
+
+
+async def test_the_order_whose_product_the_caller_keeps_is_read_back_after_the_one_they_send_back() -> None:
+    # Blind14: "... the robot hoover ... I want to send it back, refund. The keyboard I bought for my son, that one is
+    # fine, he keeps it." was read back the newer keyboard's order, and the caller was put through to a person.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("VC-510", 1)], days_ago=8)
+    shop.seed_demo_order(CALLER, [("KB-220", 1)], days_ago=3)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    said = (
+        "I bought from you the robot hoover, the round one, for the restaurant floor. It gets stuck under the chairs. "
+        "I want to send it back, refund. The keyboard I bought for my son, that one is fine, he keeps it."
+    )
+    answer = await session.complete(said)
+    assert "Robot vacuum cleaner" in answer and "keyboard" not in answer.lower() and model.requests == []
+
+
+async def test_a_yes_with_a_size_and_a_colour_is_read_back_saying_neither_is_noted() -> None:
+    # Blind14: "Seventy-nine. OK, is fine. One pair I take. Size forty-four, black." The size's number was taken for
+    # a quantity, and the 1.5B put the colour in place_order as a product code (4 of 4).
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    offer = await session.complete("Hello. Running shoes, you have? The light ones, for running. How much is cost?")
+    assert offer.startswith("We have the Running shoes for 79 euros")
+    asked = len(model.requests)
+    again = await session.complete("Seventy-nine. OK, is fine. One pair I take. Size forty-four, black.")
+    assert again.startswith("I'm afraid I can't note a size or a colour on the order. That is 1 Running shoes")
+    assert (await session.complete("Yes.")).startswith("Your order is placed.") and len(model.requests) == asked

@@ -159,6 +159,7 @@ def test_broken_catalogue_names_file_and_line(tmp_path: Path, db: str, rows: str
         ("a coffee grinder please", "CF-420"),
         ("something to keep my drinks cold", "BT-630"),
         ("smart phone case", "PH-310"),
+        ("a hoover, please", "VC-510"),  # a brand that became the thing's name
     ],
 )
 def test_search_ranks_the_obvious_product_first(read_only_shop: Shop, said: str, first: str) -> None:

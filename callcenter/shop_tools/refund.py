@@ -356,10 +356,18 @@ def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> l
 
 
 def _named_first(orders: list[Order], product: str | None) -> list[Order]:
-    """The orders with a line the words name (by its kind or two of its words) first, each kept newest first: "I
-    bought a power bank ... calling from the same phone" matched the newer phone charger's order by "phone" (blind13)."""
+    """The orders with a line the words name (by its kind or two of its words) first, and those whose every line the
+    words keep last, each kept newest first: "I bought a power bank ... calling from the same phone" matched the newer
+    phone charger's order by "phone" (blind13); "... the robot hoover ... I want to send it back, refund. The keyboard
+    I bought for my son, that one is fine, he keeps it." was read back the newer keyboard (blind14)."""
     said = query_terms(product or "").words
-    return sorted(orders, key=lambda order: not any(names(said, line.name) for line in order.lines))
+
+    def rank(order: Order) -> tuple[bool, bool]:
+        kept = kept_lines(order.lines, product or "")
+        named = any(names(said, line.name) for line in order.lines if line.sku not in kept)
+        return not named, all(line.sku in kept for line in order.lines)
+
+    return sorted(orders, key=rank)
 
 
 def _matching_line(order: Order, product: str | None) -> Any:

@@ -39,6 +39,7 @@ from callcenter.store.domain import OneProductPerOrder, ShopUnavailable
 from callcenter.store.terms import query_terms
 from swarm import Event, Tool, ToolContext, UserText, tool_from_function
 from swarm.confirmations import turns_away, yes_or_no
+from swarm.numbers import SIZE
 
 
 def sales_tools(shop: ShopBackend) -> list[Tool]:
@@ -211,6 +212,8 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         total = euros(product.price_cents * quantity)
         if not confirmed:
             say = f"That is {amount(quantity, product.name)} for {total} in total. Shall I place the order?"
+            if _asks_a_variant(context, product):
+                say = f"I'm afraid I can't note a size or a colour on the order. {say}"
             return {
                 "say": say,
                 "needs_confirmation": True,
@@ -281,8 +284,20 @@ def _offer(product: Product, quantity: int) -> dict[str, Any]:
     return {"proposal": proposed("place_order", product.name, sku=product.sku, quantity=quantity)}
 
 
+_COLOURS = re.compile(
+    r"\b(?:black|white|blue|red|green|grey|gray|pink|silver|gold|yellow|orange|purple|brown|navy|beige|cream)\b"
+)
 # Words that point back at what is on offer: "off it", "the price of it", "that one".
 _REFERS_BACK = re.compile(r"(?i)\b(?:it|its|that one|this one)\b")
+
+
+def _asks_a_variant(context: ToolContext, product: Product) -> bool:
+    """The caller's last words ask for a size or a colour the product's name does not have ("One pair I take. Size
+    forty-four, black." of the Running shoes, blind14): an order holds a product and a count, so the read-back says
+    that neither is noted, before the caller agrees to it."""
+    said = next((e.text for e in reversed(context.session.events) if isinstance(e, UserText)), "")
+    colours = set(_COLOURS.findall(said.lower())) - set(product.name.lower().split())
+    return bool(SIZE.search(said) or colours)
 
 
 def _offered_sku(events: Sequence[Event]) -> str | None:

@@ -28,6 +28,9 @@ STOP_WORDS = frozenset(
 
 # Plurals no stemmer undoes (SQLite's porter and PostgreSQL's english both keep "mice"): "one of them quiet wireless
 # mice" found the humidifier (blind7).
+# A thing called by a brand that became its name: "the robot hoover" is the robot vacuum cleaner (blind14 was read
+# back the caller's keyboard).
+EVERYDAY_NAMES = {"hoover": "vacuum", "hoovers": "vacuum"}
 IRREGULAR_PLURALS = {
     "mice": "mouse",
     "knives": "knife",
@@ -80,7 +83,7 @@ def query_terms(text: str) -> Terms:
                 # The catalogue says "Two slice toaster" as well as "27 inch".
                 extra.append(raw[position])
         elif len(token) > 1 and token not in STOP_WORDS:
-            wanted.append(IRREGULAR_PLURALS.get(token, token))
+            wanted.append(EVERYDAY_NAMES.get(token) or IRREGULAR_PLURALS.get(token, token))
         position += width
     plain = [token for token, _ in tokens]
     extra.extend(_spelled_out(plain))
