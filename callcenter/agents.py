@@ -139,7 +139,9 @@ def hand_over_question_tool(
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
         history = context.session.get_agent_history()
         said = next((m.content for m in reversed(history) if m.role == "user"), "")
-        heard = router.best_tool(said, hand_overs) if said else None
+        # Doubtful phrases name no wish: "She bought something ... The order number is 7 8 6 4 1. Can you just tell
+        # me what the item was?" was handed to sales by its "order", and offered a desk lamp (blind14).
+        heard = router.best_tool(router.undoubted(said), hand_overs) if said else None
         if heard is not None:
             # No say line: the agent the caller is handed to answers in this same turn.
             context.session.change_agent(heard.name.removeprefix(HAND_OVER_PREFIX))

@@ -101,8 +101,12 @@ _AWAY = re.compile(
 )
 # How many are shared out: "one for us and one for the kids", "one for me and two for my friends" (blind10).
 _SHARED_ONE = re.compile(rf"\b{_NUMBER} (?:for (?:me|my|him|her|us|them|the|our|your|each)\b|each\b|too\b)")
-# A change said as one: "make it three", "change that to two", "three instead".
-_CHANGE = re.compile(rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b")
+# A change said as one: "make it three", "change that to two", "three instead", or a number corrected as it is said:
+# "ten mats, please. Ah, excuse me, no, twelve. Twelve mats." (blind14).
+_CHANGE = re.compile(
+    rf"\b(?:make|change) (?:it|that|them|this) (?:to )?{_NUMBER}\b|\b{_NUMBER} instead\b"
+    rf"|\b(?:no|sorry|i mean)\s+{_NUMBER}\b(?!\s+(?:is|are|was|were|of the)\b)"
+)
 # A statement with a question tag is no question: "it's three packs I want, yeah? Three." (Liverpool) changes one to
 # three as surely as "three packs, please".
 _TAG_QUESTION = re.compile(
@@ -113,7 +117,7 @@ _TAG_QUESTION = re.compile(
 # each, so two please." (Norfolk) to one charger wants two; "Have you got a speaker?" asks for something else.
 _CHECKING = re.compile(r"(?i)\b(?:is|was|isn't|wasn't) (?:that|it|this)\b[^.?!]*\?")
 # "sixty-nine" (normalised "sixty nine") is one number, not a nine.
-_UNITS = "|".join(w for w in COUNT_WORDS if w != "ten")
+_UNITS = "|".join(w for w, n in COUNT_WORDS.items() if n < 10)
 _COMPOUND = re.compile(rf"\b({'|'.join(TENS_WORDS)})(?: ({_UNITS}))?\b")
 # A number the read-back itself said from here up (its price, "69 euros") is the caller saying it back ("Sixty-nine,
 # that's canny. Aye, I'll have one of them then."), not a new quantity; below it, it may be either.
@@ -342,8 +346,9 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
     quantity = proposal_quantity(proposal)
     if quantity is None or len(quantities(proposal)) > 1:
         return None  # several lines read back: which one a number changes is in doubt
-    if (asked := _CHANGE.search(normalise(text))) is not None:
-        number = _number(asked.group(1) or asked.group(2))
+    if changes := list(_CHANGE.finditer(normalise(text))):
+        asked = changes[-1]  # the last correction stands
+        number = _number(next(group for group in asked.groups() if group))
         return number if number != quantity else None
     # A number beside a question is no change for sure: "Have ye got a speaker, a waterproof one? I'll take one if
     # ye have." to two blenders read back one blender (blind4).

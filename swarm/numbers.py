@@ -9,9 +9,14 @@ import re
 DIGIT_WORDS: dict[str, str] = {
     w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine".split())
 }
-# How many, said as a word: "two yoga mats".
+# How many, said as a word: "two yoga mats", "twelve mats" (blind14's yoga class).
 COUNT_WORDS: dict[str, int] = {
-    w: n for n, w in enumerate("one two three four five six seven eight nine ten".split(), 1)
+    w: n
+    for n, w in enumerate(
+        "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
+        " eighteen nineteen".split(),
+        1,
+    )
 }
 # The tens of a number said in words, "sixty-nine" being one number and not a nine.
 TENS_WORDS: dict[str, int] = {

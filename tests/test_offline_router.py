@@ -524,3 +524,28 @@ def test_a_request_for_the_agents_instructions_has_one_answer(said: str, refused
 )
 def test_words_that_ask_for_time_at_a_read_back_and_nothing_else(said: str, asks_for_time: bool) -> None:
     assert defers(said) is asks_for_time
+
+
+async def test_an_order_number_asks_to_buy_nothing_so_the_question_is_asked() -> None:
+    # Blind14: "She bought something ... The order number is 7 8 6 4 1. Can you just tell me what the item was?" was
+    # handed to sales by its "order" (ask_buy_or_return's second opinion), offered a desk lamp, and a yes bought it.
+    asks = Completion("", (ToolCall("q", "ask_buy_or_return", {}),))
+    registry = build_registry(Shop(":memory:"), {"triage": ScriptedProvider([asks], name="asks")})
+    session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
+    said = "She bought something from you this week. The order number is 7 8 6 4 1. What was the item?"
+    assert (await session.complete(said)).endswith("or return something you bought?")
+    assert session.get_agent_name() == "triage"
+
+
+@pytest.mark.parametrize(
+    ("said", "quantity"),
+    [
+        # Blind14's yoga class: "twelve" was no number, and the correction after the "no" was in doubt.
+        ("I would like ten mats, please. Ah, excuse me, no, twelve. Twelve mats. Two more students joined.", 12),
+        ("Twelve yoga mats, please. Twelve, not ten.", 12),
+        ("Three, sorry, four of them.", 4),
+        ("Two, I mean three. Two of the three are for my sister.", 3),
+    ],
+)
+def test_a_number_corrected_as_it_is_said_is_the_change(said: str, quantity: int | None) -> None:
+    assert new_quantity(said, {"tool": "place_order", "arguments": {"sku": "YM-620", "quantity": 1}}) == quantity

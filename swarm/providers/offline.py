@@ -184,8 +184,7 @@ class OfflineRouter:
             sentences = _SENTENCE_END.split(last.content.strip())
             refused = max((i for i, s in enumerate(sentences) if yes_or_no(s) is False), default=-1)
             said = normalise(" ".join(sentences[refused + 1 :]))
-        for phrase in self._doubtful:
-            said = re.sub(rf"\b{re.escape(phrase.strip())}\b", " ", said)
+        said = self.undoubted(said)
         named = [t for t in request.tools if any(phrase in said for phrase in self._examples.get(t.name, ()))]
         tool = named[0] if len(named) == 1 else None
         if self._classifier is not None and all(self._classifier.decides(t.name) for t in named):
@@ -195,6 +194,14 @@ class OfflineRouter:
             tool = tool or next((t for t in request.tools if t.name == classified), None)
         arguments = fill_arguments(tool, last.content) if tool is not None else None
         return None if tool is None or arguments is None else ToolCall("router_0", tool.name, arguments)
+
+    def undoubted(self, text: str) -> str:
+        """The words (normalised) without the doubtful phrases, which name no wish on their own: "The order number is
+        7 8 6 4 1" asks to buy nothing."""
+        said = normalise(text)
+        for phrase in self._doubtful:
+            said = re.sub(rf"\b{re.escape(phrase.strip())}\b", " ", said)
+        return said
 
     def call_of(self, request: CompletionRequest, tool: str) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
