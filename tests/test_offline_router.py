@@ -532,7 +532,10 @@ async def test_an_order_number_asks_to_buy_nothing_so_the_question_is_asked() ->
     asks = Completion("", (ToolCall("q", "ask_buy_or_return", {}),))
     registry = build_registry(Shop(":memory:"), {"triage": ScriptedProvider([asks], name="asks")})
     session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
-    said = "She bought something from you this week. The order number is 7 8 6 4 1. What was the item?"
+    said = (
+        "She bought something from you this week. The order number is 7 8 6 4 1. Can you just tell me what the item"
+        " was? That's all I need for the spreadsheet."
+    )
     assert (await session.complete(said)).endswith("or return something you bought?")
     assert session.get_agent_name() == "triage"
 

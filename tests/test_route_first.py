@@ -599,3 +599,28 @@ async def test_a_yes_with_a_size_and_a_colour_is_read_back_saying_neither_is_not
     again = await session.complete("Seventy-nine. OK, is fine. One pair I take. Size forty-four, black.")
     assert again.startswith("I'm afraid I can't note a size or a colour on the order. That is 1 Running shoes")
     assert (await session.complete("Yes.")).startswith("Your order is placed.") and len(model.requests) == asked
+
+
+@pytest.mark.parametrize(
+    ("said", "ends"),
+    [
+        ("No, that's everything. Thank you for your help.", True),  # blind14: the 1.5B's 20 s, then an apology
+        ("No thanks, that's all. Bye!", True),
+        ("That's all, but can I also return the mouse?", False),
+        ("No. What's the total of the order, that's all I need.", False),
+    ],
+)
+async def test_a_goodbye_to_anything_else_ends_the_call_without_the_model(said: str, ends: bool) -> None:
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=4)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("I want to return my headphones.")
+    await session.complete("Yes, please.")
+    assert (
+        await session.complete("margaret dot hale at example dot org.")
+        == "Thank you. Is there anything else I can help with?"
+    )
+    answer = await session.complete(said)
+    assert (session.ended() is not None) is ends and (answer == "Thank you for calling. Goodbye!") is ends
+    assert (model.requests == []) is ends

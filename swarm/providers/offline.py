@@ -51,6 +51,8 @@ _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _LEAVE = re.compile(r"(?i)\b(?:can|could|may|shall) i (?:give|tell|read|use)\b[^?]*\?$")
 # Words that ask to be told what the question guards instead of answering it.
 _TELL_ME = re.compile(r"(?i)\b(?:tell|give|read|send) (?:me|us)\b(?! (?:a |the )?(?:moment|minute|second|sec)\b)")
+# A "no" that answers a question before the words that follow it: "No, that's everything."
+_ANSWERING_NO = re.compile(r"(?i)^\W*(?:no|nope|nah)\b\W*(?:thanks?|thank you)?\W*")
 # A question a yes cannot answer: it asks for a thing, not for leave ("Would you like ...?" is answered by a yes).
 _OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 # A question a yes cannot answer: it asks what, which... or offers a choice ("buy something, or return something?").
@@ -232,7 +234,7 @@ class OfflineRouter:
 
     def named_call(self, request: CompletionRequest, phrases: Mapping[str, tuple[str, ...]]) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
-        if last is None or last.role != "user" or yes_or_no(last.content) is False:
+        if last is None or last.role != "user" or yes_or_no(_answer_no_removed(request)) is False:
             return None  # "I don't want a person, just do it"
         said = normalise(last.content)
         named = [t for t in request.tools if any(f" {p} " in said for p in phrases.get(t.name, ()))]
@@ -312,6 +314,14 @@ class OfflineRouter:
         scores = self.scores(text, [t.name for t in tools])
         best = max(tools, key=lambda t: (scores[t.name], self._precedence.get(t.name, 0)), default=None)
         return best if best is not None and scores[best.name] > 0 else None
+
+
+def _answer_no_removed(request: CompletionRequest) -> str:
+    """The caller's last words without the "no" that answers the agent's question: "No, that's everything. Thank
+    you." to "Is there anything else I can help with?" says no to nothing that follows it."""
+    said = request.messages[-1].content
+    asked = next((m.content for m in reversed(request.messages[:-1]) if m.role == "assistant" and m.content), "")
+    return _ANSWERING_NO.sub("", said, count=1) if asked.rstrip().endswith("?") else said
 
 
 def _question_again(request: CompletionRequest) -> ToolCall | None:
