@@ -181,7 +181,15 @@ def may_mean(asked: str, product: Product) -> bool:
     kind or two of its words), or two of them are in it. One word in common is chance: "lasting power of attorney"
     found the Power bank, and "cancel it and return it" the headphones' noise cancelling (blind13: both offered)."""
     said = query_terms(asked).words
-    return len(said) < 4 or names(said, product.name) or _in_product(said, product) >= 2
+    return len(said) < 4 or names(said, product.name) or _of_product(said, product) >= 2
+
+
+def _of_product(said: Sequence[str], product: Product) -> int:
+    """How many of the product's own words (name, description, category) the words say, each counted once: "flatmate"
+    and "flat" are one "flat" (blind15's "my flatmate ... our shared flat money" found the Laptop stand that folds
+    flat)."""
+    own = set(query_terms(f"{product.name} {product.description} {product.category}").words)
+    return sum(any(_alike(word, mine) for word in said) for mine in own)
 
 
 def _in_product(said: Sequence[str], product: Product) -> int:

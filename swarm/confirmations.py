@@ -53,7 +53,9 @@ _PLAIN = frozenset(
     # (blind13, read back twice).
     "ie iawn diolch safe bet innit "
     # "So yes, please do return them after all. You may go ahead." (blind13).
-    "may after".split()
+    "may after "
+    # "Ah, okay, good. Yes, please, now you can order it. Thank you." (blind15, after a "not yet").
+    "ah oh now can".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in

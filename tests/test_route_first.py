@@ -200,6 +200,7 @@ async def test_a_lookup_that_asks_the_security_question_is_said_without_the_mode
         ("Aye, the postcode's M one, one A E.", False),
         ("The postcode? Let me see, M1 1AE.", False),  # the question said back (blind4)
         ("Oh, erm, the postcode? It's M1 1AE, yeah.", False),  # with sounds around it (blind5)
+        ("Da postcode whaur it wis delivered? Dat's da hoose: M1 1AE.", False),  # named back (blind15: 20 s)
         ("Oh, sorry, that's my old flat. We moved in the spring, so it went to the new place. It's M1 1AE.", False),
         ("Why do you need that?", True),
         ("Why do you need the postcode? It's M1 1AE.", True),  # a question of their own: the model answers it
@@ -624,3 +625,15 @@ async def test_a_goodbye_to_anything_else_ends_the_call_without_the_model(said: 
     answer = await session.complete(said)
     assert (session.ended() is not None) is ends and (answer == "Thank you for calling. Goodbye!") is ends
     assert (model.requests == []) is ends
+
+
+async def test_a_question_about_a_purchase_made_is_no_wish_to_buy() -> None:
+    # Blind15: "I have the order number ...: 6 5 8 1 1. What did he buy, and how much was it?" was handed to sales
+    # by its "buy" and "how much", offered a laptop stand, and a "Yes. Do it." ordered it.
+    model = ScriptedProvider(lambda request: reply("", ("ask_buy_or_return", {})), name="model")
+    session = session_with(model)
+    said = (
+        "My flatmate ordered something from you. The order number is 6 5 8 1 1. What did he buy, and how much was it?"
+    )
+    await session.complete(said)
+    assert session.get_agent_name() == "triage" and [r.agent for r in model.requests] == ["triage"]

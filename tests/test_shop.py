@@ -696,6 +696,8 @@ def test_prices_are_written_as_prices_are_written() -> None:
     [
         "I hold lasting power of attorney for my father and I need to know exactly what he ordered and what it cost.",
         "Fine, then just cancel it and return it, whatever it is, and tell me which town it went to.",
+        # Blind15: one word of the product in two forms is one word ("flat": the stand that folds flat).
+        "My flatmate ordered something with our shared flat money, and he won't tell me what it was.",
     ],
 )
 async def test_one_word_in_common_with_a_sentence_finds_nothing(shop: Shop, said: str) -> None:

@@ -51,6 +51,10 @@ _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _LEAVE = re.compile(r"(?i)\b(?:can|could|may|shall) i (?:give|tell|read|use)\b[^?]*\?$")
 # Words that ask to be told what the question guards instead of answering it.
 _TELL_ME = re.compile(r"(?i)\b(?:tell|give|read|send) (?:me|us)\b(?! (?:a |the )?(?:moment|minute|second|sec)\b)")
+# What a security question or an order's question asks for, named back by a caller looking for it.
+_CODE_NAMED = re.compile(r"(?i)\b(?:post ?code|e-?mail(?: address)?|order number|eircode)\b")
+# A question of the caller's own about it: "Why do you need the postcode?"
+_ASKS_WHY = re.compile(r"(?i)\b(?:why|what for|need|want|have to|must|should)\b")
 # A "no" that answers a question before the words that follow it: "No, that's everything."
 _ANSWERING_NO = re.compile(r"(?i)^\W*(?:no|nope|nah)\b\W*(?:thanks?|thank you)?\W*")
 # A question a yes cannot answer: it asks for a thing, not for leave ("Would you like ...?" is answered by a yes).
@@ -445,8 +449,11 @@ def _coded(sentence: str) -> bool:
 
 def _echoed_question(sentence: str) -> bool:
     """The question said back while the caller looks for the answer: "The postcode?", "Oh, erm, the postcode?" (the
-    sounds around it are no words of a question: blind5's went to the model, 18-20 s, two 20 s timeouts)."""
-    return sentence.endswith("?") and len([w for w in normalise(sentence).split() if w not in _SOUNDS]) <= 3
+    sounds around it are no words of a question: blind5's went to the model, 18-20 s, two 20 s timeouts), or the
+    code asked for named back in a short question: "Da postcode whaur it wis delivered?" (blind15, the 1.5B's 20 s)."""
+    words = [w for w in normalise(sentence).split() if w not in _SOUNDS]
+    named_back = len(words) <= 8 and bool(_CODE_NAMED.search(sentence)) and not _ASKS_WHY.search(sentence)
+    return sentence.endswith("?") and (len(words) <= 3 or named_back)
 
 
 def said_quantity(text: str) -> int | None:
