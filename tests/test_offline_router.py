@@ -297,6 +297,7 @@ def test_the_read_backs_own_price_said_back_is_no_new_quantity(said: str, again:
         ("Yeah, safe, go ahead.", True),  # blind13: read back twice
         ("Ie, yes, the kettles. Go ahead, diolch.", True),  # blind12
         ("Ah, okay, good. Yes, please, now you can order them. Thank you.", True),  # blind15, after a "not yet"
+        ("Aye, dat's right. Go on ahead an do it.", True),  # blind15, Shetland ("... an send it back." to a return)
         ("Yes, three toasters.", None),  # another name than the read-back's
         ("Yes, two kettles.", None),
     ],
