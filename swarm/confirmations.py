@@ -156,6 +156,8 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         and not _REFUSAL.search(_NOT_A_NO.sub(" ", normalise(text)))
     ):
         return None  # "Wait, make it three instead": the change is read back again
+    if answer is False and picked_lines(text, proposal) is not None:
+        return None  # a no to one of several read back, and a pick of the rest: read back again
     if answer is not True:
         return answer
     if picked_lines(text, proposal) is not None or _other_action(text, proposal):
@@ -262,7 +264,11 @@ def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | Non
     names = re.split(r",\s*|\s+and\s+", item)
     if len(names) != len(lines):
         return None  # a name with "and" in it: which is which is in doubt
-    said = _THAT_ONE.sub(r"\1", normalise(text)).split()
+    # A line named only where the caller says no to it is not picked: "Only the keyboard. Mouse no, he take my old
+    # one." (blind16) names both.
+    clauses = [c for c in re.split(r"[.,;!?]+|\bbut\b", text) if c.strip()]
+    kept = [_THAT_ONE.sub(r"\1", normalise(c)).split() for c in clauses if yes_or_no(c) is not False]
+    said = [word for clause in kept for word in clause]
     named = [
         sku
         for sku, name in zip(lines, names, strict=True)
@@ -484,6 +490,11 @@ def pending_proposal(messages: Sequence[Message]) -> dict[str, Any] | None:
         if spoken and (repeated := _read_back_repeated(messages[:index], message.content)) is not None:
             return repeated
     return None
+
+
+def holds_off(text: str) -> bool:
+    """Words that ask for time, whatever else they say: "Not yet, please. Before you order it, does it fold flat?"."""
+    return bool(_DEFERS.search(normalise(text)))
 
 
 def defers(text: str) -> bool:

@@ -21,7 +21,16 @@ from swarm.checks import (
     tool_call_errors,
     unfounded_errors,
 )
-from swarm.confirmations import adds_to, agreed, consent, names_item, narrows, pending_proposal, same_action
+from swarm.confirmations import (
+    adds_to,
+    agreed,
+    consent,
+    holds_off,
+    names_item,
+    narrows,
+    pending_proposal,
+    same_action,
+)
 from swarm.events import (
     AgentChanged,
     AssistantText,
@@ -416,7 +425,12 @@ class Session:
             if not isinstance(offered, dict) or not result.get(tool.finds):
                 found = False
             elif refused:
-                found = not same_action(offered, proposal)
+                # Or the same offer told about ("described"), for a caller who holds off to ask about it: "Not yet,
+                # please. Before you order it, um, does it fold flat?" (blind15, blind16: the 1.5B asked "What
+                # product are you looking for?").
+                said = self.get_agent_history(agent.name)[-1].content
+                told = bool(result.get("described")) and holds_off(said) and "?" in said
+                found = told or not same_action(offered, proposal)
             else:
                 # The same offer again for words that name it and ask nothing ("Righto, no worries. I'll grab one of
                 # the quiet ones for the bedroom then, the ultrasonic humidifier."): the 1.5B wrote a product code

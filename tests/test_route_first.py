@@ -637,3 +637,34 @@ async def test_a_question_about_a_purchase_made_is_no_wish_to_buy() -> None:
     )
     await session.complete(said)
     assert session.get_agent_name() == "triage" and [r.agent for r in model.requests] == ["triage"]
+
+
+async def test_a_caller_who_holds_off_to_ask_about_the_read_back_is_told_about_it_without_the_model() -> None:
+    # Blind16: "wait, not yet, don't order yet. First: it is real glass, yes? Not plastic? My last one was plastic and
+    # it was all scratched" was handed to refunds by its "scratched"; blind15's "Not yet ... does it fold flat?" got
+    # the 1.5B's "What product are you looking for?".
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    await session.complete("The tempered glass screen protector, the pack of two. How much is it?")
+    assert (await session.complete("Okay, that is fine. One pack, please.")).startswith("That is 1 Screen protector")
+    asked = len(model.requests)
+    said = "Wait, wait, not yet, don't order yet. It is real glass, yes? My last one was plastic and all scratched."
+    told = await session.complete(said)
+    assert "Tempered glass screen protector two pack." in told and told.endswith("Shall I order one for you?")
+    assert (await session.complete("Okay, good, then yes, please order it.")).startswith("Your order is placed.")
+    assert len(model.requests) == asked and session.get_agent_name() == "sales"
+
+
+async def test_a_no_to_one_of_two_read_back_with_the_other_picked_reads_back_the_other() -> None:
+    # Blind16: "Eighty-nine, okay. Only the keyboard. Mouse no, he take my old one. One keyboard, please." to the
+    # keyboard and the mouse went to the 1.5B, which offered both again, three times.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    offer = await session.complete(
+        "He need keyboard, the mechanical one. And maybe mouse also, the wireless. How much?"
+    )
+    assert "Mechanical keyboard" in offer and "Wireless mouse" in offer
+    asked = len(model.requests)
+    said = "Eighty-nine, okay. Only the keyboard. Mouse no, he take my old one. One keyboard, please."
+    assert (await session.complete(said)).startswith("That is 1 Mechanical keyboard for 89 euros in total.")
+    assert (await session.complete("Yes.")).startswith("Your order is placed.") and len(model.requests) == asked

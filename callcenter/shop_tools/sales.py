@@ -38,7 +38,7 @@ from callcenter.shop_tools.results import (
 from callcenter.store.domain import OneProductPerOrder, ShopUnavailable
 from callcenter.store.terms import query_terms
 from swarm import Event, Tool, ToolContext, UserText, tool_from_function
-from swarm.confirmations import turns_away, yes_or_no
+from swarm.confirmations import holds_off, turns_away, yes_or_no
 from swarm.numbers import SIZE
 
 
@@ -69,24 +69,27 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             return _found([listed[0][0]], listed[0][1])  # the one left of those named ("not the band, ...")
         if listed:
             return _basket(listed)
+        offered = _still_offered(context, found)
+        if offered is not None:
+            return _found([offered], quantity, described=True)
         if not found:
             # An open question: to "Could you describe it another way?" callers said "Yes, please.", which the
             # 1.5B took for a yes to an order (place_order refused: a second completion, 5 s in all).
             return {"products": [], "say": "I'm sorry, I couldn't find that. What else could I look up for you?"}
-        offered = _still_offered(context, found)
-        if offered is not None:
-            return _found([offered], quantity, described=True)
         return _found(found, quantity, asked=query)
 
     def _still_offered(context: ToolContext, found: list[Product]) -> Product | None:
         """The product on offer when the caller's words ask about it ("could I charge two phones off it? And what's
         the price of it?") and name none of those found by its kind: the 1.5B searched that sentence, found the
-        charging pad and sold it instead of the power bank on offer (blind6). "A case for it" names a case."""
+        charging pad and sold it instead of the power bank on offer (blind6). "A case for it" names a case. Found
+        again or not found at all, it is told about when they ask: "Not yet ... it is real glass, yes?" (blind16)."""
         events = context.session.events
         said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
         offered = _offered_sku(events)
-        if offered is None or offered == found[0].sku or not _REFERS_BACK.search(said) or yes_or_no(said) is False:
-            return None  # "No, not that one": what they turned down is not kept on offer
+        if offered is None or not _REFERS_BACK.search(said) or (found and offered == found[0].sku and "?" not in said):
+            return None  # found again without a question about it: offered as found
+        if yes_or_no(said) is False and not holds_off(said):
+            return None  # "No, not that one": what they turned down is not kept on offer; "not yet" turns down nothing
         spoken = set(re.findall(r"[a-z]+", said.lower()))
         if any(kind(p) in spoken or f"{kind(p)}s" in spoken for p in found):
             return None
@@ -275,7 +278,9 @@ def _found(found: list[Product], quantity: int, *, described: bool = False, aske
     what = f" {best.description.rstrip('.')}." if described and best.description else ""
     have = "The closest I have to that is" if near_match(asked, best) else "We have"
     say = f"{have} the {best.name} for {euros(best.price_cents)}.{what} " + _stock_line(best, quantity)
-    return {"products": [product_json(p) for p in found], "say": say, **_offer(best, quantity)}
+    # "described": the offer told about, for the session to say to a caller who asked about it (swarm.session).
+    told = {"described": True} if what else {}
+    return {"products": [product_json(p) for p in found], "say": say, **told, **_offer(best, quantity)}
 
 
 def _offer(product: Product, quantity: int) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from swarm.confirmations import (
     cannot_answer,
     consent,
     defers,
+    holds_off,
     new_quantity,
     normalise,
     pending_proposal,
@@ -178,6 +179,10 @@ class OfflineRouter:
             return None
         proposal = pending_proposal(request.messages)
         if proposal is not None and consent(last.content, proposal) is not False:
+            return None
+        if proposal is not None and holds_off(last.content) and "?" in last.content:
+            # They ask about what is read back before they answer it: "wait, not yet ... it is real glass, yes? Not
+            # plastic? My last one was ... all scratched" asks for no return (blind16 was handed to refunds).
             return None
         if pending_question(request.messages):
             return None  # the words may be the answer a tool asked for: the model (or route) decides
