@@ -168,8 +168,10 @@ _FAREWELL = re.compile(
 
 # Words that end a call on any turn, without the model (the router's, when they are all the last sentence says or
 # answer "anything else?"): "No, that's everything. Thank you for your help." cost the 1.5B its 20 s (blind14).
-FAREWELLS: tuple[str, ...] = ("that's everything", "that's all", "that is all", "that is everything", "that'll be all")
-FAREWELLS += ("nothing else", "goodbye", "bye", "that's it")
+FAREWELLS = (
+    *("that's everything", "that's all", "that is all", "that is everything", "that'll be all", "that's it"),
+    *("nothing else", "goodbye", "bye"),
+)
 # A last sentence that only takes leave: "No, that's it.", "That's all, thanks. Bye!"
 _ONLY_FAREWELL = re.compile(
     r"^(?:\W*(?:no|nope|ok|okay|right|great|lovely|perfect|thanks?|thank you|cheers|ta|bye|bye bye|goodbye|that'?s it"

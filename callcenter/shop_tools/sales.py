@@ -86,10 +86,13 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         events = context.session.events
         said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
         offered = _offered_sku(events)
-        if offered is None or not _REFERS_BACK.search(said) or (found and offered == found[0].sku and "?" not in said):
-            return None  # found again without a question about it: offered as found
+        if offered is None or not _REFERS_BACK.search(said):
+            return None
         if yes_or_no(said) is False and not holds_off(said):
             return None  # "No, not that one": what they turned down is not kept on offer; "not yet" turns down nothing
+        if not found or offered == found[0].sku:
+            # Told about only to a caller who holds off to ask about it; else offered as found, or not found.
+            return shop.get_product(offered) if holds_off(said) and "?" in said else None
         spoken = set(re.findall(r"[a-z]+", said.lower()))
         if any(kind(p) in spoken or f"{kind(p)}s" in spoken for p in found):
             return None
@@ -289,6 +292,7 @@ def _offer(product: Product, quantity: int) -> dict[str, Any]:
     return {"proposal": proposed("place_order", product.name, sku=product.sku, quantity=quantity)}
 
 
+# The colours a caller may ask a product in.
 _COLOURS = re.compile(
     r"\b(?:black|white|blue|red|green|grey|gray|pink|silver|gold|yellow|orange|purple|brown|navy|beige|cream)\b"
 )
