@@ -66,9 +66,10 @@ _HELD = re.compile(
     r"|\b(?:don't|do not)\b(?: \w+)? (?:do|go|place|start|order|return|send|want|bother)\b"
 )
 # Asking for time: "not yet", "don't do it yet", "let me think", "one moment", "hold on".
+_A_MOMENT = r"(?:moment|sec|second|minute)"
 _DEFERS = re.compile(
     r"\b(?:(?:not|don't|do not)(?: \w+){0,3} yet|let me (?:think|check|ask|see|have a look|look)"
-    r"|(?:one|a) (?:moment|sec|second|minute)|give me a (?:moment|sec|second|minute)|hold on|hang on|bear with me|wait a (?:moment|sec|second|minute))\b"
+    rf"|(?:one|a) {_A_MOMENT}|give me a {_A_MOMENT}|wait a {_A_MOMENT}|hold on|hang on|bear with me)\b"
 )
 # Words that ask for something else beside the time asked for: "hang on, I want the blue one instead".
 _ELSE = re.compile(r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it)\b")
