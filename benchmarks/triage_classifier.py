@@ -63,6 +63,9 @@ class Fixed:
     def sure_tool(self, request: CompletionRequest) -> str | None:
         return self.tool
 
+    def asked_tool(self, request: CompletionRequest) -> str | None:
+        return self.tool
+
 
 def leave_one_out(classifier: TriageClassifier) -> None:
     """How the margin was chosen: each example classified by the centroids of the others, sure when its nearest

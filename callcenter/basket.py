@@ -22,6 +22,7 @@ MAX_SEARCHES = 12  # each part that names something is one catalogue search (an 
 MAX_QUANTITY = 99  # a longer number is a code, not how many
 
 # Where a caller's list breaks: sentence ends, commas, and the words that join the things of a list.
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _PARTS = re.compile(r"(?i)\s*[.!?;,]+\s*|\s+(?:and|plus|but|as well as|along with|together with|also)\s+")
 # A part that keeps a thing, or says what it is not: "I'm keeping the blender", "not the headphones", "the blender
 # stays", "I don't want to send the mouse back". A problem said with a no ("it does not work") keeps nothing, and nor
@@ -50,7 +51,12 @@ _ABOUT_IT = re.compile(r"(?i)\b(?:does|do|is|are|can|will|would|has|have) (?:it|
 # All of what was bought goes back: "I want give back everything" (blind8).
 _EVERYTHING = re.compile(r"(?i)\b(?:everything|all of (?:it|them)|the whole (?:order|lot)|all of the order)\b")
 # Words that add to what is on offer rather than change it: "and the mouse too", "as well", "both".
-ADDING = re.compile(r"(?i)\b(?:too|as well|also|and|plus|another|both|with it|on the same order|on the one order)\b")
+# "Too much" says what is wrong with it: "Two hundred seventy-nine? Oh ho. Bas, too much, ji. ... Only the camera I will
+# take." added the webcam to the monitor on offer (blind17).
+ADDING = re.compile(
+    r"(?i)\b(?:too(?! (?:much|many|dear|expensive|pricey|big|small|long|late))|as well|also|and|plus|another|both"
+    r"|with it|on the same order|on the one order)\b"
+)
 
 
 class Catalogue(Protocol):
@@ -123,15 +129,18 @@ def kept_lines(lines: Sequence[OrderLine], text: str) -> set[str]:
     """The product codes of the lines the words keep: named in a part that keeps them ("I'm keeping the blender"),
     or in the part before one that keeps "them" ("The screen protectors are great, I'm keeping them")."""
     kept: set[str] = set()
-    before: set[str] = set()
-    for part in _parts(text):
-        said = query_terms(part).words
-        here = {line.sku for line in lines if names(said, line.name)}
-        if _KEPT.search(part):
-            kept |= here
-        if not here and _KEPT_BEFORE.search(part):
-            kept |= before
-        before = here
+    for sentence in _SENTENCES.split(text):
+        # "them" is the last thing named in the same sentence: "The cable is excellent, genau, braided, very solid, I
+        # keep it." (blind17 read the cable back with the charger).
+        before: set[str] = set()
+        for part in _parts(sentence):
+            said = query_terms(part).words
+            here = {line.sku for line in lines if names(said, line.name)}
+            if _KEPT.search(part):
+                kept |= here
+            if not here and _KEPT_BEFORE.search(part):
+                kept |= before
+            before = here or before
     return kept
 
 

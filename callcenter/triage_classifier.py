@@ -25,7 +25,7 @@ import re
 import threading
 import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -123,6 +123,7 @@ class Verdict:
     similarity: float
     margin: float
     sure: str | None
+    asked: str | None = None  # what the last two sentences (of three or more) are sure of on their own
 
 
 def examples() -> list[tuple[str, str]]:
@@ -163,9 +164,14 @@ class TriageClassifier:
         if last is not None and last[0] == text:
             return last[1]  # the turn asks again what its speculation, at the caller's pause, already asked
         sentences = [s for s in _SENTENCE_END.split(text.strip()) if len(s.split()) >= _SENTENCE_WORDS]
-        whole, *each = self._verdicts([text, *sentences] if len(sentences) > 1 else [text])
+        # The ask read with the sentence before it: a last sentence that only names the thing ("The twenty-seven inch
+        # one.") reads as a purchase alone, whatever the sentence it finishes asked.
+        tail = [" ".join(sentences[-2:])] if len(sentences) > 2 else []
+        whole, *each = self._verdicts([text, *sentences, *tail] if len(sentences) > 1 else [text])
+        ended = each.pop() if tail else whole
         ask = each[-1] if each else None
         verdict = ask if ask is not None and ask.sure and not whole.sure and not _against(ask, each) else whole
+        verdict = replace(verdict, asked=ended.sure)
         self._last = (text, verdict)  # one tuple, replaced whole: safe to read from any thread
         return verdict
 
@@ -194,6 +200,20 @@ class TriageClassifier:
             label = self.classify(last.content).sure
         except Exception as error:  # noqa: BLE001 - a second opinion that fails is no opinion: the turn goes on
             log.warning("event=classifier_failed client=%s error=%s", request.client_id, error)
+            return None
+        tool = self.tools.get(label) if label else None
+        return tool if tool is not None and any(t.name == tool for t in request.tools) else None
+
+    def asked_tool(self, request: CompletionRequest) -> str | None:
+        """The hand-over tool the caller's last two sentences ask for on their own, sure of it whatever the sentences
+        before them lean to: "... our kettle is dead this morning, the button is broken. ... This one I want. One
+        kettle, electric, with the temperature." asks to buy; the whole is unsure."""
+        last = request.messages[-1] if request.messages else None
+        if request.agent != self.agent or last is None or last.role != "user" or not last.content.strip():
+            return None
+        try:
+            label = self.classify(last.content).asked
+        except Exception:  # noqa: BLE001 - as sure_tool: logged there, no opinion here
             return None
         tool = self.tools.get(label) if label else None
         return tool if tool is not None and any(t.name == tool for t in request.tools) else None

@@ -31,8 +31,10 @@ _REFUSAL = re.compile(r"\b(nope|don't|do not|not|cancel)\b")
 # Sayings whose "no" or "not" negates nothing: "Okay, that's not bad at all. Fine, I'll take one." was heard as a
 # no, and the caller's purchase went to the model (which asked them to repeat it).
 # "Only one, not two" takes a number back, not the offer (blind10).
+# "That is fine, not expensive. I take one." (blind17) judges the price.
 _NOT_A_NO = re.compile(
-    r"\b(not (too |that |so )?bad|not a problem|no (problem|worries|doubt)|why not)\b|" + TAKEN_BACK.pattern
+    r"\b(not (too |that |so |very )?(bad|expensive|dear|pricey)|not a problem|no (problem|worries|doubt)|why not)\b|"
+    + TAKEN_BACK.pattern
 )
 # The only words a plain yes is made of: agreement, politeness, and "it"/"them" for the thing read back.
 _PLAIN = frozenset(
@@ -56,7 +58,9 @@ _PLAIN = frozenset(
     "may after "
     # "Ah, okay, good. Yes, please, now you can order it. Thank you." (blind15, after a "not yet"); Shetland's "Aye,
     # dat's right. Go on ahead an send it back." (blind15: the 1.5B's 20 s, 2 of 4).
-    "ah oh now can dat's dat an".split()
+    "ah oh now can dat's dat an "
+    # Whom a caller calls it to: "Yes, good, do it, my friend. Send them back." (blind17: the 1.5B's 20 s, 2 of 4).
+    "friend brother boss chief".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
@@ -97,11 +101,15 @@ _OTHER = re.compile(
     rf"\bother {_NUMBER}\b|{TAKEN_BACK.pattern}|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
     rf"|\bof the {_NUMBER}\b"
 )
+# Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
+_KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying)\b")
 # Words that join one thing to another: "keyboard and webcam", "the case too".
 _JOINED = re.compile(r"\b(?:and|too|also|plus|as well|both)\b")
-# Words that leave what is on offer for something else (turns_away).
+# Words that leave what is on offer for something else (turns_away): "Oh ho. Bas, too much, ji. Leave the screen ...
+# Only the camera I will take." to the monitor (blind17).
 _AWAY = re.compile(
-    r"\b(?:another thing|something else|instead|rather|never mind|forget (?:it|that)|(?:what a|such a) (?:shame|pity))\b"
+    r"\b(?:another thing|something else|instead|rather|never mind|forget (?:it|that)|(?:what a|such a) (?:shame|pity)"
+    r"|too (?:much|dear|expensive|pricey)|leave (?:it|that|them|those|the \w+)(?! (?:at|with|by|on|in|outside)\b))\b"
 )
 # How many are shared out: "one for us and one for the kids", "one for me and two for my friends" (blind10).
 _SHARED_ONE = re.compile(rf"\b{_NUMBER} (?:for (?:me|my|him|her|us|them|the|our|your|each)\b|each\b|too\b)")
@@ -265,10 +273,14 @@ def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | Non
     names = re.split(r",\s*|\s+and\s+", item)
     if len(names) != len(lines):
         return None  # a name with "and" in it: which is which is in doubt
-    # A line named only where the caller says no to it is not picked: "Only the keyboard. Mouse no, he take my old
-    # one." (blind16) names both.
+    # A line named only where the caller says no to it, or keeps it, is not picked: "Only the keyboard. Mouse no, he
+    # take my old one." (blind16), "No, no, precisely: only the charger. The cable I keep." (blind17) name both.
     clauses = [c for c in re.split(r"[.,;!?]+|\bbut\b", text) if c.strip()]
-    kept = [_THAT_ONE.sub(r"\1", normalise(c)).split() for c in clauses if yes_or_no(c) is not False]
+    kept = [
+        _THAT_ONE.sub(r"\1", normalise(c)).split()
+        for c in clauses
+        if yes_or_no(c) is not False and not _KEEPS.search(normalise(c))
+    ]
     said = [word for clause in kept for word in clause]
     named = [
         sku

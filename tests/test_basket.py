@@ -204,7 +204,7 @@ async def test_a_count_or_a_keep_said_at_the_read_back_is_read_back_again(shop: 
     assert both.endswith("Shall I start a return of 1 Smartphone case and 1 Screen protector?")
     assert two_lines.order_number.replace("", " ").strip() in both
     narrowed = await session.complete("Just the phone case, please. I'm keeping the screen protector and the speaker.")
-    assert narrowed.endswith("with the Smartphone case. Shall I start a return for it?")
+    assert "1 Smartphone case" in narrowed and "Screen protector" not in narrowed and narrowed.endswith("?")
 
 
 async def test_lines_that_cannot_all_go_back_write_none(shop: Shop) -> None:
@@ -288,7 +288,8 @@ async def test_another_thing_after_an_offer_is_offered_on_its_own(shop: Shop) ->
     session = session_with(shop, answers("The model answers."))
     assert (await session.complete("I am looking for a coffee grinder.")).startswith("We have the Coffee grinder")
     instead = "Ah, what a shame. Okay, then another thing: the blender, the small one. How much it costs?"
-    assert await session.complete(instead) == "The model answers."  # no basket: the model looks the blender up
+    # No basket: turned away from, the grinder is not kept on offer; the blender is looked up on its own.
+    assert (await session.complete(instead)).startswith("We have the Blender for 42 euros. It's in stock.")
     added = "And the blender too, please."
     session = session_with(shop, answers("The model answers."))
     await session.complete("I am looking for a coffee grinder.")

@@ -113,6 +113,9 @@ class Classifier:
         self.asked.append(request.messages[-1].content)
         return self.sure if request.agent == "triage" else None
 
+    def asked_tool(self, request: CompletionRequest) -> str | None:
+        return self.sure if request.agent == "triage" else None
+
 
 def classified_session(classifier: Classifier, model: ScriptedProvider):
     registry = build_registry(Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=classifier)

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 from callcenter.store.spoken import number_tokens, words
 
-MAX_QUERY_TERMS = 32
+# Enough for a long turn's words (a caller who tells a story before naming the product: the monitor asked about in a
+# turn's last words was cut off at 32 and a laptop stand offered, blind17); still a bound on the query's size.
+MAX_QUERY_TERMS = 64
 
 # Words a caller wraps around what they want; they would otherwise rank every
 # description that happens to contain "a" or "with" (or "good").

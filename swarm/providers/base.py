@@ -115,6 +115,10 @@ class Classifier(Protocol):
         """The name of the tool the last caller message asks for, when sure and the tool is the request's; else None."""
         ...
 
+    def asked_tool(self, request: CompletionRequest) -> str | None:
+        """The name of the tool the message's end (its last sentences) asks for on its own, when sure; else None."""
+        ...
+
 
 async def collect(provider: Provider, request: CompletionRequest) -> Completion:
     """Run a provider to the end and return its Completion."""
