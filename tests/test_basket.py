@@ -88,6 +88,10 @@ def test_lines_kept_by_a_pronoun_after_them_stay(shop: Shop) -> None:
     assert kept_lines(order.lines, "and the case I don't need, I have one already") == set()  # blind12
     assert kept_lines(order.lines, "I don't want to send the case back") == {"PH-310"}
     assert kept_lines(order.lines, broken) == set() and named_lines(order.lines, broken)[0][0].sku == "PH-320"
+    # Blind17: "it" is the last thing named in its sentence, parts before it.
+    told = "The screen protectors are excellent, genau, very solid, I keep them. But the case, na ja, it cracked."
+    assert kept_lines(order.lines, told) == {"PH-320"}
+    assert kept_lines(order.lines, "The case cracked. Very solid, I keep it.") == set()  # another sentence's thing
 
 
 def test_how_many_of_one_line_go_back_is_the_count_of_the_return_not_of_the_purchase(shop: Shop) -> None:
@@ -305,3 +309,18 @@ async def test_a_count_taken_back_at_the_offer_reads_the_order_back(shop: Shop) 
     assert one == "That is 1 Mechanical keyboard for 89 euros in total. Shall I place the order?"
     assert (await session.complete("Lovely, go ahead.")).startswith("Your order is placed.")
     assert [(line.sku, line.quantity) for line in shop.find_orders(customer_phone=CALLER)[0].lines] == [("KB-220", 1)]
+
+
+async def test_an_offer_turned_away_without_a_no_offers_what_is_asked_for_instead(shop: Shop) -> None:
+    # Blind17: "too much" added the webcam to the monitor on offer, and the monitor asked about in the turn's last words
+    # (its 39th word) was cut off the search, which offered a laptop stand.
+    session = session_with(shop, answers("The model answers."))
+    story = (
+        "Hello, hello ji. Listen, I am a driving instructor here in Slough, thirty years now, and my son says, dad, do "
+        "the theory lessons online also, on the computer, for the learners. So he says I need a proper camera, a web "
+        "camera, because the one in the laptop is very bad, all blurry, and maybe also a big screen, the twenty-seven "
+        "inch one. How much is that big screen, ji? The monitor."
+    )
+    assert (await session.complete(story)).startswith("We have the 27 inch monitor for 279 euros.")
+    instead = "Two hundred seventy-nine? Oh ho. Too much, ji. Leave the screen. Only the webcam I will take, one piece."
+    assert (await session.complete(instead)).startswith("We have the HD webcam for 49 euros. It's in stock.")

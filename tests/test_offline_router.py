@@ -222,6 +222,8 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("No, wait. Yes, go ahead.", False, False),
         ("I don't want to order it now. Yes.", False, False),
         ("Yes, go ahead. Actually no, wait.", False, False),
+        ("Okay. That is fine, not expensive. I take three.", None, False),  # blind17: a price judged is no no
+        ("Yes, good, do it, my friend. Three of them.", True, False),  # blind17: whom it is said to
     ],
 )
 def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:
@@ -554,3 +556,15 @@ async def test_an_order_number_asks_to_buy_nothing_so_the_question_is_asked() ->
 )
 def test_a_number_corrected_as_it_is_said_is_the_change(said: str, quantity: int | None) -> None:
     assert new_quantity(said, {"tool": "place_order", "arguments": {"sku": "YM-620", "quantity": 1}}) == quantity
+
+
+def test_a_line_kept_at_the_read_back_is_not_picked() -> None:
+    # Blind17: "No, no, precisely: only the charger. The cable I keep." to the charger and the cable named both, was a
+    # no, and the "bike lights" kept in it handed the caller to sales.
+    both = {
+        "tool": "create_return",
+        "arguments": {"order_number": "12345", "sku": "CH-110", "quantity": 1, "also": {"CB-140": 1}},
+        "item": "USB-C phone charger, USB-C cable",
+    }
+    said = "No, no, precisely: only the charger. The cable I keep, and the bike lights I also keep."
+    assert picked_lines(said, both) == {"CH-110": 1} and consent(said, both) is None

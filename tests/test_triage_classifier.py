@@ -111,3 +111,20 @@ def test_a_last_sentence_is_not_sure_against_another_that_leans_the_other_way(cl
     )
     assert classifier.classify("The lamps I keep, they are very nice.").sure == "buy"  # alone, it reads as a purchase
     assert classifier.classify(said).sure is None
+
+
+def test_an_ask_at_the_end_against_the_phrases_pick_leaves_it_to_the_model(classifier: TriageClassifier) -> None:
+    # Blind17: a cook whose own kettle broke asked for the shop's, and "broken" handed him to refunds.
+    registry = build_registry(Shop(":memory:"), {}, classifier=classifier)
+    router = registry.providers["offline"]
+    assert isinstance(router, OfflineRouter)
+    tools = tuple(registry.tools[name].spec() for name in registry.agents["triage"].tools)
+    story = (
+        "Good morning. Thirty years I was a baker, now I am retired. Our toaster is dead since Sunday, the lever is "
+        "broken. My son says you have a toaster with a bagel setting. This one I want. One toaster, with the bagel."
+    )
+    assert router.sure_call(CompletionRequest("triage", "c1", (Message("user", story),), tools)) is None
+    # A last sentence that only names the thing is read with the one it finishes: a return still.
+    back = "Hi there. Um, yeah, so I'd like to send back the toaster I got from you guys. The two slice one."
+    call = router.sure_call(CompletionRequest("triage", "c1", (Message("user", back),), tools))
+    assert call is not None and call.name == "navigate_to_refund"
