@@ -23,6 +23,7 @@ from callcenter.swarm_file import (
 from callcenter.verification import Verification
 from swarm import (
     Agent,
+    CompletionRequest,
     Message,
     Provider,
     Registry,
@@ -142,7 +143,10 @@ def hand_over_question_tool(
         # Doubtful phrases name no wish: "She bought something ... The order number is 7 8 6 4 1. Can you just tell
         # me what the item was?" was handed to sales by its "order", and offered a desk lamp (blind14).
         heard = router.best_tool(router.undoubted(said), hand_overs) if said else None
-        if heard is not None:
+        # Nor when the end of the words asks for the other hand-over: "... the button is broken. ... This one I want.
+        # One kettle, electric." (blind17, the 1.5B's question heard "broken").
+        request = CompletionRequest(context.agent, context.client_id, (Message("user", said),), hand_overs)
+        if heard is not None and not router.asked_against(request, heard.name):
             # No say line: the agent the caller is handed to answers in this same turn.
             context.session.change_agent(heard.name.removeprefix(HAND_OVER_PREFIX))
             return {"handed_over": heard.name}

@@ -113,7 +113,7 @@ def test_a_last_sentence_is_not_sure_against_another_that_leans_the_other_way(cl
     assert classifier.classify(said).sure is None
 
 
-def test_an_ask_at_the_end_against_the_phrases_pick_leaves_it_to_the_model(classifier: TriageClassifier) -> None:
+async def test_an_ask_at_the_end_against_the_phrases_pick_leaves_it_to_the_model(classifier: TriageClassifier) -> None:
     # Blind17: a cook whose own kettle broke asked for the shop's, and "broken" handed him to refunds.
     registry = build_registry(Shop(":memory:"), {}, classifier=classifier)
     router = registry.providers["offline"]
@@ -124,6 +124,12 @@ def test_an_ask_at_the_end_against_the_phrases_pick_leaves_it_to_the_model(class
         "broken. My son says you have a toaster with a bagel setting. This one I want. One toaster, with the bagel."
     )
     assert router.sure_call(CompletionRequest("triage", "c1", (Message("user", story),), tools)) is None
+    # Nor does triage's question hear "broken" when the model asks it: the caller is asked.
+    asks = ScriptedProvider(lambda request: reply("", ("ask_buy_or_return", {})), name="asks")
+    registry = build_registry(Shop(":memory:"), dict.fromkeys(AGENTS, asks), classifier=classifier)
+    session = registry.session("c1", SWARM, metadata={"caller": "+4930123456"})
+    assert await session.complete(story) == "Would you like to buy something, or return something you bought?"
+    assert session.get_agent_name() == "triage"
     # A last sentence that only names the thing is read with the one it finishes: a return still.
     back = "Hi there. Um, yeah, so I'd like to send back the toaster I got from you guys. The two slice one."
     call = router.sure_call(CompletionRequest("triage", "c1", (Message("user", back),), tools))

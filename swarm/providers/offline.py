@@ -202,15 +202,21 @@ class OfflineRouter:
             classified = self._classifier.sure_tool(request)
             if tool is not None and classified is not None and classified != tool.name:
                 return None
-            # A last sentence sure of the other hand-over against the phrases' pick: the scene set before it named the
-            # pick ("our kettle is dead ... the button is broken. ... This one I want. One kettle, electric, with the
-            # temperature." was handed to refunds by "broken", blind17). The model decides.
-            asked = self._classifier.asked_tool(request) if tool is not None and classified is None else None
-            if tool is not None and asked is not None and asked != tool.name:
+            if tool is not None and classified is None and self.asked_against(request, tool.name):
                 return None
             tool = tool or next((t for t in request.tools if t.name == classified), None)
         arguments = fill_arguments(tool, last.content) if tool is not None else None
         return None if tool is None or arguments is None else ToolCall("router_0", tool.name, arguments)
+
+    def asked_against(self, request: CompletionRequest, tool: str) -> bool:
+        """Whether the classifier hears the end of the caller's words ask for another of the tools it tells apart than
+        `tool`, the phrases' pick: the scene set before the ask named the pick ("our kettle is dead ... the button is
+        broken. ... This one I want. One kettle, electric, with the temperature." was handed to refunds by "broken",
+        blind17). The model, or the question, decides."""
+        if self._classifier is None or not self._classifier.decides(tool):
+            return False
+        asked = self._classifier.asked_tool(request)
+        return asked is not None and asked != tool
 
     def undoubted(self, text: str) -> str:
         """The words (normalised) without the doubtful phrases, which name no wish on their own: "The order number is
