@@ -69,7 +69,9 @@ def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
     blind12 was offered both); else []."""
     chosen: dict[str, tuple[Product, int]] = {}
     naming = [part for part in wanted_parts(text) if query_terms(part).words]
-    for part in naming[:MAX_SEARCHES]:
+    # The last of them: a caller tells the story first and lists what they want after it (blind18's two things came
+    # after twelve parts of a story, and one was offered).
+    for part in naming[-MAX_SEARCHES:]:
         product = named_product(shop, part)
         if product is not None and product.sku not in chosen:
             chosen[product.sku] = (product, count_in(part, product.name))

@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from swarm.messages import Message
-from swarm.numbers import COUNT_WORDS, SIZE, TAKEN_BACK, TENS_WORDS
+from swarm.numbers import COUNT_WORDS, MEASURE, SIZE, TAKEN_BACK, TENS_WORDS
 
 _YES = re.compile(
     r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm)\b"
@@ -101,6 +101,10 @@ _OTHER = re.compile(
     rf"\bother {_NUMBER}\b|{TAKEN_BACK.pattern}|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
     rf"|\bof the {_NUMBER}\b"
 )
+# Words that take all of several read back, whichever of them are named by a name of their own.
+_ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?same order|one of each)\b")
+# Words that ask for something beside what was read back: "both, and a mouse as well", "another one".
+_NEW_THING = re.compile(r"\b(?:and|plus|with) (?:a|an|some|another)\b|\banother\b|\bmore\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
 _KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying)\b")
 # Words that join one thing to another: "keyboard and webcam", "the case too".
@@ -157,7 +161,7 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     else. A yes inside a changed request ("I want 100 ... yes", "yes but make it two") is None: a new request, to be
     read back again, never the old one's consent."""
     answer = yes_or_no(text)
-    if answer is False and _told_then_agreed(text, proposal):
+    if answer is False and (_told_then_agreed(text, proposal) or _money_back_wanted(text, proposal)):
         return True
     if (
         answer is False
@@ -173,6 +177,10 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # some of several picked out, or a yes to another act: read back again, or the model decides
     if plain_yes(text, quantities(proposal), _item_words(proposal)) or _yes_with_thanks(text, proposal):
         return True
+    if _what(proposal).get("also") and _ALL_OF_THEM.search(normalise(text)) and _a_yes(text, proposal):
+        # A yes to all of several read back, each in the caller's own words: "Okay, that's fine, li bon. And the stand,
+        # I take it also. So one camera and one stand, on the same order." to the webcam and the stand (blind18).
+        return not _NEW_THING.search(normalise(text)) or None
     return None
 
 
@@ -180,6 +188,23 @@ def _other_action(text: str, proposal: Mapping[str, Any]) -> bool:
     """A yes that asks for money back, said to an offer to buy: "Yes, go ahead, refund it in full." to a phone case
     offered was a purchase the second time it was said (blind11, a fake bank's fraud team)."""
     return proposal.get("tool") == "place_order" and bool(_REFUNDING.search(normalise(text)))
+
+
+def _money_back_wanted(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A no that only leads into asking for the money back, said to a return read back: "Ah no, look, I'll take the
+    money back, so. If the first one went like that I wouldn't trust another one." (blind18, a caller unsure of a
+    refund or a replacement, was handed to sales by "get one" in what followed). No other no, nothing more, nothing
+    asked."""
+    said = normalise(_SENTENCES.split(text.strip())[0])
+    return (
+        proposal.get("tool") == "create_return"
+        and bool(re.search(r"\b(?:no|nope)\b", " ".join(said.split()[:3])))
+        and bool(_REFUNDING.search(said))
+        and not _REFUSAL.search(_NOT_A_NO.sub(" ", normalise(text)))
+        and not _HELD.search(_LEADING_NO.sub(" ", said))
+        and not _JOINED.search(normalise(text))  # "No, the money back, and for the toaster too."
+        and "?" not in text
+    )
 
 
 def _yes_with_thanks(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -276,12 +301,10 @@ def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | Non
     # A line named only where the caller says no to it, or keeps it, is not picked: "Only the keyboard. Mouse no, he
     # take my old one." (blind16), "No, no, precisely: only the charger. The cable I keep." (blind17) name both.
     clauses = [c for c in re.split(r"[.,;!?]+|\bbut\b", text) if c.strip()]
-    kept = [
-        _THAT_ONE.sub(r"\1", normalise(c)).split()
-        for c in clauses
-        if yes_or_no(c) is not False and not _KEEPS.search(normalise(c))
-    ]
-    said = [word for clause in kept for word in clause]
+    kept = [normalise(c) for c in clauses if yes_or_no(c) is not False and not _KEEPS.search(normalise(c))]
+    if _ALL_OF_THEM.search(" ".join(kept)):
+        return None  # "And the stand, I take it also. So one camera and one stand, on the same order." (blind18)
+    said = [word for clause in kept for word in _THAT_ONE.sub(r"\1", clause).split()]
     named = [
         sku
         for sku, name in zip(lines, names, strict=True)
@@ -433,14 +456,18 @@ def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
 def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
     """The numbers the words ask for: those said on their own, but the read-back's own price said back."""
     said = proposal.get("said")
-    echoed = {n for n in _numbers(said) if n >= _ECHO_FROM} if isinstance(said, str) else set()
+    # Its price too ("69 euros"), which a caller says back without the money's name: "Sixty-nine, that's canny."
+    spoken = _alone(_COMPOUND.sub(_compound, normalise(said))) if isinstance(said, str) else set()
+    echoed = {n for n in spoken if n >= _ECHO_FROM}
     return _numbers(text) - echoed
 
 
 def _numbers(text: str) -> set[int]:
     """The numbers said on their own, but those of "the other three" (the rest, not what is asked for) and "not two"
     (taken back); three or more one after another are a code ("order 1 2 3 4 5")."""
-    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", SIZE.sub(" ", _COMPOUND.sub(_compound, normalise(text)))))
+    said = _OTHER.sub(
+        " ", _THAT_ONE.sub(r"\1", MEASURE.sub(" ", SIZE.sub(" ", _COMPOUND.sub(_compound, normalise(text)))))
+    )
     found = _alone(said)
     # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.
     shared = _alone(_SHARED_ONE.sub(" ", said))

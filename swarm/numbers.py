@@ -25,10 +25,11 @@ TENS_WORDS: dict[str, int] = {
 
 # A count said as a word or a short number; longer numbers are codes.
 _A_COUNT = r"(?:\d{1,2}|" + "|".join(COUNT_WORDS) + r")"
-# A number of a measure or a time counts no items: "after two hours", "a two metre cable", "27 inch".
+# A number of a measure, a time or money counts no items: "after two hours", "a two metre cable", "27 inch", "within
+# fifty pounds either way" (blind18: read back 50 laptop stands).
 MEASURE = re.compile(
     r"(?i)\b[\w-]+[\s-]+(?:hours?|minutes?|days?|weeks?|months?|years?|metres?|meters?|inch(?:es)?|watts?|litres?"
-    r"|liters?|mm|cm|slices?)\b"
+    r"|liters?|mm|cm|slices?|pounds?|quid|euros?|dollars?|pence|bucks)\b"
 )
 # A size counts no items either, its number after it: "Size forty-four, black" (blind14's one pair of shoes).
 SIZE = re.compile(r"(?i)\bsizes? (?:uk |eu |us )?(?:(?:" + "|".join(TENS_WORDS) + r")[\s-]+\w+|[\w-]+)")
