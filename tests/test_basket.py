@@ -324,3 +324,14 @@ async def test_an_offer_turned_away_without_a_no_offers_what_is_asked_for_instea
     assert (await session.complete(story)).startswith("We have the 27 inch monitor for 279 euros.")
     instead = "Two hundred seventy-nine? Oh ho. Too much, ji. Leave the screen. Only the webcam I will take, one piece."
     assert (await session.complete(instead)).startswith("We have the HD webcam for 49 euros. It's in stock.")
+
+
+def test_products_listed_after_a_long_story_are_all_found(shop: Shop) -> None:
+    # Blind18: two things asked for after twelve parts of a story; only the first twelve parts were searched.
+    story = (
+        "Hello, good afternoon. So, I teach the violin online, grade one, grade five, from my front room, and my "
+        "pupils keep telling me, Sir, we only see your ear. Honestly, it is so silly. And the picture from the laptop "
+        "is very grainy also, they cannot see my bow. So I need two things. The stand for the laptop, the aluminium "
+        "one that folds, and a webcam, the HD one. Both together, one order please, as I am out on Mondays."
+    )
+    assert [(p.sku, n) for p, n in listed_products(shop, story)] == [("LP-250", 1), ("WC-240", 1)]

@@ -568,3 +568,31 @@ def test_a_line_kept_at_the_read_back_is_not_picked() -> None:
     }
     said = "No, no, precisely: only the charger. The cable I keep, and the bike lights I also keep."
     assert picked_lines(said, both) == {"CH-110": 1} and consent(said, both) is None
+
+
+def test_money_counts_nothing_and_a_no_into_the_money_back_agrees_to_a_return() -> None:
+    # Blind18: "within fifty pounds either way" read back 50 laptop stands; "Ah no, look, I'll take the money back" to
+    # a return read back (a caller unsure of a refund or a replacement) was handed to sales.
+    stand = {"tool": "place_order", "arguments": {"sku": "LP-250", "quantity": 1}}
+    assert new_quantity("Tell me roughly what she paid, within fifty pounds either way.", stand) is None
+    assert new_quantity("Make it five, please.", stand) == 5
+    kettle = {"tool": "create_return", "arguments": {"order_number": "12345", "sku": "KT-410", "quantity": 1}}
+    back = "Ah no, look, I'll take the money back, so. I wouldn't trust another one. I'll get one in town."
+    assert consent(back, kettle) is True
+    assert consent("No, I don't want my money back, I want a new one.", kettle) is False
+    assert consent("No, wait, money back? How long does that take?", kettle) is False
+    assert consent("No, the money back, and for the toaster too.", kettle) is not True  # more than this return
+
+
+def test_a_yes_to_all_of_several_read_back_in_the_callers_own_words_agrees() -> None:
+    # Blind18: "... the stand, I take it also. So one camera and one stand, on the same order." to the stand and the
+    # webcam picked the stand, whose name was the only one said.
+    both = {
+        "tool": "place_order",
+        "arguments": {"sku": "LP-250", "quantity": 1, "also": {"WC-240": 1}},
+        "item": "Laptop stand, HD webcam",
+    }
+    said = "Okay, that's fine. And the stand, I take it also. So one camera and one stand, on the same order."
+    assert picked_lines(said, both) is None and consent(said, both) is True
+    assert consent("Yes, both, and a mouse as well.", both) is None  # something more asked for
+    assert consent("Yes, both, two of each.", both) is None  # another quantity
