@@ -21,8 +21,10 @@ from typing import Any
 from swarm.messages import Message
 from swarm.numbers import COUNT_WORDS, MEASURE, SIZE, TAKEN_BACK, TENS_WORDS
 
+# "I'll have one, please." (blind18, a Maltese grandmother: the 1.5B ordered the desk lamp her bulb was for).
 _YES = re.compile(
-    r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm)\b"
+    r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm"
+    r"|i'?ll (?:have|take)(?! (?:to|a look|a think)\b)|i will (?:have|take)(?! (?:to|a look|a think)\b))\b"
 )
 _NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
 # The no words that refuse, beside those that only hold the line ("no", "wait", "stop"): "Oh, wait, sorry, could
@@ -60,7 +62,13 @@ _PLAIN = frozenset(
     # dat's right. Go on ahead an send it back." (blind15: the 1.5B's 20 s, 2 of 4).
     "ah oh now can dat's dat an "
     # Whom a caller calls it to: "Yes, good, do it, my friend. Send them back." (blind17: the 1.5B's 20 s, 2 of 4).
-    "friend brother boss chief".split()
+    "friend brother boss chief "
+    # "Iva, I'll have one, please." (blind18).
+    "have "
+    # Agreement in the languages callers here grow up with, said beside an English yes: "Dobro, good. Yes, now you can
+    # order it." (blind17, Croatian), "Eshi, eshi. Okay." (Amharic), "Iva, yes" (Maltese), "Haanji, yes" (Punjabi).
+    "dobro dobrze tak da bine haan haanji ji theek achha acha eshi iva evet tamam si vale bene sim oui bon ja gut "
+    "genau haa ndiyo".split()
 )
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
@@ -280,6 +288,13 @@ def turns_away(text: str) -> bool:
     """Words that leave what is on offer for something else: "Ah, what a shame. Okay, then another thing: the
     blender" to a coffee grinder offered for an espresso machine (blind10: both were ordered)."""
     return bool(_AWAY.search(normalise(text)))
+
+
+def turned_away(text: str, proposal: Mapping[str, Any]) -> bool:
+    """Words that leave the read-back for another of its kind ("too much ... Leave the screen. Only the camera I will
+    take."); not those that leave it for another act ("I changed my mind. I want to return the kettle I bought
+    instead." to a webcam offered is the refund agent's)."""
+    return turns_away(text) and not _other_action(text, proposal)
 
 
 def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | None:

@@ -30,7 +30,7 @@ from swarm.confirmations import (
     narrows,
     pending_proposal,
     same_action,
-    turns_away,
+    turned_away,
 )
 from swarm.events import (
     AgentChanged,
@@ -452,7 +452,9 @@ class Session:
         said = history[-1].content if history and history[-1].role == "user" else ""
         answer = consent(said, proposal) if proposal is not None and said else True
         # Turned away from without a no ("too much ... Leave the screen. Only the camera I will take.") is turned down.
-        return None if proposal is None or answer is True else (proposal, answer is False or turns_away(said))
+        return (
+            None if proposal is None or answer is True else (proposal, answer is False or turned_away(said, proposal))
+        )
 
     def _sure_call(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
         """The agent's router's sure call for this request, if the agent has a router (not its own model) and the

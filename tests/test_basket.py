@@ -335,3 +335,12 @@ def test_products_listed_after_a_long_story_are_all_found(shop: Shop) -> None:
         "one that folds, and a webcam, the HD one. Both together, one order please, as I am out on Mondays."
     )
     assert [(p.sku, n) for p, n in listed_products(shop, story)] == [("LP-250", 1), ("WC-240", 1)]
+
+
+async def test_an_offer_left_for_another_act_is_not_turned_into_another_offer(shop: Shop) -> None:
+    # The tuned suite: "I changed my mind. I want to return the kettle I bought instead." to a webcam offered was
+    # offered a kettle once an offer turned away from (blind17) was looked up again.
+    session = session_with(shop, answers("The model answers."))
+    assert (await session.complete("I'd like to buy a webcam.")).startswith("We have the HD webcam")
+    instead = "Actually, I changed my mind. I want to return the kettle I bought instead."
+    assert await session.complete(instead) == "The model answers."

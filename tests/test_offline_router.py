@@ -223,6 +223,9 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("I don't want to order it now. Yes.", False, False),
         ("Yes, go ahead. Actually no, wait.", False, False),
         ("Okay. That is fine, not expensive. I take three.", None, False),  # blind17: a price judged is no no
+        ("Dobro, good. Yes, now you can order them. Go ahead.", True, False),  # blind17: agreement in Croatian
+        ("Iva, I'll have three, please.", True, False),  # blind18: "I'll have" agrees
+        ("I'll have to think about it.", None, False),  # not that
         ("Yes, good, do it, my friend. Three of them.", True, False),  # blind17: whom it is said to
     ],
 )
