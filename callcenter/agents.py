@@ -36,6 +36,7 @@ from swarm import (
     yes_or_no,
 )
 from swarm.providers import Classifier, OfflineRouter
+from swarm.sentences import split_sentences
 
 SWARM = "shop"
 
@@ -191,7 +192,7 @@ def _caller_said_goodbye(arguments: dict[str, Any], context: ToolContext) -> lis
     history = context.session.get_agent_history()
     said = next((m.content for m in reversed(history) if m.role == "user"), "")
     asked = next((m.content for m in reversed(history) if m.role == "assistant" and m.content), "")
-    last = re.split(r"(?<=[.!?])\s+", said.strip())[-1].lower()
+    last = split_sentences(said.strip())[-1].lower()
     farewell = _FAREWELL.search(said.lower()) and (_ONLY_FAREWELL.match(last) or "anything else" in asked.lower())
     leaving = farewell or ("anything else" in asked.lower() and yes_or_no(said) is False)
     if leaving and not _MORE.search(said.lower()):

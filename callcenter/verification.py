@@ -23,6 +23,7 @@ from callcenter.store.domain import Order
 from callcenter.store.phones import last_digits
 from callcenter.store.spoken import number_tokens, spoken_digits, words
 from swarm import AssistantText, Event, ToolCalled, UserText
+from swarm.sentences import split_sentences
 
 # "trusted": the trunk vouches for the caller's number (a carrier's network asserted identity, a PBX that
 # checks its extensions), so a caller is the customer whose number they call from. "claimed": the number is
@@ -43,7 +44,6 @@ _FILLER = frozenset(
     "on order delivered to let me see hmm think sorry actually now".split()  # "The postcode? Let me see, ..."
 )
 _REPEATS = {"double": 2, "triple": 3}
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 # "Oh," before the answer is a sound more often than a zero.
 _INTERJECTION = re.compile(r"^\s*oh\s*[,.!]", re.IGNORECASE)
 # "the postcode's M one, one A E": an "'s" is "is", a filler word, not an s of the postcode ("postcodes m11ae").
@@ -115,7 +115,7 @@ def _forms(answer: str) -> tuple[str, ...]:
     yeah." (the "Oh" of the whole is a zero). What comes before the last sentence explains; it is no second guess.
     The whole stays too: "Oh, one, oh, six, seven." is a postcode of five digits."""
     bare = _INTERJECTION.sub(" ", answer).strip()
-    sentences = _SENTENCE_END.split(bare)
+    sentences = split_sentences(bare)
     # Each form on its own is short, or it is no answer: a long last sentence is a story, and a story before a short
     # one explains ("It was delivered to my sister's ... Can I give you the e-mail instead? It's tunde dot ...").
     # And the one piece (sentence or clause) with a digit in it, when only one has: "It was delivered here, to my

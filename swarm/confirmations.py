@@ -20,6 +20,7 @@ from typing import Any
 
 from swarm.messages import Message
 from swarm.numbers import COUNT_WORDS, MEASURE, SIZE, TAKEN_BACK, TENS_WORDS
+from swarm.sentences import split_sentences
 
 # "I'll have one, please." (blind18, a Maltese grandmother: the 1.5B ordered the desk lamp her bulb was for).
 _YES = re.compile(
@@ -70,7 +71,6 @@ _PLAIN = frozenset(
     "dobro dobrze tak da bine haan haanji ji theek achha acha eshi iva evet tamam si vale bene sim oui bon ja gut "
     "genau haa ndiyo".split()
 )
-_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
 # doubt; "The kettle's not working. Yes, go ahead." is not.
 _HELD = re.compile(
@@ -203,7 +203,7 @@ def _money_back_wanted(text: str, proposal: Mapping[str, Any]) -> bool:
     money back, so. If the first one went like that I wouldn't trust another one." (blind18, a caller unsure of a
     refund or a replacement, was handed to sales by "get one" in what followed). No other no, nothing more, nothing
     asked."""
-    said = normalise(_SENTENCES.split(text.strip())[0])
+    said = normalise(split_sentences(text.strip())[0])
     return (
         proposal.get("tool") == "create_return"
         and bool(re.search(r"\b(?:no|nope)\b", " ".join(said.split()[:3])))
@@ -218,7 +218,7 @@ def _money_back_wanted(text: str, proposal: Mapping[str, Any]) -> bool:
 def _yes_with_thanks(text: str, proposal: Mapping[str, Any]) -> bool:
     """A plain yes, and thanks in sentences of their own: "Yes, please do. Thank you, you've been very patient with
     me." went to the 1.5B, which timed out (blind10)."""
-    sentences = _SENTENCES.split(text.strip())
+    sentences = split_sentences(text.strip())
     yes = [s for s in sentences if plain_yes(s, quantities(proposal), _item_words(proposal))]
     rest = [s for s in sentences if s not in yes]
     return (
@@ -230,7 +230,7 @@ def _told_then_agreed(text: str, proposal: Mapping[str, Any]) -> bool:
     """A plain yes as the last sentence after sentences that only tell something, their "not" of the thing and not
     of the read-back: "It's got a line of dead pixels ..., it's not just me being fussy. So yeah, sweet as, go ahead
     with the return." was a no, and went to the 1.5B, which could not help (blind8, 4 of 4)."""
-    *told, last = _SENTENCES.split(text.strip())
+    *told, last = split_sentences(text.strip())
     if not told or yes_or_no(last) is not True or consent(last, proposal) is not True:
         return False
     return not any(_holds(normalise(sentence)) for sentence in told)

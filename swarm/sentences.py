@@ -8,6 +8,15 @@ import re
 _END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 
 
+# Where a sentence ends in a caller's words (a transcript, a typed message): after . ! or ?, at the space.
+_SAID_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """The words cut into sentences where . ! or ? meets a space; each keeps its own punctuation."""
+    return _SAID_END.split(text)
+
+
 class SentenceSplitter:
     def __init__(self) -> None:
         self._buffer = ""

@@ -36,6 +36,7 @@ from swarm.confirmations import (
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, counting_nothing
 from swarm.providers.base import Classifier, Completion, Delta
+from swarm.sentences import split_sentences
 
 # String arguments the router may fill with the caller's own words.
 _FREE_TEXT = frozenset({"query", "text", "product", "product_text", "description", "reason", "question"})
@@ -47,7 +48,6 @@ _DIGIT_WORD = re.compile(r"\b(?:" + "|".join(DIGIT_WORDS) + r")\b")  # not "oh",
 _E_MAIL = re.compile(r"@|\bat\b.*\bdot\b")
 _SOUNDS = frozenset("oh erm um uh er ah hmm".split())  # sounds, not words, while a caller looks something up
 _ANSWER_WORDS = 16  # a longer answer is a story or a list of guesses (callcenter.verification)
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 # A question that asks leave to give the answer, which giving it answers: "Can I give you the e-mail instead?"
 _LEAVE = re.compile(r"(?i)\b(?:can|could|may|shall) i (?:give|tell|read|use)\b[^?]*\?$")
 # Words that ask to be told what the question guards instead of answering it.
@@ -192,7 +192,7 @@ class OfflineRouter:
         if proposal is not None:
             # A no to the read-back: what they ask for instead comes after it ("... it cracked 'cause I dropped my
             # phone ... I don't wanna return it. I just want to buy a new pack instead." to a return's, blind9).
-            sentences = _SENTENCE_END.split(last.content.strip())
+            sentences = split_sentences(last.content.strip())
             refused = max((i for i, s in enumerate(sentences) if yes_or_no(s) is False), default=-1)
             said = normalise(" ".join(sentences[refused + 1 :]))
         said = self.undoubted(said)
@@ -282,7 +282,7 @@ class OfflineRouter:
         asked, last = messages[-2], messages[-1]
         if last.role != "user" or asked.role != "assistant" or asked.agent != request.agent:
             return None
-        question = _SENTENCE_END.split(asked.content.strip())[-1]
+        question = split_sentences(asked.content.strip())[-1]
         if not asked.content.rstrip().endswith("?") and _unasked_code(last.content):
             # A postcode or an e-mail said to no question ("... a prepaid label by email." - "margaret dot hale at
             # example dot org."): the 1.5B took 20 s over it and the call ended in an apology (blind10, blind11).
@@ -322,7 +322,7 @@ class OfflineRouter:
             return True  # "Just tell me what town it went to ... or give me his new email" (blind8): no answer
         if "?" in text:
             return False
-        for sentence in _SENTENCE_END.split(text.strip()):
+        for sentence in split_sentences(text.strip()):
             # Asked for in a sentence with no no in it: "I don't need to give you one" refuses only the question.
             scores = self.scores(sentence, [t.name for t in tools])
             guarded = scores.get(str(question.get("tool")), 0.0)
@@ -353,7 +353,7 @@ def _question_again(request: CompletionRequest) -> ToolCall | None:
     if len(messages) < 3 or messages[-1].role != "user" or not plain_yes(messages[-1].content):
         return None
     result, asked = messages[-3], messages[-2]
-    question = _SENTENCE_END.split(asked.content.strip())[-1] if asked.role == "assistant" else ""
+    question = split_sentences(asked.content.strip())[-1] if asked.role == "assistant" else ""
     if result.role != "tool" or not question.endswith("?") or not _NO_YES_OR_NO.search(question):
         return None
     tool = next((t for t in request.tools if t.name == result.tool_name), None)
@@ -433,7 +433,7 @@ def _answer_in(text: str) -> str | None:
     Only that sentence is the answer: the story before it is no guess of its own (callcenter.verification), and may
     say no to what it cannot give and ask leave to give this ("I don't know her postcode offhand. Can I give you the
     e-mail on the order instead? It's tunde dot ...": blind6, the 1.5B's 20 s timeout)."""
-    sentences = [s for s in _SENTENCE_END.split(text.strip()) if not _echoed_question(s) and not _LEAVE.search(s)]
+    sentences = [s for s in split_sentences(text.strip()) if not _echoed_question(s) and not _LEAVE.search(s)]
     if not sentences or any("?" in s for s in sentences) or yes_or_no(sentences[-1]) is False:
         return None
     coded = [s for s in sentences if _coded(s)]
