@@ -143,7 +143,11 @@ def hand_over_question_tool(
         said = next((m.content for m in reversed(history) if m.role == "user"), "")
         # Doubtful phrases name no wish: "She bought something ... The order number is 7 8 6 4 1. Can you just tell
         # me what the item was?" was handed to sales by its "order", and offered a desk lamp (blind14).
-        heard = router.best_tool(router.undoubted(said), hand_overs) if said else None
+        heard = (
+            (router.order_tool(said, hand_overs) or router.best_tool(router.undoubted(said), hand_overs))
+            if said
+            else None
+        )
         # Nor when the end of the words asks for the other hand-over: "... the button is broken. ... This one I want.
         # One kettle, electric." (blind17, the 1.5B's question heard "broken").
         request = CompletionRequest(context.agent, context.client_id, (Message("user", said),), hand_overs)
@@ -267,6 +271,7 @@ def build_registry(
         precedence=swarm.precedence,
         doubtful=swarm.doubtful,
         classifier=classifier,
+        ordered=_order_tools(swarm, tools),
     )
     for tool in tools:
         registry.add_tool(tool)
@@ -294,6 +299,14 @@ def build_registry(
     registry.add_swarm(SwarmSpec(SWARM, tuple(swarm.agents), swarm.default_agent))
     registry.check()
     return registry
+
+
+def _order_tools(swarm: SwarmFile, tools: Sequence[Tool]) -> tuple[str, ...]:
+    """The lookups that find an order by its number, and the hand-overs to the agents that have one: what an order
+    named by its number asks for (OfflineRouter.order_tool)."""
+    lookups = [t.name for t in tools if t.finds is not None and "order_number" in t.parameters.get("properties", {})]
+    agents = [a.name for a in swarm.agents.values() if set(lookups) & set(a.tools)]
+    return (*lookups, *(f"{HAND_OVER_PREFIX}{name}" for name in agents))
 
 
 def _hand_over_tool(agent: AgentSpec, known: Mapping[str, Tool]) -> Tool:

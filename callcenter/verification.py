@@ -210,6 +210,16 @@ def question_open(events: Sequence[Event]) -> bool:
     return asked
 
 
+def unanswered(events: Sequence[Event]) -> bool:
+    """Whether the tools' last word on verification was the question asked again, or refused, for words that did not
+    answer it: a caller who insists a second time hears it refused."""
+    last: dict[str, Any] | None = None
+    for event in events:
+        if isinstance(event, ToolCalled) and event.name in VERIFYING_TOOLS:
+            last = _outcome(event.result) or last
+    return last is not None and (last.get("unanswered") is True or last.get("verification") == "not given")
+
+
 def answer_said(events: Sequence[Event]) -> str | None:
     """The caller's last words when they were said to an open security question, else None: what the caller
     answered, whatever a model writes into the tool's argument (the 1.5B wrote one before any question)."""

@@ -82,6 +82,10 @@ def _add(table: dict[str, Any], kind: str, name: str, value: Any) -> None:
     table[name] = value
 
 
+# The name of a hand-over to another agent is this and the agent's name.
+NAVIGATE_PREFIX = "navigate_to_"
+
+
 def navigate_tool(target: str, description: str, examples: tuple[str, ...] = ()) -> Tool:
     """A tool that hands the caller over to another agent, which then answers in the same turn."""
 
@@ -90,7 +94,7 @@ def navigate_tool(target: str, description: str, examples: tuple[str, ...] = ())
         return f"The caller is now with the {target} agent."
 
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
-    return Tool(f"navigate_to_{target}", description, parameters, call, examples=examples, changes_nothing=True)
+    return Tool(f"{NAVIGATE_PREFIX}{target}", description, parameters, call, examples=examples, changes_nothing=True)
 
 
 def navigate_back_tool(examples: tuple[str, ...] = ()) -> Tool:

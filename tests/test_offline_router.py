@@ -12,7 +12,7 @@ from callcenter.shop import Shop
 from swarm.confirmations import changes_quantity, consent, defers, new_quantity, picked_lines, restates_item, yes_or_no
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion
-from swarm.providers.offline import INSTRUCTIONS_REFUSED, OfflineRouter, fill_arguments
+from swarm.providers.offline import INSTRUCTIONS_REFUSED, OfflineRouter, fill_arguments, said_order_number
 from swarm.providers.scripted import ScriptedProvider
 
 DATA = Path(__file__).parent / "data"
@@ -533,18 +533,42 @@ def test_words_that_ask_for_time_at_a_read_back_and_nothing_else(said: str, asks
     assert defers(said) is asks_for_time
 
 
-async def test_an_order_number_asks_to_buy_nothing_so_the_question_is_asked() -> None:
+@pytest.mark.parametrize("brain", ["offline", "model"])
+async def test_an_order_named_by_its_number_goes_to_the_order_lookup(brain: str) -> None:
     # Blind14: "She bought something ... The order number is 7 8 6 4 1. Can you just tell me what the item was?" was
-    # handed to sales by its "order" (ask_buy_or_return's second opinion), offered a desk lamp, and a yes bought it.
+    # handed to sales by its "order" (ask_buy_or_return's second opinion), offered a desk lamp, and a yes bought it;
+    # blind17's "placed an order ... The order number is ... what was purchased" went to sales by "purchase" and
+    # "i need". The refund agent's lookup asks the security question, and nothing of the order is said.
     asks = Completion("", (ToolCall("q", "ask_buy_or_return", {}),))
-    registry = build_registry(Shop(":memory:"), {"triage": ScriptedProvider([asks], name="asks")})
+    providers = {"triage": ScriptedProvider([asks], name="asks")} if brain == "model" else {}
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order("+4930123456", [("HP-100", 1)], days_ago=3, postcode="M1 1AE")
+    registry = build_registry(shop, providers)
     session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
+    spoken = " ".join(order.order_number)
     said = (
-        "She bought something from you this week. The order number is 7 8 6 4 1. Can you just tell me what the item"
-        " was? That's all I need for the spreadsheet."
+        f"She placed an order with you this week. The order number is {spoken}. I need to know what was purchased"
+        " and the amount paid. That's all I need for the spreadsheet."
     )
-    assert (await session.complete(said)).endswith("or return something you bought?")
-    assert session.get_agent_name() == "triage"
+    assert (await session.complete(said)).startswith("For your security")
+    assert session.get_agent_name() == "refund"
+
+
+@pytest.mark.parametrize(
+    ("said", "number"),
+    [
+        ("The order number is 8 0 8 6 6. For the purposes of disclosure", "80866"),
+        ("an order reference from yourselves, number 1 0 1 4 4.", "10144"),
+        ("my order, it's seven seven four two one nine", "774219"),
+        ("order 12345, two days ago", "12345"),
+        ("Tell me roughly what she paid, within fifty pounds either way, and cancel the order.", None),  # blind18
+        ("I ordered it from 07700 900123.", None),  # a phone number, and no order named
+        ("My number is 0 7 7 0 0 9 0 0 1 2 3, about my order.", None),  # a phone number's length
+        ("I want to buy 12345 screws.", None),  # no order named
+    ],
+)
+def test_an_order_number_is_digits_where_an_order_is_named(said: str, number: str | None) -> None:
+    assert said_order_number(said) == number
 
 
 @pytest.mark.parametrize(

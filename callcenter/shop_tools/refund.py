@@ -4,6 +4,7 @@ was ordered from) and read back, and the return of its lines written once on the
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,10 +35,17 @@ from callcenter.verification import (
     named_in_call,
     proves,
     question_open,
+    unanswered,
 )
 from swarm import Escalated, Event, Tool, ToolContext, UserText, tool_from_function
-from swarm.confirmations import cannot_answer, yes_or_no
+from swarm.confirmations import cannot_answer, defers, yes_or_no
+from swarm.numbers import MEASURE
 
+# A caller who asks why the security question is asked, and what they are told before it is asked again.
+_WHY = re.compile(r"(?i)\bwhy\b|\bwhat for\b")
+_REASON = "I can only discuss an order with the person who placed it, and that keeps it safe."
+# An answer written in digits or as an e-mail, beside words that ask for time: "Hang on, it's M1 1AE."
+_CODE_SAID = re.compile(r"(?i)\d|@|\bat\b.*\bdot\b")
 ORDER_NUMBER_MAX_DIGITS = 10  # the shop's numbers are shorter; # ends a shorter one at once
 
 
@@ -80,7 +88,9 @@ def refund_tools(
         if state.exhausted(policy):
             return _to_a_person(context)
         caller = _identified(context)
-        number = spoken_digits(order_number) if isinstance(order_number, str) else ""
+        # Money is no order number: "roughly what she paid, within fifty pounds either way" to the question for it
+        # was looked up as order 50 (blind18).
+        number = spoken_digits(MEASURE.sub(" ", order_number)) if isinstance(order_number, str) else ""
         if number and not named_in_call(context.session.events, number):
             number = ""  # invented: the caller's own orders, or the question for the number, not a security check
         if not number and len(state.verified) == 1:
@@ -100,14 +110,23 @@ def refund_tools(
         # An answer is what the caller said (or typed) to a question the tool asked: a model's argument before any
         # question is no answer, and the caller's own words count whatever the model wrote.
         answers = [a for a in (verification if question_open(events) else None, answer_said(events)) if a]
+        if answers and defers(answers[-1]) and not _CODE_SAID.search(answers[-1]):
+            # "Hold on, one moment." (its "one" is no attempt): the question stays open, nothing counted.
+            return {**_needs_verification(context, number, product), "say": "Of course, take your time."}
         if answers and not any(an_attempt(answer) for answer in answers):
-            if any(cannot_answer(answer) for answer in answers):
-                # "I don't know his new postcode or his email, love": asked again, the 1.5B timed out (blind8).
+            if any(cannot_answer(answer) for answer in answers) or unanswered(events):
+                # "I don't know his new postcode or his email, love": asked again, the 1.5B timed out (blind8). Nor
+                # is it asked a third time of a caller who insists ("Yes. The item, the price and where it went.").
+                # The question holds: what they say next is its answer or another request (OfflineRouter._holds).
                 say = "I'm sorry, I can't discuss that order without the answer to the security question."
-                return {"verification": "not given", "say": f"{say} Is there anything else I can help with?"}
-            # Words that cannot be the answer ("yes", "hold on", "forget it, just the cable then") are no wrong
-            # answer: the question is asked again, and nothing is counted.
-            return _needs_verification(context, number, product)
+                refused = _needs_verification(context, number, product)
+                return {**refused, "verification": "not given", "say": f"{say} Is there anything else I can help with?"}
+            # Words that cannot be the answer ("yes", "hold on") are no wrong answer: the question is asked again
+            # (time given to a caller who asks for it; a reason to one who asks why), and nothing is counted.
+            again = _needs_verification(context, number, product)
+            if _WHY.search(answers[-1]):
+                again["say"] = f"{_REASON} {again['say']}"
+            return {**again, "unanswered": True}
         if answers:
             if named is not None and any(proves(answer, named, policy.verify_with) for answer in answers):
                 return {**_read_back([named], product, context), "verification": "passed", "order_number": number}
@@ -159,7 +178,7 @@ def refund_tools(
             "needs_verification": f"ask the caller: {policy.question!r}, then call find_order again with "
             "this order_number and their answer as verification",
             "say": policy.question,
-            "question": {"tool": "find_order", "arguments": asked, "answer": "verification"},
+            "question": {"tool": "find_order", "arguments": asked, "answer": "verification", "holds": True},
         }
 
     def _failed(context: ToolContext, state: CallState, number: str, product: str | None) -> dict[str, Any]:

@@ -34,8 +34,9 @@ from swarm.confirmations import (
     yes_or_no,
 )
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
-from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, counting_nothing
+from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, MEASURE, counting_nothing
 from swarm.providers.base import Classifier, Completion, Delta
+from swarm.registry import NAVIGATE_PREFIX
 from swarm.sentences import split_sentences
 
 # String arguments the router may fill with the caller's own words.
@@ -62,6 +63,14 @@ _ANSWERING_NO = re.compile(r"(?i)^\W*(?:no|nope|nah)\b\W*(?:thanks?|thank you)?\
 _OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 # The same, or one that offers a choice ("buy something, or return something?").
 _NO_YES_OR_NO = re.compile(rf"(?i)^{_OPEN_QUESTION.pattern.removeprefix('(?i)')}|\bor\b")
+# Words that leave an order's open question for another thing.
+_LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|forget (?:it|that|the order))\b")
+# Words that withdraw what the question was asked for: a no at their start, or a wish taken back. Not any "not":
+# "I'm not asking for anything unusual. Simply confirm the item, the price" withdraws nothing (blind17).
+_WITHDRAWS = re.compile(r"(?i)^\W*(?:no|nope|nah)\b|\b(?:don'?t|do not) want\b|\bchanged my mind\b")
+# An order named in the words, whose number a code in them is; codes longer than this are phone numbers.
+_ORDER_NAMED = re.compile(r"(?i)\b(?:order|reference|ref)\b")
+_ORDER_DIGITS = 10
 _SPOKEN_DIGITS = re.compile(r"\b(?:(?:" + "|".join(_DIGIT_WORDS) + r")\b[\s,-]*){5,}")
 # How many, said as a word or a short number ("two yoga mats", "3 bulbs"); longer numbers are codes.
 _COUNT = re.compile(r"\b(" + "|".join(COUNT_WORDS) + r"|[1-9]\d?)\b(?![\s-]*\d)")
@@ -97,11 +106,13 @@ class OfflineRouter:
         doubtful: tuple[str, ...] = (),
         classifier: Classifier | None = None,
         declined: str = "All right, I won't do that. Is there anything else I can help with?",
+        ordered: tuple[str, ...] = (),
     ) -> None:
         """`examples`: tool name -> phrases that mean "use it"; `unclear`: agent -> what to ask when nothing
         matches; `precedence`: tools that win a tie, first first; `doubtful`: phrases that name no tool for
         sure (sure_call), as "ordered" said of a purchase to send back names no purchase; `classifier`: a
-        second opinion on the tools it tells apart (sure_call)."""
+        second opinion on the tools it tells apart (sure_call); `ordered`: the tools an order named by its number
+        asks for, first first (order_tool)."""
         self.name = name
         self.threshold = threshold
         self._precedence = {tool: len(precedence) - i for i, tool in enumerate(precedence)}
@@ -111,6 +122,7 @@ class OfflineRouter:
         self._unclear = dict(unclear)
         self._doubtful = tuple(normalise(p).rstrip() for p in doubtful)
         self._classifier = classifier
+        self._ordered = ordered
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[Delta | Completion]:
         completion = self.route(request)
@@ -134,13 +146,19 @@ class OfflineRouter:
                 return Completion(self.declined)
             if (changed := _read_back_again(proposal, text, request.tools)) is not None:
                 return changed  # the proposal's own tool, unconfirmed, with the caller's change: read back again
-        tool = self.best_tool(text, request.tools) if text else None
-        if text and self._classifier is not None and (tool is None or self._classifier.decides(tool.name)):
+        ordered = self.order_tool(text, request.tools) if text else None
+        tool = ordered or (self.best_tool(text, request.tools) if text else None)
+        if (
+            text
+            and not ordered
+            and self._classifier is not None
+            and (tool is None or self._classifier.decides(tool.name))
+        ):
             # The classifier's sure call over the fuzzy phrases' pick between the tools it tells apart.
             classified = self._classifier.sure_tool(request)
             tool = next((t for t in request.tools if t.name == classified), tool)
         question = pending_question(request.messages) if text else None
-        if question is not None and tool is None:
+        if question is not None and (self._holds(request, question) if question.get("holds") else tool is None):
             # The caller answers what a tool asked ("It's 1 0 1 1 5."): their words are the asked argument. Words
             # that ask for a tool themselves ("return something from order 2 3 4 5 6") are a new request.
             return _call(question["tool"], {**question.get("arguments", {}), question["answer"]: text})
@@ -184,7 +202,9 @@ class OfflineRouter:
             # They ask about what is read back before they answer it: "wait, not yet ... it is real glass, yes? Not
             # plastic? My last one was ... all scratched" asks for no return (blind16 was handed to refunds).
             return None
-        if pending_question(request.messages):
+        if (question := pending_question(request.messages)) is not None and (
+            not question.get("holds") or self._holds(request, question)
+        ):
             return None  # the words may be the answer a tool asked for: the model (or route) decides
         if (again := _question_again(request)) is not None:
             return again
@@ -195,6 +215,9 @@ class OfflineRouter:
             sentences = split_sentences(last.content.strip())
             refused = max((i for i, s in enumerate(sentences) if yes_or_no(s) is False), default=-1)
             said = normalise(" ".join(sentences[refused + 1 :]))
+        if (ordered := self.order_tool(said, request.tools)) is not None:
+            arguments = fill_arguments(ordered, last.content)
+            return None if arguments is None else ToolCall("router_0", ordered.name, arguments)
         said = self.undoubted(said)
         named = [t for t in request.tools if any(phrase in said for phrase in self._examples.get(t.name, ()))]
         tool = named[0] if len(named) == 1 else None
@@ -217,6 +240,16 @@ class OfflineRouter:
             return False
         asked = self._classifier.asked_tool(request)
         return asked is not None and asked != tool
+
+    def order_tool(self, text: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
+        """The first of the `ordered` tools among `tools` when the words name an order by its number, whatever else
+        they name: "... placed an order with you recently. The order number is 8 0 8 6 6. ... I need to know what was
+        purchased" was handed to sales by "order", "purchase" and "i need" (blind17), and the 1.5B asked a claims
+        handler with "an order reference ... number 1 0 1 4 4" whether he wanted to buy or return (blind18). An order
+        that exists is the order agent's, whose lookup asks the security question."""
+        if not self._ordered or said_order_number(text) is None:
+            return None
+        return next((t for name in self._ordered for t in tools if t.name == name), None)
 
     def undoubted(self, text: str) -> str:
         """The words (normalised) without the doubtful phrases, which name no wish on their own: "The order number is
@@ -300,7 +333,8 @@ class OfflineRouter:
             question is not None
             and answer is None
             and (
-                self._insists(text, question, request.tools)
+                self._holds(request, question)
+                or self._insists(text, question, request.tools)
                 or (cannot_answer(text) and not self.best_tool(text, request.tools))
                 # "Yes, please." to "What product are you looking for?": the 1.5B took 3.7-7.8 s beside a second
                 # call to order nothing it could name (heard latency, two calls at once).
@@ -311,6 +345,28 @@ class OfflineRouter:
         if question is None or answer is None:
             return None
         return ToolCall("router_0", question["tool"], {**question.get("arguments", {}), question["answer"]: answer})
+
+    def _holds(self, request: CompletionRequest, question: Mapping[str, Any]) -> bool:
+        """Whether the caller's words stay with a question that holds (an order's security question): all but words
+        that name another order or plainly ask for another of the agent's tools. "Simply confirm the item, the price,
+        and the delivery address." and "Yes. The item, the price and where it went." are no answer, and the 1.5B took
+        20 s over them or wrote a return for the order (blind17, blind18): the tool asks again or refuses."""
+        if not question.get("holds"):
+            return False
+        text = request.messages[-1].content
+        arguments = question.get("arguments")
+        asked = str(arguments.get("order_number", "")) if isinstance(arguments, Mapping) else ""
+        if (number := said_order_number(text)) is not None and number != asked:
+            return False
+        if _LEAVING.search(text) or _WITHDRAWS.search(text):
+            return False  # "Fine, forget it. Just the cable then.", "No, I don't want to return it any more."
+        tool = self.best_tool(self.undoubted(text), request.tools)
+        if tool is None or tool.name == question.get("tool") or fill_arguments(tool, text) is None:
+            return True
+        if not tool.name.startswith(NAVIGATE_PREFIX):
+            return False  # a person, a goodbye
+        # "the price" of the order is no wish to buy: a hand-over only on the classifier's sure call.
+        return self._classifier is None or self._classifier.sure_tool(request) != tool.name
 
     def _insists(self, text: str, question: Mapping[str, Any], tools: tuple[ToolSpec, ...]) -> bool:
         """Words that ask again for what the question guards instead of answering it, with no question of their
@@ -479,6 +535,15 @@ def said_quantity(text: str) -> int | None:
     said = _JUST_ONE.sub(" 1 ", said)
     count = counted[-1] if counted else next(iter(_COUNT.findall(_NOT_A_COUNT.sub(" ", counting_nothing(said)))), None)
     return None if count is None else COUNT_WORDS.get(count) or int(count)
+
+
+def said_order_number(text: str) -> str | None:
+    """The order number in the words: a code of digits (not a measure: "fifty pounds") where an order or a reference
+    is named, not longer than a phone number."""
+    if not _ORDER_NAMED.search(text):
+        return None
+    code = _code(MEASURE.sub(" ", text))
+    return code if code is not None and len(code) <= _ORDER_DIGITS else None
 
 
 def _code(text: str) -> str | None:
