@@ -27,18 +27,21 @@ _YES = re.compile(
     r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm"
     r"|i'?ll (?:have|take)(?! (?:to|a look|a think)\b)|i will (?:have|take)(?! (?:to|a look|a think)\b))\b"
 )
-_NO = re.compile(r"\b(no|nope|don't|do not|not|cancel|stop|wait)\b")
+_NO = re.compile(r"\b(no|nope|nah|naw|don't|do not|not|cancel|stop|wait)\b")
 # The no words that refuse, beside those that only hold the line ("no", "wait", "stop"): "Oh, wait, sorry, could
 # you make it three instead?" to two is a change, not a refusal (a blind scenario ordered three kettles after it).
-_REFUSAL = re.compile(r"\b(nope|don't|do not|not|cancel)\b")
+_REFUSAL = re.compile(r"\b(nope|nah|naw|don't|do not|not|cancel)\b")
 # Sayings whose "no" or "not" negates nothing: "Okay, that's not bad at all. Fine, I'll take one." was heard as a
 # no, and the caller's purchase went to the model (which asked them to repeat it).
 # "Only one, not two" takes a number back, not the offer (blind10).
 # "That is fine, not expensive. I take one." (blind17) judges the price.
-_NOT_A_NO = re.compile(
-    r"\b(not (too |that |so |very )?(bad|expensive|dear|pricey)|not a problem|no (problem|worries|doubt)|why not)\b|"
-    + TAKEN_BACK.pattern
+_SAYINGS = re.compile(
+    r"\b(not (too |that |so |very )?(bad|expensive|dear|pricey)( at all)?|not a problem|no (problem|worries|doubt)"
+    r"|why not)\b|"
+    # The tag that says a clause again: "that's not bad at all, so it's not" (Ulster, blind19) refuses nothing.
+    r"\bso (it|he|she|i|we|they|that|there)('s| is| was| am|'m| are|'re)( not|n't)?\b"
 )
+_NOT_A_NO = re.compile(f"{_SAYINGS.pattern}|{TAKEN_BACK.pattern}")
 # The only words a plain yes is made of: agreement, politeness, and "it"/"them" for the thing read back.
 _PLAIN = frozenset(
     "yes yeah yep yup aye sure correct okay ok absolutely right confirm please do it go ahead that's that "
@@ -52,6 +55,8 @@ _PLAIN = frozenset(
     "pack packs pair pairs box boxes set sets piece pieces "
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).
     "send back ar "
+    # "Aye, one of them would do me rightly, I'd say." (Ulster, blind19): that it will do, and a hedge.
+    "would rightly say och "
     # New Zealand's and Australia's: "So yeah, sweet as, go ahead with the return." (blind8).
     "sweet as righto rightio so everything both then "
     # Welsh: "Ie, yes, that's the one, the smartwatch. Go ahead, diolch." (blind12); London's "Yeah, safe, go ahead."
@@ -148,8 +153,12 @@ _COMPOUND = re.compile(rf"\b({'|'.join(TENS_WORDS)})(?: ({_UNITS}))?\b")
 _ECHO_FROM = 20
 
 
+# A dropped g written as said: "Buyin'. I've nothin' to send back." (blind19) is "buying" and "nothing".
+_DROPPED_G = re.compile(r"(?<=[a-z]{2})in'(?![a-z])")
+
+
 def normalise(text: str) -> str:
-    text = text.lower().replace("’", "'")
+    text = _DROPPED_G.sub("ing", text.lower().replace("’", "'"))
     return " " + re.sub(r"[^a-z0-9' ]+", " ", text).strip() + " "
 
 
@@ -372,7 +381,8 @@ def plain_yes(text: str, quantity: int | Collection[int] | None = None, item: fr
     change), no name but the words of the read-back's own `item` ("Yes, two kettles, that's right." to two
     electric kettles). Only listed words pass, so a change said in words never seen here is a change too. Several
     lines read back have several own quantities ("Yes. Everything: two bulb and one lamp.")."""
-    said = _THAT_ONE.sub(r"\1", normalise(text))
+    # A saying that judges the offer well is part of a yes: "Och, that's not bad at all, so it's not. Aye, ..."
+    said = _SAYINGS.sub(" ", _THAT_ONE.sub(r"\1", normalise(text)))
     own = {quantity} if isinstance(quantity, int) else set(quantity or ())
     return yes_or_no(text) is True and all(
         word in _PLAIN or _names(word, item) or _number(word) in own for word in said.split()

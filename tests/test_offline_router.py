@@ -222,7 +222,10 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("No, wait. Yes, go ahead.", False, False),
         ("I don't want to order it now. Yes.", False, False),
         ("Yes, go ahead. Actually no, wait.", False, False),
-        ("Okay. That is fine, not expensive. I take three.", None, False),  # blind17: a price judged is no no
+        ("Okay. That is fine, not expensive. I take three.", True, False),  # blind17: a price judged is no no
+        # Blind19 (Ulster): a price judged well, the tag that says it again, and a yes with a hedge.
+        ("Och, that's not bad at all, so it's not. Aye, three of them would do me rightly, I'd say.", True, False),
+        ("Buyin'? Naw. Not today.", False, False),  # a dropped g, and "naw"
         ("Dobro, good. Yes, now you can order them. Go ahead.", True, False),  # blind17: agreement in Croatian
         ("Iva, I'll have three, please.", True, False),  # blind18: "I'll have" agrees
         ("I'll have to think about it.", None, False),  # not that
@@ -623,3 +626,21 @@ def test_a_yes_to_all_of_several_read_back_in_the_callers_own_words_agrees() -> 
     assert picked_lines(said, both) is None and consent(said, both) is True
     assert consent("Yes, both, and a mouse as well.", both) is None  # something more asked for
     assert consent("Yes, both, two of each.", both) is None  # another quantity
+
+
+async def test_a_wish_said_not_to_be_one_names_no_hand_over() -> None:
+    # Blind19: "Buyin'. I've nothin' to send back." to "buy or return?" was handed to refunds by "send back", 4 of 4.
+    session = build_registry(Shop(":memory:"), {}).session("c1", SWARM, metadata={"caller": "+4915100000"})
+    assert (await session.complete("Hello there.")).endswith("or return something you bought?")
+    await session.complete("Buyin'. I've nothin' to send back.")
+    assert session.get_agent_name() == "sales"
+    await session.complete("I don't want to return anything, I want to buy a toaster.")
+    assert session.get_agent_name() == "sales"
+
+
+async def test_thats_me_is_a_goodbye() -> None:
+    # Blind19 (Ulster): "Naw, that's me. Cheers now." to "Is there anything else?" was answered three times by the 1.5B.
+    session = build_registry(Shop(":memory:"), {}).session("c1", SWARM, metadata={"caller": "+4915100000"})
+    await session.complete("Hello there.")
+    assert (await session.complete("Naw, that's me. Cheers now.")) == "Thank you for calling. Goodbye!"
+    assert session.ended() is not None

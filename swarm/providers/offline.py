@@ -63,6 +63,8 @@ _ANSWERING_NO = re.compile(r"(?i)^\W*(?:no|nope|nah)\b\W*(?:thanks?|thank you)?\
 _OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 # The same, or one that offers a choice ("buy something, or return something?").
 _NO_YES_OR_NO = re.compile(rf"(?i)^{_OPEN_QUESTION.pattern.removeprefix('(?i)')}|\bor\b")
+# A wish said not to be one, and the two words after it: "nothing to send back", "don't want to return it".
+_NOT_WANTED = re.compile(r"\b(?:nothing to|no need to|(?:don'?t|do not|never) (?:want|need)(?: to)?)(?: [a-z']+){1,2}")
 # Words that leave an order's open question for another thing.
 _LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|forget (?:it|that|the order))\b")
 # Words that withdraw what the question was asked for: a no at their start, or a wish taken back. Not any "not":
@@ -172,7 +174,7 @@ class OfflineRouter:
 
     def scores(self, text: str, names: list[str]) -> dict[str, float]:
         """How many of each tool's phrases occur in the text (fuzzily, to survive transcription slips)."""
-        said = normalise(text)
+        said = _NOT_WANTED.sub(" ", normalise(text))
         return {name: float(sum(self._occurs(p, said) for p in self._examples.get(name, ()))) for name in names}
 
     def _occurs(self, phrase: str, said: str) -> bool:
@@ -253,8 +255,9 @@ class OfflineRouter:
 
     def undoubted(self, text: str) -> str:
         """The words (normalised) without the doubtful phrases, which name no wish on their own: "The order number is
-        7 8 6 4 1" asks to buy nothing."""
-        said = normalise(text)
+        7 8 6 4 1" asks to buy nothing; nor what they say they have no wish for: "Buyin'. I've nothin' to send back."
+        was handed to refunds by "send back" (blind19)."""
+        said = _NOT_WANTED.sub(" ", normalise(text))
         for phrase in self._doubtful:
             said = re.sub(rf"\b{re.escape(phrase.strip())}\b", " ", said)
         return said
