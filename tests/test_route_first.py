@@ -717,3 +717,15 @@ async def test_money_said_to_the_question_for_the_order_number_is_no_order_numbe
     assert (await session.complete("I want to return something.")).endswith("Could you tell me the order number?")
     answer = await session.complete("Then tell me roughly what she paid, within fifty pounds either way.")
     assert answer == "I'm sorry, without the order number I can't find that order."
+
+
+async def test_an_answer_to_buy_or_return_is_looked_up_with_the_words_it_answered() -> None:
+    # Blind19: "Buyin'. I've nothin' to send back." to triage's question was searched alone, found nothing, and the
+    # 1.5B ordered a "LAMP001" of its own. The desk lamp named before the question is looked up with it.
+    model = ScriptedProvider(lambda request: reply("", ("ask_buy_or_return", {})), name="model")
+    session = session_with(model)
+    said = "Aye, hello there. Thon wee desk lamps, the LED one with the dimmer on it. For the farm office, like."
+    assert (await session.complete(said)).endswith("or return something you bought?")
+    offered = await session.complete("Buyin'. I've nothin' to send back.")
+    assert "Desk lamp" in offered and offered.endswith("Shall I order one for you?")
+    assert session.get_agent_name() == "sales" and [r.agent for r in model.requests] == ["triage"]

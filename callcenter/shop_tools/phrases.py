@@ -21,6 +21,9 @@ SALES_PHRASES = (
     "looking for",
     "i need",
     "i'm after",
+    "i'm wanting",  # Scotland, Ulster, the North: "I'm wantin' one of thon wee desk lamps" (blind19)
+    "is it dear",
+    "how dear",
     "want to get",
     "get one",
     "get a new",

@@ -230,7 +230,7 @@ class OfflineRouter:
             if tool is not None and classified is None and self.asked_against(request, tool.name):
                 return None
             tool = tool or next((t for t in request.tools if t.name == classified), None)
-        arguments = fill_arguments(tool, last.content) if tool is not None else None
+        arguments = fill_arguments(tool, _looked_up(request) or last.content) if tool is not None else None
         return None if tool is None or arguments is None else ToolCall("router_0", tool.name, arguments)
 
     def asked_against(self, request: CompletionRequest, tool: str) -> bool:
@@ -270,10 +270,8 @@ class OfflineRouter:
         proposal = pending_proposal(request.messages)
         if (proposal is not None and consent(last.content, proposal) is True) or pending_question(request.messages):
             return None  # a yes to a read-back, or a tool's question's answer; other words may ask for another thing
-        # An answer names nothing: "Yes, that's right." to triage's "buy or return?" searched the catalogue for
-        # "that's right" and offered a laptop stand (a blind scenario). The words it answered for do.
-        said = _answered_for(request) if plain_yes(last.content) else last.content
-        if said is None:
+        said = _looked_up(request)
+        if not said:
             return None
         arguments = fill_arguments(spec, said)
         return None if arguments is None else ToolCall("router_0", tool, arguments)
@@ -423,6 +421,21 @@ def _question_again(request: CompletionRequest) -> ToolCall | None:
     if tool is None or tool.parameters.get("properties") or said != asked.content:
         return None
     return ToolCall("router_0", tool.name, {})
+
+
+def _looked_up(request: CompletionRequest) -> str:
+    """The words a lookup on the caller's last message reads: an answer names nothing ("Yes, that's right." to triage's
+    "buy or return?" searched the catalogue for "that's right" and offered a laptop stand, a blind scenario), the
+    words it answered for do, beside the answer's own ("Buyin'. I've nothin' to send back." found nothing, and the
+    1.5B ordered a "LAMP001" of its own: blind19)."""
+    last = request.messages[-1].content
+    before = _answered_for(request)
+    if plain_yes(last):
+        return before or ""
+    # Only an answer to a choice asked ("buy or return?"): "No, I want to return my kettle" to sales' "Shall I order
+    # one for you?" is a request of its own, and the toaster asked about before it is not the kettle's order.
+    asked = split_sentences(request.messages[-2].content.strip())[-1] if before else ""
+    return f"{before} {last}" if _NO_YES_OR_NO.search(asked) else last
 
 
 def _answered_for(request: CompletionRequest) -> str | None:
