@@ -83,7 +83,7 @@ def _caller_asked_for_a_person(routing: frozenset[str]) -> Callable[[dict[str, A
 _WHOM = ("a person", "a real person", "a human", "a human being", "someone", "somebody", "a manager", "an agent")
 PERSON_ASKED_FOR = (
     *(f"{verb} to {whom}" for verb in ("speak", "talk") for whom in _WHOM),
-    *("put me through to", "transfer me to", "connect me to", "a real person", "a human being"),
+    *("put me through to", "transfer me to", "connect me to", "a real person", "a human being", "real human being"),
 )
 
 

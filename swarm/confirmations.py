@@ -119,7 +119,9 @@ _ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?same or
 # Words that ask for something beside what was read back: "both, and a mouse as well", "another one".
 _NEW_THING = re.compile(r"\b(?:and|plus|with) (?:a|an|some|another)\b|\banother\b|\bmore\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
-_KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying)\b")
+_KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying|leave|already)\b")
+# What may stand beside a count that agrees to the read-back's own: "One, then.", "Just the one, please."
+_COUNT_FILLER = frozenset("then please thanks thank you just only the of them it so and that'll do for me".split())
 # Words that join one thing to another: "keyboard and webcam", "the case too".
 _JOINED = re.compile(r"\b(?:and|too|also|plus|as well|both)\b")
 # Words that leave what is on offer for something else (turns_away): "Oh ho. Bas, too much, ji. Leave the screen ...
@@ -157,8 +159,12 @@ _ECHO_FROM = 20
 _DROPPED_G = re.compile(r"(?<=[a-z]{2})in'(?![a-z])")
 
 
+# Scots "to": "Jist put me through tae a person, please" (blind20, Doric) asks for a person.
+_TAE = re.compile(r"\btae\b")
+
+
 def normalise(text: str) -> str:
-    text = _DROPPED_G.sub("ing", text.lower().replace("’", "'"))
+    text = _TAE.sub("to", _DROPPED_G.sub("ing", text.lower().replace("’", "'")))
     return " " + re.sub(r"[^a-z0-9' ]+", " ", text).strip() + " "
 
 
@@ -188,6 +194,8 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # "Wait, make it three instead": the change is read back again
     if answer is False and picked_lines(text, proposal) is not None:
         return None  # a no to one of several read back, and a pick of the rest: read back again
+    if answer is None and _count_agreed(text, proposal):
+        return True
     if answer is not True:
         return answer
     if picked_lines(text, proposal) is not None or _other_action(text, proposal):
@@ -199,6 +207,14 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         # I take it also. So one camera and one stand, on the same order." to the webcam and the stand (blind18).
         return not _NEW_THING.search(normalise(text)) or None
     return None
+
+
+def _count_agreed(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A last sentence that is only the read-back's own count: "Hm. Rum 'un, prices these days. One, then." to "Shall I
+    order one for you?" (blind20: the 1.5B searched the catalogue for it, 4 of 4)."""
+    last = split_sentences(text.strip())[-1] if text.strip() else ""
+    words = [w for w in normalise(last).split() if w not in _COUNT_FILLER]
+    return len(words) == 1 and _number(words[0]) in quantities(proposal)
 
 
 def _other_action(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -328,13 +344,24 @@ def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | Non
     kept = [normalise(c) for c in clauses if yes_or_no(c) is not False and not _KEEPS.search(normalise(c))]
     if _ALL_OF_THEM.search(" ".join(kept)):
         return None  # "And the stand, I take it also. So one camera and one stand, on the same order." (blind18)
-    said = [word for clause in kept for word in _THAT_ONE.sub(r"\1", clause).split()]
-    named = [
-        sku
+    said = [_THAT_ONE.sub(r"\1", clause).split() for clause in kept]
+    naming = {
+        sku: [words for words in said if any(_names(word, _name_words(name)) for word in words)]
         for sku, name in zip(lines, names, strict=True)
-        if any(_names(word, frozenset(w for w in normalise(name).split() if len(w) > 2)) for word in said)
-    ]
-    return {sku: lines[sku] for sku in named} if 0 < len(named) < len(lines) else None
+    }
+    named = [sku for sku, clauses in naming.items() if clauses]
+    return {sku: _count_said(naming[sku], lines[sku]) for sku in named} if 0 < len(named) < len(lines) else None
+
+
+def _name_words(name: str) -> frozenset[str]:
+    return frozenset(w for w in normalise(name).split() if len(w) > 2)
+
+
+def _count_said(clauses: list[list[str]], offered: int) -> int:
+    """How many of a line picked out the clauses naming it say, when they say one number: "Give me two of the colour
+    bulbs" to one of each (blind20 read back two lamps and one bulb); else as offered."""
+    counts = {n for words in clauses for word in words if (n := _number(word)) is not None and n < 100}
+    return counts.pop() if len(counts) == 1 else offered
 
 
 def same_action(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:

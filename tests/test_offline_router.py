@@ -225,6 +225,10 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Okay. That is fine, not expensive. I take three.", True, False),  # blind17: a price judged is no no
         # Blind19 (Ulster): a price judged well, the tag that says it again, and a yes with a hedge.
         ("Och, that's not bad at all, so it's not. Aye, three of them would do me rightly, I'd say.", True, False),
+        # Blind20 (Fens): the read-back's own count, and nothing else, in the last sentence agrees.
+        ("Hm. Rum 'un, prices these days. Three, then.", True, False),
+        ("Kettles then. Three.", True, False),
+        ("Two, then.", None, True),
         ("Buyin'? Naw. Not today.", False, False),  # a dropped g, and "naw"
         ("Dobro, good. Yes, now you can order them. Go ahead.", True, False),  # blind17: agreement in Croatian
         ("Iva, I'll have three, please.", True, False),  # blind18: "I'll have" agrees
@@ -243,7 +247,7 @@ def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, 
     [
         ("Yes, go ahead. Just the kettles now, I'm keeping the toaster.", True),  # blind3's: 7 s of the 1.5B
         ("Yes, but the blue kettle.", False),  # a yes to something else
-        ("Kettles then. Three.", True),  # only its name and its own quantity
+        ("Kettles then.", True),  # only its name and its own quantity
         ("The kettle, please.", True),
         ("Kettles then. Two.", False),  # another number: a change, read back as one (changed_call's own rule)
         ("Does the kettle come in black?", False),  # a question: the model answers it
@@ -644,3 +648,37 @@ async def test_thats_me_is_a_goodbye() -> None:
     await session.complete("Hello there.")
     assert (await session.complete("Naw, that's me. Cheers now.")) == "Thank you for calling. Goodbye!"
     assert session.ended() is not None
+
+
+@pytest.mark.parametrize(
+    ("said", "picked"),
+    [
+        # Blind20: two lamps and one bulb were read back; the lamp had is left, and the bulbs' count is said.
+        (
+            "Eh-eh. Well, boy, I have a lamp already, is the bulbs I want. Give me two of the colour bulbs for the"
+            " front room, and leave the lamp.",
+            {"LB-520": 2},
+        ),
+        ("Just the two colour bulbs, darling. Two bulbs, and no lamp.", {"LB-520": 2}),
+        ("Yes, is correct, one bulb.", {"LB-520": 1}),
+        ("The lamp and two bulbs.", None),  # both: no pick
+    ],
+)
+def test_a_line_picked_out_of_several_takes_the_count_said_of_it(said: str, picked) -> None:
+    proposal = {
+        "tool": "place_order",
+        "arguments": {"sku": "DL-530", "quantity": 1, "also": {"LB-520": 1}},
+        "item": "Desk lamp, Smart light bulb",
+    }
+    assert picked_lines(said, proposal) == picked
+
+
+async def test_a_person_asked_for_in_scots_is_put_through() -> None:
+    # Blind20 (Doric): "Jist put me through tae a person, please, a real human being." went to the 1.5B, which
+    # read back the caller's order for a return, three times.
+    model = ScriptedProvider(lambda request: Completion("Sorry?"), name="m")
+    registry = build_registry(Shop(":memory:"), dict.fromkeys(("triage", "sales", "refund"), model))
+    session = registry.session("c1", SWARM, metadata={"caller": "+4915100000"})
+    assert "Coffee grinder" in await session.complete("How much is the coffee grinder?")
+    await session.complete("Na, I dinna want onything. Jist put me through tae a person, please.")
+    assert session.escalated() is not None and model.requests == []
