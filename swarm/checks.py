@@ -144,8 +144,10 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
     answer = yes_or_no(history[users[-1]].content) if users else None
     answered = history[: users[-1] + 1] if users else []
     proposal = pending_proposal(answered)
-    if answer is False and proposal is not None and consent(history[users[-1]].content, proposal) is True:
-        answer = True  # a yes after sentences whose "not" is of what they tell ("it's not just me being fussy")
+    if answer is not True and proposal is not None and consent(history[users[-1]].content, proposal) is True:
+        # A yes after sentences whose "not" is of what they tell ("it's not just me being fussy"), or the read-back's
+        # own count alone ("One, then.").
+        answer = True
     if answer is False:
         # Told to "read it back and ask them first" after a no, the 1.5B said that to the caller, with the price
         # they had asked for ("... order one for 1 euro").

@@ -729,3 +729,16 @@ async def test_an_answer_to_buy_or_return_is_looked_up_with_the_words_it_answere
     offered = await session.complete("Buyin'. I've nothin' to send back.")
     assert "Desk lamp" in offered and offered.endswith("Shall I order one for you?")
     assert session.get_agent_name() == "sales" and [r.agent for r in model.requests] == ["triage"]
+
+
+async def test_the_read_backs_own_count_alone_places_it_without_the_model() -> None:
+    # Blind20 (Fens): "Hm. Rum 'un, prices these days. One, then." to "... Shall I order one for you?" went to the
+    # 1.5B, which searched the catalogue for "One, then.", 4 of 4.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    assert (await session.complete("Mouse. For the computer. No wire on it. What's it cost?")).endswith(
+        "Shall I order one for you?"
+    )
+    asked = len(model.requests)
+    assert (await session.complete("Hm. Rum 'un, prices these days. One, then.")).startswith("Your order is placed.")
+    assert len(model.requests) == asked
