@@ -55,8 +55,6 @@ _PLAIN = frozenset(
     "pack packs pair pairs box boxes set sets piece pieces "
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).
     "send back ar "
-    # "Aye, one of them would do me rightly, I'd say." (Ulster, blind19): that it will do, and a hedge.
-    "would rightly say och "
     # New Zealand's and Australia's: "So yeah, sweet as, go ahead with the return." (blind8).
     "sweet as righto rightio so everything both then "
     # Welsh: "Ie, yes, that's the one, the smartwatch. Go ahead, diolch." (blind12); London's "Yeah, safe, go ahead."
@@ -120,8 +118,8 @@ _ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?same or
 _NEW_THING = re.compile(r"\b(?:and|plus|with) (?:a|an|some|another)\b|\banother\b|\bmore\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
 _KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying|leave|already)\b")
-# What may stand beside a count that agrees to the read-back's own: "One, then.", "Just the one, please."
-_COUNT_FILLER = frozenset("then please thanks thank you just only the of them it so and that'll do for me".split())
+# What may stand beside a count said on its own: "One, then.", "Just the one, please."
+_COUNT_FILLER = frozenset("then please thanks thank you just only the of them it so and".split())
 # Words that join one thing to another: "keyboard and webcam", "the case too".
 _JOINED = re.compile(r"\b(?:and|too|also|plus|as well|both)\b")
 # Words that leave what is on offer for something else (turns_away): "Oh ho. Bas, too much, ji. Leave the screen ...
@@ -194,8 +192,6 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # "Wait, make it three instead": the change is read back again
     if answer is False and picked_lines(text, proposal) is not None:
         return None  # a no to one of several read back, and a pick of the rest: read back again
-    if answer is None and _count_agreed(text, proposal):
-        return True
     if answer is not True:
         return answer
     if picked_lines(text, proposal) is not None or _other_action(text, proposal):
@@ -207,14 +203,6 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         # I take it also. So one camera and one stand, on the same order." to the webcam and the stand (blind18).
         return not _NEW_THING.search(normalise(text)) or None
     return None
-
-
-def _count_agreed(text: str, proposal: Mapping[str, Any]) -> bool:
-    """A last sentence that is only the read-back's own count: "Hm. Rum 'un, prices these days. One, then." to "Shall I
-    order one for you?" (blind20: the 1.5B searched the catalogue for it, 4 of 4)."""
-    last = split_sentences(text.strip())[-1] if text.strip() else ""
-    words = [w for w in normalise(last).split() if w not in _COUNT_FILLER]
-    return len(words) == 1 and _number(words[0]) in quantities(proposal)
 
 
 def _other_action(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -408,8 +396,7 @@ def plain_yes(text: str, quantity: int | Collection[int] | None = None, item: fr
     change), no name but the words of the read-back's own `item` ("Yes, two kettles, that's right." to two
     electric kettles). Only listed words pass, so a change said in words never seen here is a change too. Several
     lines read back have several own quantities ("Yes. Everything: two bulb and one lamp.")."""
-    # A saying that judges the offer well is part of a yes: "Och, that's not bad at all, so it's not. Aye, ..."
-    said = _SAYINGS.sub(" ", _THAT_ONE.sub(r"\1", normalise(text)))
+    said = _THAT_ONE.sub(r"\1", normalise(text))
     own = {quantity} if isinstance(quantity, int) else set(quantity or ())
     return yes_or_no(text) is True and all(
         word in _PLAIN or _names(word, item) or _number(word) in own for word in said.split()
@@ -458,7 +445,16 @@ def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     fine." to one."""
     asked, own = _asked(text, proposal), quantities(proposal)
     several = len(own) > 1 or bool(_what(proposal).get("also"))  # "Just the one" may pick one of them out
-    return not several and yes_or_no(text) is True and bool(asked) and asked <= own
+    agrees = yes_or_no(text) is True or _count_alone(text)
+    return not several and agrees and bool(asked) and asked <= own
+
+
+def _count_alone(text: str) -> bool:
+    """A last sentence that is a count and nothing else: "Hm. Rum 'un, prices these days. One, then." (blind20: the
+    1.5B searched the catalogue for it, 4 of 4)."""
+    last = split_sentences(text.strip())[-1] if text.strip() else ""
+    words = [w for w in normalise(last).split() if w not in _COUNT_FILLER]
+    return len(words) == 1 and _number(words[0]) is not None
 
 
 # Words that say the caller cannot answer: "I don't know his new postcode or his email, love" (blind8).

@@ -222,12 +222,10 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("No, wait. Yes, go ahead.", False, False),
         ("I don't want to order it now. Yes.", False, False),
         ("Yes, go ahead. Actually no, wait.", False, False),
-        ("Okay. That is fine, not expensive. I take three.", True, False),  # blind17: a price judged is no no
-        # Blind19 (Ulster): a price judged well, the tag that says it again, and a yes with a hedge.
-        ("Och, that's not bad at all, so it's not. Aye, three of them would do me rightly, I'd say.", True, False),
-        # Blind20 (Fens): the read-back's own count, and nothing else, in the last sentence agrees.
-        ("Hm. Rum 'un, prices these days. Three, then.", True, False),
-        ("Kettles then. Three.", True, False),
+        ("Okay. That is fine, not expensive. I take three.", None, False),  # blind17: a price judged is no no
+        # Blind19 (Ulster): a price judged well and the tag that says it again are no no; the yes restates the
+        # count in the caller's words, and is read back once more (restates_quantity).
+        ("Och, that's not bad at all, so it's not. Aye, three of them would do me rightly, I'd say.", None, False),
         ("Two, then.", None, True),
         ("Buyin'? Naw. Not today.", False, False),  # a dropped g, and "naw"
         ("Dobro, good. Yes, now you can order them. Go ahead.", True, False),  # blind17: agreement in Croatian
@@ -247,7 +245,7 @@ def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, 
     [
         ("Yes, go ahead. Just the kettles now, I'm keeping the toaster.", True),  # blind3's: 7 s of the 1.5B
         ("Yes, but the blue kettle.", False),  # a yes to something else
-        ("Kettles then.", True),  # only its name and its own quantity
+        ("Kettles then. Three.", True),  # only its name and its own quantity
         ("The kettle, please.", True),
         ("Kettles then. Two.", False),  # another number: a change, read back as one (changed_call's own rule)
         ("Does the kettle come in black?", False),  # a question: the model answers it

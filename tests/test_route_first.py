@@ -731,14 +731,20 @@ async def test_an_answer_to_buy_or_return_is_looked_up_with_the_words_it_answere
     assert session.get_agent_name() == "sales" and [r.agent for r in model.requests] == ["triage"]
 
 
-async def test_the_read_backs_own_count_alone_places_it_without_the_model() -> None:
-    # Blind20 (Fens): "Hm. Rum 'un, prices these days. One, then." to "... Shall I order one for you?" went to the
-    # 1.5B, which searched the catalogue for "One, then.", 4 of 4.
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Hm. Rum 'un, prices these days. One, then.",  # blind20 (Fens): the 1.5B searched for "One, then.", 4 of 4
+        "Och, that's not bad at all, so it's not. Aye, one of them would do me rightly, I'd say.",  # blind19 (Ulster)
+    ],
+)
+async def test_the_offers_own_count_in_the_callers_words_is_read_back_without_the_model(said: str) -> None:
     model = ScriptedProvider(asks_which, name="model")
     session = session_with(model)
     assert (await session.complete("Mouse. For the computer. No wire on it. What's it cost?")).endswith(
         "Shall I order one for you?"
     )
     asked = len(model.requests)
-    assert (await session.complete("Hm. Rum 'un, prices these days. One, then.")).startswith("Your order is placed.")
+    assert (await session.complete(said)) == "That is 1 Wireless mouse for 21 euros in total. Shall I place the order?"
+    assert (await session.complete("Aye, go ahead.")).startswith("Your order is placed.")
     assert len(model.requests) == asked
