@@ -748,3 +748,17 @@ async def test_the_offers_own_count_in_the_callers_words_is_read_back_without_th
     assert (await session.complete(said)) == "That is 1 Wireless mouse for 21 euros in total. Shall I place the order?"
     assert (await session.complete("Aye, go ahead.")).startswith("Your order is placed.")
     assert len(model.requests) == asked
+
+
+async def test_a_yes_with_a_question_nothing_else_answers_keeps_the_offer() -> None:
+    # Blind19 (Bristol): the 1.5B searched "Does he do bagels an' all?", found nothing, and the toaster agreed to was
+    # dropped. Its description answers, and the offer is made again.
+    model = ScriptedProvider(
+        lambda request: reply("", ("search_products", {"query": "Does he do crumpets an' all?"})), name="model"
+    )
+    session = session_with(model)
+    assert (await session.complete("You lot do a toaster, don't you? How much is he?")).endswith(
+        "Shall I order one for you?"
+    )
+    told = await session.complete("Go on then, I'll have the one. Does he do crumpets an' all?")
+    assert "Two slice toaster with defrost" in told and told.endswith("Shall I order one for you?")

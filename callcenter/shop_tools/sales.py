@@ -86,6 +86,10 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         events = context.session.events
         said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
         offered = _offered_sku(events)
+        if offered is not None and not found and "?" in said and yes_or_no(said) is True:
+            # A yes with a question nothing else answers: "Go on then, I'll have the one. Does he do bagels an' all?"
+            # was searched for bagels, and the toaster agreed to was dropped (blind19).
+            return shop.get_product(offered)
         if offered is None or not _REFERS_BACK.search(said):
             return None
         if yes_or_no(said) is False and not holds_off(said):
