@@ -349,7 +349,8 @@ class OfflineRouter:
 
     def _holds(self, request: CompletionRequest, question: Mapping[str, Any]) -> bool:
         """Whether the caller's words stay with a question that holds (an order's security question): all but words
-        that name another order or plainly ask for another of the agent's tools. "Simply confirm the item, the price,
+        that name another order, withdraw or leave for another thing, or plainly ask for another of the agent's tools
+        (a person, a goodbye, or a hand-over the classifier is sure of). "Simply confirm the item, the price,
         and the delivery address." and "Yes. The item, the price and where it went." are no answer, and the 1.5B took
         20 s over them or wrote a return for the order (blind17, blind18): the tool asks again or refuses."""
         if not question.get("holds"):
