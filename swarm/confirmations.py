@@ -478,8 +478,13 @@ def asks_more(text: str) -> bool:
 def names_item(text: str, proposal: Mapping[str, Any]) -> bool:
     """The words name the read-back's own item, and ask nothing: "I'll grab one of the quiet ones for the bedroom
     then, the ultrasonic humidifier." to a humidifier."""
+    return "?" not in text and mentions_item(text, proposal)
+
+
+def mentions_item(text: str, proposal: Mapping[str, Any]) -> bool:
+    """The words name the read-back's own item (its "item", the name it said), asked about or not."""
     item = _item_words(proposal)
-    return "?" not in text and any(_names(word, item) for word in normalise(text).split())
+    return any(_names(word, item) for word in normalise(text).split())
 
 
 def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:

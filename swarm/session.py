@@ -24,6 +24,7 @@ from swarm.checks import (
 from swarm.confirmations import (
     adds_to,
     agreed,
+    asks_more,
     consent,
     holds_off,
     names_item,
@@ -338,7 +339,11 @@ class Session:
         agent = self.registry.agents[self._agent]
         self._spoken_in_turn = []
         settled = self._named_any_turn(agent) or self._answered_proposal(agent) or self._answered_question(agent)
-        if settled is None and (asked := self._asked_again(agent)) is not None:
+        if settled is None and (resumed := self._resumed(agent)) is not None:
+            yield self.emit(self.config.resumed)
+            self.navigate_back()
+            settled = resumed
+        elif settled is None and (asked := self._asked_again(agent)) is not None:
             yield self.emit(asked)
             return
         while True:
@@ -579,6 +584,35 @@ class Session:
         if tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
             return None  # not this agent's tool, or arguments it would refuse: the model decides
         log.info("event=%s client=%s agent=%s tool=%s", event, self.client_id, agent.name, call.name)
+        return call
+
+    def _resumed(self, agent: Agent) -> ToolCall | None:
+        """The read-back the caller left to ask something in passing, read back again on a plain no to what they were
+        offered there: "How much is the yoga mat?" over a cable's return was handed to sales, and "Not today, thanks."
+        to its offer left the return unasked (blind19). None unless the words say no and ask nothing more, and the
+        agent the caller came from read back something they neither agreed to nor turned down."""
+        history = self.get_agent_history(agent.name)
+        proposal = pending_proposal(history)
+        said = history[-1].content if history and history[-1].role == "user" else ""
+        if not self._stack or proposal is None or consent(said, proposal) is not False or asks_more(said):
+            return None
+        router = self._router(agent)
+        if router is not None and router.sure_call(self.completion_request(agent)) is not None:
+            return None  # a no with another request after it: "No. Actually, can I speak to someone?"
+        left = self._stack[-1]
+        view = self.get_agent_history(left)
+        handed = max((i for i, m in enumerate(view) if m.role == "tool" and m.agent == left), default=-1)
+        asked = max((i for i, m in enumerate(view[:handed]) if m.role == "user"), default=-1)
+        waiting = pending_proposal(view[: asked + 1]) if asked >= 0 else None
+        spoke = any(m.role == "assistant" and m.agent == left and not m.tool_calls for m in view[asked:])
+        if waiting is None or spoke or consent(view[asked].content, waiting) is not None:
+            return None
+        arguments = {k: v for k, v in waiting.get("arguments", {}).items() if k != "confirmed"}
+        call = ToolCall("resumed_0", str(waiting["tool"]), arguments)
+        came_from = self.registry.agents[left]
+        if tool_call_errors(Completion("", (call,)), self._tools(came_from), self._context(came_from)):
+            return None
+        log.info("event=resumed client=%s agent=%s tool=%s", self.client_id, left, call.name)
         return call
 
     def _named_any_turn(self, agent: Agent) -> ToolCall | None:

@@ -61,6 +61,8 @@ class SessionConfig:
         "Sorry, could you say that once more in other words?",
     )
     apology: str = "I'm sorry, I'm having a technical problem. Let me put you through to a colleague."
+    # Said to a no to an offer made in passing, before the read-back the caller left for it is asked again.
+    resumed: str = "All right, I won't do that."
 
 
 class Catalog(Protocol):

@@ -762,3 +762,59 @@ async def test_a_yes_with_a_question_nothing_else_answers_keeps_the_offer() -> N
     )
     told = await session.complete("Go on then, I'll have the one. Does he do crumpets an' all?")
     assert "Two slice toaster with defrost" in told and told.endswith("Shall I order one for you?")
+
+
+def return_session(model: ScriptedProvider):
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order(CALLER, [("CB-140", 1)], days_ago=4)
+    return (
+        shop,
+        order,
+        build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER}),
+    )
+
+
+async def test_a_price_asked_in_passing_over_a_return_is_told_and_a_no_to_it_goes_back_to_the_return() -> None:
+    # Blind19 (Connemara): "Oh, and one more thing while I have you. How much is the yoga mat?" over a cable's
+    # return: the 1.5B looked for a yoga mat among her orders (6-12 s) and the price was never said, 4 of 4.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    shop, order, session = return_session(model)
+    assert (await session.complete("The cable I got from you has the wrong plug. I want to send it back.")).endswith(
+        "Shall I start a return for it?"
+    )
+    told = await session.complete("Before I forget, what does the desk lamp cost? My eyes are going at night.")
+    assert told.startswith("We have the Desk lamp for 27 euros") and session.get_agent_name() == "sales"
+    back = await session.complete("Twenty-seven. Hm, maybe another day. Not now, thanks.")
+    assert back.startswith("All right, I won't do that. Shall I start the return of 1 USB-C cable from order")
+    assert session.get_agent_name() == "refund"
+    assert (await session.complete("Yes please.")).startswith("Your return is registered")
+    assert model.requests == [] and shop.find_orders(order_number=order.order_number)[0].lines[0].returned_quantity == 1
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "How much is the refund going to be?",  # the return's own business
+        "How much is it, that cable? I forget what I paid.",  # the read-back's own item
+        "Can I return it in the original box?",  # no product asked about
+    ],
+)
+async def test_a_question_about_the_return_itself_stays_with_the_return(asked: str) -> None:
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    _, _, session = return_session(model)
+    await session.complete("The cable I got from you has the wrong plug. I want to send it back.")
+    await session.complete(asked)
+    assert session.get_agent_name() == "refund"
+
+
+async def test_a_no_to_an_offer_after_the_return_was_turned_down_does_not_go_back_to_it() -> None:
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    shop, order, session = return_session(model)
+    await session.complete("The cable I got from you has the wrong plug. I want to send it back.")
+    offer = await session.complete("No, I'll keep it after all. I'd rather buy the desk lamp. How much is it?")
+    assert offer.startswith("We have the Desk lamp") and session.get_agent_name() == "sales"
+    assert await session.complete("No thanks, too dear.") == "The model answers."
+    assert (
+        session.get_agent_name() == "sales"
+        and not shop.find_orders(order_number=order.order_number)[0].lines[0].returned_quantity
+    )

@@ -23,6 +23,7 @@ from swarm.confirmations import (
     consent,
     defers,
     holds_off,
+    mentions_item,
     new_quantity,
     normalise,
     pending_proposal,
@@ -70,6 +71,17 @@ _LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|for
 # Words that withdraw what the question was asked for: a no at their start, or a wish taken back. Not any "not":
 # "I'm not asking for anything unusual. Simply confirm the item, the price" withdraws nothing (blind17).
 _WITHDRAWS = re.compile(r"(?i)^\W*(?:no|nope|nah)\b|\b(?:don'?t|do not) want\b|\bchanged my mind\b")
+# A question about a product asked in passing: its price, its stock, whether it is sold ("How much is the yoga mat?").
+_ASKS_ABOUT = re.compile(
+    r"(?i)\b(?:how much (?:is|are|does|do|would|'s)|what (?:does|do|would|will) .{1,40}? cost|(?:the )?price of"
+    r"|(?:is|are) .{1,40}? in stock|do you (?:sell|stock|do|carry))\b[^?]*"
+)
+# Words of such a question that name no product: "How much is the refund?", "how much is it?" ask about the return.
+_NOT_A_PRODUCT = frozenset(
+    "how much is are does do would will what's what price of in stock you sell carry cost costs the a an it its "
+    "that this those these them they one ones refund money back postage delivery shipping return returns going "
+    "get be for to me that's it's you're i".split()
+)
 # An order named in the words, whose number a code in them is; codes longer than this are phone numbers.
 _ORDER_NAMED = re.compile(r"(?i)\b(?:order|reference|ref)\b")
 _ORDER_DIGITS = 10
@@ -198,8 +210,8 @@ class OfflineRouter:
         if last is None or last.role != "user":
             return None
         proposal = pending_proposal(request.messages)
-        if proposal is not None and consent(last.content, proposal) is not False:
-            return None
+        if proposal is not None and (answer := consent(last.content, proposal)) is not False:
+            return self.aside_call(request, proposal) if answer is None else None
         if proposal is not None and holds_off(last.content) and "?" in last.content:
             # They ask about what is read back before they answer it: "wait, not yet ... it is real glass, yes? Not
             # plastic? My last one was ... all scratched" asks for no return (blind16 was handed to refunds).
@@ -232,6 +244,24 @@ class OfflineRouter:
             tool = tool or next((t for t in request.tools if t.name == classified), None)
         arguments = fill_arguments(tool, _looked_up(request) or last.content) if tool is not None else None
         return None if tool is None or arguments is None else ToolCall("router_0", tool.name, arguments)
+
+    def aside_call(self, request: CompletionRequest, proposal: Mapping[str, Any]) -> ToolCall | None:
+        """The hand-over to the agent a question asked in passing over a read-back is for, when it asks about a
+        product other than the read-back's and exactly one hand-over's phrases are in it: "Oh, and one more thing while
+        I have you. How much is the yoga mat?" to a cable's return (blind19, 4 of 4: the 1.5B looked for a yoga mat
+        among her orders and the price was never said). The read-back waits: a no to the other agent's offer goes
+        back to it (Session._resumed)."""
+        asked = [s for s in split_sentences(request.messages[-1].content.strip()) if s.rstrip().endswith("?")]
+        about = [m for s in asked if (m := _ASKS_ABOUT.search(s)) is not None and not mentions_item(s, proposal)]
+        if not any(set(re.findall(r"[a-z']+", m.group(0).lower())) - _NOT_A_PRODUCT for m in about):
+            return None
+        said = self.undoubted(" ".join(m.group(0) for m in about))
+        hand_overs = [
+            t.name
+            for t in request.tools
+            if t.name.startswith(NAVIGATE_PREFIX) and any(p in said for p in self._examples.get(t.name, ()))
+        ]
+        return ToolCall("router_0", hand_overs[0], {}) if len(hand_overs) == 1 else None
 
     def asked_against(self, request: CompletionRequest, tool: str) -> bool:
         """Whether the classifier hears the end of the caller's words ask for another of the tools it tells apart than
