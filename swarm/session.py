@@ -390,6 +390,13 @@ class Session:
                 entered = False
                 if (say := self._result_reply(outcome.tool_calls, results, agent)) is not None:
                     said = self.emit(say)
+                    done = any(call.arguments.get("confirmed") is True for call in outcome.tool_calls)
+                    if done and (left := self._left_read_back()) is not None:
+                        # What was offered in passing is done ("Your order is placed."): back to the read-back left.
+                        yield said
+                        self.navigate_back()
+                        settled = left
+                        continue
                     self._warm(agent)
                     yield said
                     return
@@ -594,11 +601,18 @@ class Session:
         history = self.get_agent_history(agent.name)
         proposal = pending_proposal(history)
         said = history[-1].content if history and history[-1].role == "user" else ""
-        if not self._stack or proposal is None or consent(said, proposal) is not False or asks_more(said):
+        if proposal is None or consent(said, proposal) is not False or asks_more(said):
             return None
         router = self._router(agent)
         if router is not None and router.sure_call(self.completion_request(agent)) is not None:
             return None  # a no with another request after it: "No. Actually, can I speak to someone?"
+        return self._left_read_back()
+
+    def _left_read_back(self) -> ToolCall | None:
+        """The read-back call of the agent the caller came from, if it read back something the caller left unanswered
+        to ask another agent something in passing (its own tool, unconfirmed: read back again)."""
+        if not self._stack:
+            return None
         left = self._stack[-1]
         view = self.get_agent_history(left)
         handed = max((i for i, m in enumerate(view) if m.role == "tool" and m.agent == left), default=-1)

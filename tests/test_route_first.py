@@ -791,6 +791,18 @@ async def test_a_price_asked_in_passing_over_a_return_is_told_and_a_no_to_it_goe
     assert model.requests == [] and shop.find_orders(order_number=order.order_number)[0].lines[0].returned_quantity == 1
 
 
+async def test_an_offer_taken_in_passing_is_done_and_then_the_return_left_is_read_back_again() -> None:
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    _, order, session = return_session(model)
+    await session.complete("The cable I got from you has the wrong plug. I want to send it back.")
+    await session.complete("Oh, while I think of it, how much is the desk lamp?")
+    assert (await session.complete("Lovely, yes, one of those please.")).startswith("That is 1 Desk lamp")
+    both = await session.complete("Yes, go ahead.")
+    assert both.startswith("Your order is placed.") and both.endswith(f"order {' '.join(order.order_number)}?")
+    assert session.get_agent_name() == "refund"
+    assert (await session.complete("Yes.")).startswith("Your return is registered") and model.requests == []
+
+
 @pytest.mark.parametrize(
     "asked",
     [
