@@ -32,6 +32,7 @@ from swarm.confirmations import (
     pending_proposal,
     same_action,
     turned_away,
+    turns_away,
 )
 from swarm.events import (
     AgentChanged,
@@ -619,7 +620,7 @@ class Session:
         asked = max((i for i, m in enumerate(view[:handed]) if m.role == "user"), default=-1)
         waiting = pending_proposal(view[: asked + 1]) if asked >= 0 else None
         spoke = any(m.role == "assistant" and m.agent == left and not m.tool_calls for m in view[asked:])
-        if waiting is None or spoke or consent(view[asked].content, waiting) is not None:
+        if waiting is None or spoke or not _in_passing(view[asked].content, waiting):
             return None
         arguments = {k: v for k, v in waiting.get("arguments", {}).items() if k != "confirmed"}
         call = ToolCall("resumed_0", str(waiting["tool"]), arguments)
@@ -737,6 +738,16 @@ class Session:
         self._record(Rescued(agent.name, "provider_error", detail))
         self.escalate("provider_error", detail)
         return self.emit(self.config.apology)
+
+
+def _in_passing(said: str, proposal: Mapping[str, Any]) -> bool:
+    """Words that leave a read-back only to ask something: neither a yes nor a no to it, a question, and nothing turned
+    away from ("Actually, I changed my mind. I want to return the kettle I bought instead." leaves a webcam's)."""
+    return consent(said, proposal) is None and asks_more(said) and not turns_away(said) and not _MIND.search(said)
+
+
+# A mind changed, which no question in passing is.
+_MIND = re.compile(r"(?i)changed? (?:my|our) minds?")
 
 
 def _call_key(agent: Agent, call: ToolCall) -> str:

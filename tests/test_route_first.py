@@ -803,6 +803,23 @@ async def test_an_offer_taken_in_passing_is_done_and_then_the_return_left_is_rea
     assert (await session.complete("Yes.")).startswith("Your return is registered") and model.requests == []
 
 
+async def test_an_offer_turned_away_from_for_a_return_is_not_read_back_after_it() -> None:
+    # The tuned suite: "Actually, I changed my mind. I want to return the kettle I bought instead." to a webcam's offer;
+    # once the kettle's return was written, the webcam was read back again and ordered.
+    def to_refund(request: CompletionRequest):
+        return reply("", ("navigate_to_refund", {}))
+
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=4)
+    model = ScriptedProvider(to_refund, name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("I'd like to buy a webcam.")).endswith("Shall I order one for you?")
+    said = "Actually, I changed my mind. I want to return the kettle I bought instead. Is that okay?"
+    assert "Electric kettle" in await session.complete(said)
+    done = await session.complete("Yes, please.")
+    assert done.startswith("Your return is registered") and "webcam" not in done
+
+
 @pytest.mark.parametrize(
     "asked",
     [
