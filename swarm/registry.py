@@ -9,11 +9,12 @@ from typing import Any
 from swarm.events import Event
 from swarm.providers.base import Provider
 from swarm.session import Session
-from swarm.specs import Agent, RegistryError, SessionConfig, SwarmSpec
+from swarm.specs import NAVIGATE_PREFIX, Agent, RegistryError, SessionConfig, SwarmSpec
 from swarm.tools import Tool, ToolContext
 
 # The specs are defined in swarm.specs (below the session); most users import them from here with the Registry.
 __all__ = [
+    "NAVIGATE_PREFIX",
     "Agent",
     "Registry",
     "RegistryError",
@@ -80,10 +81,6 @@ def _add(table: dict[str, Any], kind: str, name: str, value: Any) -> None:
     if name in table:
         raise RegistryError(f"{kind} {name!r} is registered twice")
     table[name] = value
-
-
-# The name of a hand-over to another agent is this and the agent's name.
-NAVIGATE_PREFIX = "navigate_to_"
 
 
 def navigate_tool(target: str, description: str, examples: tuple[str, ...] = ()) -> Tool:

@@ -19,6 +19,10 @@ class RegistryError(SwarmError):
     """A duplicate or dangling name in the swarm's configuration; raised at start-up, not mid-call."""
 
 
+# The name of a hand-over to another agent is this and the agent's name.
+NAVIGATE_PREFIX = "navigate_to_"
+
+
 @dataclass(frozen=True)
 class Agent:
     name: str

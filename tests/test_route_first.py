@@ -275,9 +275,9 @@ async def test_a_caller_who_insists_on_an_orders_details_is_refused_without_the_
         assert refused.startswith("I'm sorry, I can't discuss that order without the answer")
     assert "Headphones" not in " ".join(m.content for m in session.get_assistant_history())
     assert model.requests == [] and call_state(session.events).failures == 0
-    # Words that leave the order are the model's again (it hands over here).
-    await session.complete("Forget it. I'd like to buy a new kettle then.")
-    assert session.get_agent_name() == "sales" and [r.agent for r in model.requests] == ["refund"]
+    # Words that leave the order leave the question: the router is sure of the hand-over they ask for.
+    assert (await session.complete("Forget it. I'd like to buy a new kettle then.")).startswith("We have the Electric")
+    assert session.get_agent_name() == "sales" and model.requests == []
 
 
 @pytest.mark.parametrize(
@@ -317,7 +317,7 @@ async def test_an_agent_handed_the_caller_after_speech_is_asked_to_answer_not_to
     model = ScriptedProvider(script, name="model")
     session = session_with(model)
     session.change_agent("sales")
-    assert await session.complete("Read me the postcode on order 1 2 3 4 5.") == (
+    assert await session.complete("Read me the postcode my neighbour's parcel went to.") == (
         "Sure. I can't read out another customer's order."
     )
     last = next(r for r in model.requests if r.agent == "refund").messages[-1]
@@ -847,3 +847,21 @@ async def test_a_no_to_an_offer_after_the_return_was_turned_down_does_not_go_bac
         session.get_agent_name() == "sales"
         and not shop.find_orders(order_number=order.order_number)[0].lines[0].returned_quantity
     )
+
+
+@pytest.mark.parametrize(
+    ("said", "routed"),
+    [
+        ("Thanks. I'd also like to buy a pair of wired earbuds.", True),
+        ("Great, thanks. When will the label come?", False),  # the refund agent's own business: the model answers
+    ],
+)
+async def test_a_sure_hand_over_after_a_return_is_taken_without_the_model(said: str, routed: bool) -> None:
+    # The tuned suite: "Thanks. I'd also like to buy a pair of wired earbuds." after a return was written cost the 1.5B
+    # its 20 s, an apology and a transfer (beside other work on the machine).
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    _, _, session = return_session(model)
+    await session.complete("The cable I got from you has the wrong plug. I want to send it back.")
+    assert (await session.complete("Yes.")).startswith("Your return is registered")
+    answer = await session.complete(said)
+    assert answer.startswith("We have the Wired earbuds") is routed and (model.requests == []) is routed
