@@ -75,6 +75,10 @@ def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
         product = named_product(shop, part)
         if product is not None and product.sku not in chosen:
             chosen[product.sku] = (product, count_in(part, product.name))
+        elif product is not None and (count := said_count(part, product.name)) is not None:
+            # A count said again of a product is the one meant: "two of them braided USB-C cables ... Ah no, hang on,
+            # make it three cables" was read back as two (blind21).
+            chosen[product.sku] = (product, count)
     taken_back = [part for part in _parts(text) if _TAKEN_BACK.search(part)] if chosen else []
     refused = {p.sku for p in (named_product(shop, part) for part in taken_back[:MAX_SEARCHES]) if p is not None}
     left = [chosen[sku] for sku in chosen if sku not in refused]

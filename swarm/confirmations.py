@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -72,7 +73,11 @@ _PLAIN = frozenset(
     # Agreement in the languages callers here grow up with, said beside an English yes: "Dobro, good. Yes, now you can
     # order it." (blind17, Croatian), "Eshi, eshi. Okay." (Amharic), "Iva, yes" (Maltese), "Haanji, yes" (Punjabi).
     "dobro dobrze tak da bine haan haanji ji theek achha acha eshi iva evet tamam si vale bene sim oui bon ja gut "
-    "genau haa ndiyo".split()
+    "genau haa ndiyo "
+    # And thanks in them: "Hai, yes, correct. Send it back, mm goi." (Cantonese), "Ja, precis, that's right. Please
+    # go ahead." (Swedish) were read back again, and the 1.5B ran out of its 20 s (blind21, 3 of 8 trials).
+    "hai mm goi dojeh precis tack dziekuje dzieki gracias claro grazie certo obrigado obrigada merci danke shukran "
+    "shukriya dhanyavaad multumesc taip aciu tesekkurler salamat po oo xiexie mahadsanid raibh maith agat".split()
 )
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
 # doubt; "The kettle's not working. Yes, go ahead." is not.
@@ -162,7 +167,9 @@ _TAE = re.compile(r"\btae\b")
 
 
 def normalise(text: str) -> str:
-    text = _TAE.sub("to", _DROPPED_G.sub("ing", text.lower().replace("’", "'")))
+    # Letters with accents as their plain letters: "dziękuję" one word, not "dzi kuj", and "Gráinne" a name.
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+    text = _TAE.sub("to", _DROPPED_G.sub("ing", plain.replace("’", "'")))
     return " " + re.sub(r"[^a-z0-9' ]+", " ", text).strip() + " "
 
 
@@ -383,6 +390,19 @@ def narrows(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     offered = {theirs.get("sku"), *theirs["also"]}
     rest = {k: v for k, v in theirs.items() if k not in ("sku", "quantity", "also")}
     return mine.get("sku") in offered and all(mine.get(k) == v for k, v in rest.items())
+
+
+def recounts(one: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """`one` is `other` read back with the same products or lines, and another count of some: "Three of the cables,
+    bud, and the one plug-in wall charger ... Three cables, not two." to two cables and a charger (blind21)."""
+    mine, theirs = _what(one), _what(other)
+    if one.get("tool") != other.get("tool") or same_action(one, other):
+        return False
+    also, also_theirs = mine.get("also", {}), theirs.get("also", {})
+    if not isinstance(also, Mapping) or not isinstance(also_theirs, Mapping) or also.keys() != also_theirs.keys():
+        return False
+    rest = ("quantity", "also")
+    return {k: v for k, v in mine.items() if k not in rest} == {k: v for k, v in theirs.items() if k not in rest}
 
 
 def _what(proposal: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,11 +25,13 @@ from swarm.confirmations import (
     adds_to,
     agreed,
     asks_more,
+    changes_quantity,
     consent,
     holds_off,
     names_item,
     narrows,
     pending_proposal,
+    recounts,
     same_action,
     turned_away,
     turns_away,
@@ -451,7 +453,8 @@ class Session:
                 # of its own and could not find it (blind8, 4 of 4).
                 said = self.get_agent_history(agent.name)[-1].content
                 named = names_item(said, offered) and (same_action(offered, proposal) or narrows(offered, proposal))
-                found = adds_to(offered, proposal) or named
+                recounted = recounts(offered, proposal) and changes_quantity(said, proposal)
+                found = adds_to(offered, proposal) or named or recounted
         if not found and control == (self._escalation, self._ending):
             return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
         text = result_text(result)

@@ -50,6 +50,11 @@ def shop() -> Shop:
         ("I want the yoga mat. Oh, sorry, mistake! Not yoga mat. For me the bike light set, please.", [("BK-640", 1)]),
         ("I want a phone charger with a long cable.", []),  # one product described
         ("A quiet one for the bedroom and a cheap one.", []),  # nothing named by its kind
+        # blind21: a count said again of a product is the one meant
+        (
+            "Two bike lights and a water bottle. Ah no, hang on, make it three bike lights.",
+            [("BK-640", 3), ("BT-630", 1)],
+        ),
         # blind11: a question about the one named asks for no second product
         ("I saw you have a desk lamp. Does it have a USB port so that I can charge my phone from it?", []),
     ],
@@ -209,6 +214,16 @@ async def test_a_count_or_a_keep_said_at_the_read_back_is_read_back_again(shop: 
     assert two_lines.order_number.replace("", " ").strip() in both
     narrowed = await session.complete("Just the phone case, please. I'm keeping the screen protector and the speaker.")
     assert "1 Smartphone case" in narrowed and "Screen protector" not in narrowed and narrowed.endswith("?")
+
+
+async def test_another_count_of_a_line_said_at_the_read_back_is_read_back_again(shop: Shop) -> None:
+    # Blind21: "Three of the cables, bud, and the one plug-in wall charger ... Three cables, not two." to two cables
+    # and a charger went to the 1.5B, which ran out of its 20 s.
+    session = session_with(shop, ScriptedProvider(lambda request: reply("The model answers."), name="model"))
+    offer = await session.complete("I'd like two yoga mats and a water bottle on the one order, please.")
+    assert offer.endswith("Shall I order 2 Yoga mats and 1 Water bottle for you?")
+    again = await session.complete("Three of the yoga mats, and the one water bottle. Three mats, not two.")
+    assert again.endswith("Shall I order 3 Yoga mats and 1 Water bottle for you?")
 
 
 async def test_lines_that_cannot_all_go_back_write_none(shop: Shop) -> None:

@@ -232,6 +232,11 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Iva, I'll have three, please.", True, False),  # blind18: "I'll have" agrees
         ("I'll have to think about it.", None, False),  # not that
         ("Yes, good, do it, my friend. Three of them.", True, False),  # blind17: whom it is said to
+        # Blind21: thanks and agreement in Cantonese and Swedish beside an English yes; accents are letters.
+        ("Hai, yes, correct. Order them, mm goi.", True, False),
+        ("Ja, precis, that's right. Please go ahead.", True, False),
+        ("Tak, dziękuję, yes please.", True, False),
+        ("Ja, precis, but the blue ones.", None, False),  # a "but" still turns it
     ],
 )
 def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:
