@@ -48,6 +48,16 @@ _HAD = re.compile(r"(?i)\b(?:bought|ordered|purchased|got|had|already have|i hav
 # A question about the thing named, not a wish for another: blind11's "does it have a USB port so that I can charge
 # my phone from it?" put a phone charger beside the desk lamp asked about.
 _ABOUT_IT = re.compile(r"(?i)\b(?:does|do|is|are|can|will|would|has|have) (?:it|they|this|that|these|those)\b")
+# A part that names no thing to search for: a sound or a greeting alone, a street address, a postcode. "Howay ... Erm
+# ... so I'm after a kettle ... and a toaster ... that's Flat 2, 14 Queen Street, Amble, NE65 0BX" left the kettle
+# beyond the last searches, and the toaster was offered alone (blind22).
+_NO_THING = re.compile(
+    r"(?i)^\W*(?:(?:erm|um|uh|er|ah|oh|howay|hiya|hi|hello|hey|right|like|well|so|okay|ok|now|look|listen)\W*)+$"
+    r"|\bflat \d|\b\d+[a-z]? [a-z]+ (?:street|road|lane|avenue|close|drive|way|terrace|crescent|place|gardens|court)\b"
+    r"|\b[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}\b"
+)
+# The word after these is a verb.
+_VERB = re.compile(r"(?i)\b(?:can|could|to|will|would|you|we|they|i)\s+(?=([a-z]+))")
 # All of what was bought goes back: "I want give back everything" (blind8).
 _EVERYTHING = re.compile(r"(?i)\b(?:everything|all of (?:it|them)|the whole (?:order|lot)|all of the order)\b")
 # Words that add to what is on offer rather than change it: "and the mouse too", "as well", "both".
@@ -68,7 +78,7 @@ def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
     the words take back one named before it ("the slim fitness band - na, not the band, I mean the smartwatch":
     blind12 was offered both); else []."""
     chosen: dict[str, tuple[Product, int]] = {}
-    naming = [part for part in wanted_parts(text) if query_terms(part).words]
+    naming = [part for part in wanted_parts(text) if query_terms(part).words and not _NO_THING.search(part)]
     # The last of them: a caller tells the story first and lists what they want after it (blind18's two things came
     # after twelve parts of a story, and one was offered).
     for part in naming[-MAX_SEARCHES:]:
@@ -95,7 +105,9 @@ def without_taken_back(text: str) -> str:
 
 def named_product(shop: Catalogue, text: str) -> Product | None:
     """The best match of the catalogue that the words name (by kind or two of its words), if one does."""
-    said = query_terms(text).words
+    # A word said as a verb names no kind: "the one where you can set the temperature" is no Bike light set (blind22).
+    verbs = {m.lower() for m in _VERB.findall(text)}
+    said = tuple(word for word in query_terms(text).words if word not in verbs)
     if not said:
         return None
     return next((p for p in shop.search(text, limit=3) if names(said, p.name)), None)

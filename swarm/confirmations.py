@@ -25,7 +25,7 @@ from swarm.sentences import split_sentences
 
 # "I'll have one, please." (blind18, a Maltese grandmother: the 1.5B ordered the desk lamp her bulb was for).
 _YES = re.compile(
-    r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|absolutely|right|do it|confirm"
+    r"\b(yes|yeah|yep|yup|aye|sure|correct|okay|ok|please do|go ahead|go for it|go on|gan on|on (?:ye|you) go|absolutely|right|do it|confirm"
     r"|i'?ll (?:have|take)(?! (?:to|a look|a think)\b)|i will (?:have|take)(?! (?:to|a look|a think)\b))\b"
 )
 _NO = re.compile(r"\b(no|nope|nah|naw|don't|do not|not|cancel|stop|wait)\b")
@@ -77,7 +77,10 @@ _PLAIN = frozenset(
     # And thanks in them: "Hai, yes, correct. Send it back, mm goi." (Cantonese), "Ja, precis, that's right. Please
     # go ahead." (Swedish) were read back again, and the 1.5B ran out of its 20 s (blind21, 3 of 8 trials).
     "hai mm goi dojeh precis tack dziekuje dzieki gracias claro grazie certo obrigado obrigada merci danke shukran "
-    "shukriya dhanyavaad multumesc taip aciu tesekkurler salamat po oo xiexie mahadsanid raibh maith agat".split()
+    "shukriya dhanyavaad multumesc taip aciu tesekkurler salamat po oo xiexie mahadsanid raibh maith agat "
+    # "You" and "go" as these islands say them: "Aye, that's it. On ye go." (Ayrshire), "Gan on then" (Northumberland)
+    # were read back again, and the 1.5B ran out of its 20 s (blind22).
+    "ye yous youse gan".split()
 )
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
 # doubt; "The kettle's not working. Yes, go ahead." is not.
@@ -89,7 +92,10 @@ _HELD = re.compile(
 _A_MOMENT = r"(?:moment|sec|second|minute)"
 _DEFERS = re.compile(
     r"\b(?:(?:not|don't|do not)(?: \w+){0,3} yet|let me (?:think|check|ask|see|have a look|look)"
-    rf"|(?:one|a) {_A_MOMENT}|give me a {_A_MOMENT}|wait a {_A_MOMENT}|hold on|hang on|bear with me)\b"
+    rf"|(?:one|a) {_A_MOMENT}|give me a {_A_MOMENT}|wait a {_A_MOMENT}|hold on|hang on|bear with me"
+    # "Ay, wait, wait, before you do it." (blind22)
+    r"|wait wait|before you (?:do|order|place|book|send|start|process|put|go ahead)"
+    r")\b"
 )
 # Words that ask for something else beside the time asked for: "hang on, I want the blue one instead".
 _ELSE = re.compile(r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it)\b")
@@ -118,7 +124,7 @@ _OTHER = re.compile(
     rf"|\bof the {_NUMBER}\b"
 )
 # Words that take all of several read back, whichever of them are named by a name of their own.
-_ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?same order|one of each)\b")
+_ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?(?:same|one) order|one of each)\b")
 # Words that ask for something beside what was read back: "both, and a mouse as well", "another one".
 _NEW_THING = re.compile(r"\b(?:and|plus|with) (?:a|an|some|another)\b|\banother\b|\bmore\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".

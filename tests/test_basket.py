@@ -55,6 +55,13 @@ def shop() -> Shop:
             "Two bike lights and a water bottle. Ah no, hang on, make it three bike lights.",
             [("BK-640", 3), ("BT-630", 1)],
         ),
+        # blind22: a verb names no kind ("set"), and the sounds and the address after a list leave it searched
+        (
+            "Howay, hiya. Erm, right, I'm after a kettle, the one where you can set the temperature, and a toaster, "
+            "erm, the two-slice one, both on the one order, like, and it's to gan to the new flat, that's Flat 2, "
+            "14 Queen Street, Alnwick, NE66 1AB, and it's Jordan Robson, and thanks, pet.",
+            [("KT-410", 1), ("TB-430", 1)],
+        ),
         # blind11: a question about the one named asks for no second product
         ("I saw you have a desk lamp. Does it have a USB port so that I can charge my phone from it?", []),
     ],
@@ -214,6 +221,13 @@ async def test_a_count_or_a_keep_said_at_the_read_back_is_read_back_again(shop: 
     assert two_lines.order_number.replace("", " ").strip() in both
     narrowed = await session.complete("Just the phone case, please. I'm keeping the screen protector and the speaker.")
     assert "1 Smartphone case" in narrowed and "Screen protector" not in narrowed and narrowed.endswith("?")
+
+
+async def test_a_yes_that_names_every_line_on_the_one_order_agrees_to_all_of_them(shop: Shop) -> None:
+    session = session_with(shop, ScriptedProvider(lambda request: reply("The model answers."), name="model"))
+    await session.complete("I'm after a kettle and a toaster, both on the one order.")
+    done = await session.complete("Aye, the kettle and the toaster, on the one order. Gan on then, that's canny.")
+    assert done.startswith("Your order is placed.") and "80 euros" in done
 
 
 async def test_another_count_of_a_line_said_at_the_read_back_is_read_back_again(shop: Shop) -> None:

@@ -237,6 +237,8 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Ja, precis, that's right. Please go ahead.", True, False),
         ("Tak, dziękuję, yes please.", True, False),
         ("Ja, precis, but the blue ones.", None, False),  # a "but" still turns it
+        ("Aye, that's it. On ye go.", True, False),  # blind22: Ayrshire's "ye"
+        ("Gan on then, that's canny.", True, False),  # blind22: Northumberland's "gan"
     ],
 )
 def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:

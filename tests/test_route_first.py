@@ -865,3 +865,45 @@ async def test_a_sure_hand_over_after_a_return_is_taken_without_the_model(said: 
     assert (await session.complete("Yes.")).startswith("Your return is registered")
     answer = await session.complete(said)
     assert answer.startswith("We have the Wired earbuds") is routed and (model.requests == []) is routed
+
+
+async def test_an_address_beside_an_order_is_no_order_number() -> None:
+    # Blind22: "... both on the same order ... that's Flat 2, 14 Queen Street" was looked up as order 2 14 by the
+    # refund agent ("I couldn't find that order"), its commas dropped.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    said = "I'm after a kettle, both on the same order, and it goes to Flat 2, 14 Queen Street, please."
+    assert (await session.complete(said)).startswith("We have the Electric kettle")
+    assert session.get_agent_name() == "sales" and model.requests == []
+
+
+async def test_a_caller_who_holds_the_offer_off_to_ask_about_it_hears_what_it_is() -> None:
+    # Blind22: "Ay, wait, wait, before you do it. The stand, it goes up and down, no? ... the USB-C, it connects?" of the
+    # monitor on offer was searched: the laptop stand and a cable were offered, and sold instead (4 of 4).
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    assert (await session.complete("I'd like to buy a monitor. You have the one of twenty-seven inches?")).startswith(
+        "We have the 27 inch monitor"
+    )
+    said = "Wait, wait, before you do it. The stand, it goes up and down, no? And the USB-C cable, it connects?"
+    told = await session.complete(said)
+    assert "USB-C input and height adjustable stand" in told and told.endswith("Shall I order one for you?")
+    assert model.requests == []
+
+
+async def test_a_thing_of_another_order_the_caller_sends_back_is_read_back_after_the_first_return() -> None:
+    # Blind22: "two things to send back, which came on two separate orders ... a light bulb ... the screen
+    # protectors": the protectors went back, and the bulb was never asked about (4 of 4).
+    shop = Shop(":memory:")
+    bulb = shop.seed_demo_order(CALLER, [("LB-520", 1)], days_ago=5)
+    shop.seed_demo_order(CALLER, [("PH-320", 1)], days_ago=3)
+    shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=4)  # never named: never read back
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    said = "I have two things to send back from two orders: the smart bulb won't connect, and the screen protector."
+    assert (await session.complete(said)).endswith("Shall I start a return for it?")
+    both = await session.complete("Yes.")
+    assert both.startswith("Your return is registered")
+    assert f"I also found your order {' '.join(bulb.order_number)}" in both and both.endswith("return for it?")
+    assert (await session.complete("Yes.")).startswith("Your return is registered")
+    assert shop.find_orders(order_number=bulb.order_number)[0].lines[0].returned_quantity == 1

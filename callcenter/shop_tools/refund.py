@@ -22,6 +22,7 @@ from callcenter.shop_tools.results import (
     offered_lines,
     order_json,
     proposed,
+    proposed_orders,
     system_down,
 )
 from callcenter.store.domain import ForAPerson, Return, ShopUnavailable
@@ -249,7 +250,29 @@ def refund_tools(
             if not made:
                 return {"error": str(error), "say": f"I'm sorry, {error}"}
             return _partly_returned(context, made, error)
-        return _returned(made)
+        done = _returned(made)
+        following = await asyncio.to_thread(_next_named, context, number)
+        return {**following, **done, "say": f"{done['say']} {following['say']}"} if following else done
+
+    def _next_named(context: ToolContext, done: str) -> dict[str, Any] | None:
+        """Another of the caller's own orders with a thing their words in this call send back, read back once a return
+        is written: "two things to send back, which came on two separate orders ... a light bulb ... the screen
+        protectors" had the protectors' return written, and the bulb was never asked about (blind22, 4 of 4)."""
+        caller = _identified(context)
+        if not caller:
+            return None
+        events = context.session.events
+        said = " ".join(e.text for e in events if isinstance(e, UserText))
+        asked = proposed_orders(events) | {done}
+        for order in shop.find_orders(customer_phone=caller):
+            if order.order_number in asked:
+                continue
+            kept = kept_lines(order.lines, said)
+            named = [line for line, _ in named_lines(order.lines, said) if line.sku not in kept]
+            if any(line.returnable_quantity > 0 for line in named):
+                found = _read_back([order], named[0].name, context)
+                return {**found, "say": found["say"].replace("I found", "I also found", 1)}
+        return None
 
     def _unreturnable(number: str, going: dict[str, int]) -> str:
         """Why the lines cannot all go back ("" if they can), said before any is written."""

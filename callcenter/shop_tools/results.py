@@ -101,6 +101,22 @@ def answered_proposal(events: Sequence[Event]) -> dict[str, Any] | None:
     return proposal if isinstance(proposal, dict) and isinstance(proposal.get("arguments"), dict) else None
 
 
+def proposed_orders(events: Sequence[Event]) -> set[str]:
+    """The order numbers of every proposal made in the call (read back for a return, agreed or not)."""
+    numbers: set[str] = set()
+    for event in events:
+        if not isinstance(event, ToolCalled):
+            continue
+        try:
+            proposal = json.loads(event.result).get("proposal")
+        except (ValueError, AttributeError):
+            continue
+        number = proposal.get("arguments", {}).get("order_number") if isinstance(proposal, dict) else None
+        if isinstance(number, str):
+            numbers.add(number)
+    return numbers
+
+
 def product_json(p: Product) -> dict[str, Any]:
     return {"sku": p.sku, "name": p.name, "price": euros(p.price_cents), "stock": p.stock, "description": p.description}
 

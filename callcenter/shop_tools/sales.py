@@ -60,6 +60,8 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
                 "say": "What product are you looking for?",
                 "question": {"tool": "search_products", "arguments": {"quantity": quantity}, "answer": "query"},
             }
+        if (asked := _asked_about(context)) is not None:
+            return _found([asked], quantity, described=True)
         try:
             listed = listed_products(shop, query) or _added(context, query)
             found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if may_mean(query, p)]
@@ -99,6 +101,17 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             return shop.get_product(offered) if holds_off(said) and "?" in said else None
         spoken = set(re.findall(r"[a-z]+", said.lower()))
         if any(kind(p) in spoken or f"{kind(p)}s" in spoken for p in found):
+            return None
+        return shop.get_product(offered)
+
+    def _asked_about(context: ToolContext) -> Product | None:
+        """The product on offer when the caller holds it off to ask about it: "Ay, wait, wait, before you do it. The
+        stand, it goes up and down, no? ... the USB-C, it connects?" of the monitor on offer was searched, and the
+        laptop stand and a cable were offered and sold instead (blind22, 4 of 4). Its description answers."""
+        events = context.session.events
+        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        offered = _offered_sku(events)
+        if offered is None or not (holds_off(said) and "?" in said and _REFERS_BACK.search(said)) or turns_away(said):
             return None
         return shop.get_product(offered)
 

@@ -222,14 +222,16 @@ class OfflineRouter:
             return None  # the words may be the answer a tool asked for: the model (or route) decides
         if (again := _question_again(request)) is not None:
             return again
-        said = normalise(last.content)
+        words = last.content
         if proposal is not None:
             # A no to the read-back: what they ask for instead comes after it ("... it cracked 'cause I dropped my
             # phone ... I don't wanna return it. I just want to buy a new pack instead." to a return's, blind9).
             sentences = split_sentences(last.content.strip())
             refused = max((i for i, s in enumerate(sentences) if yes_or_no(s) is False), default=-1)
-            said = normalise(" ".join(sentences[refused + 1 :]))
-        if (ordered := self.order_tool(said, request.tools)) is not None:
+            words = " ".join(sentences[refused + 1 :])
+        said = normalise(words)
+        # The words as said, commas and all: "Flat 2, 14 Queen Street" holds no code "2 14" (blind22).
+        if (ordered := self.order_tool(words, request.tools)) is not None:
             arguments = fill_arguments(ordered, last.content)
             return None if arguments is None else ToolCall("router_0", ordered.name, arguments)
         said = self.undoubted(said)
