@@ -288,6 +288,11 @@ def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
         return False
     if same_action(earlier, proposal):
         return _a_yes(before[-1].content, earlier)
+    if said == before[-1].content and mentions_item(said, proposal) and _done(messages[users[-2] :], earlier):
+        # The yes that did the read-back before, said again to the next one it names: "Yes, quite right, please go
+        # ahead. Both of them, mind: the bulb and the screen protectors." did the protectors' return, then to the
+        # bulb's of another order went to the 1.5B (blind22: 20 s, 4 of 4).
+        return True
     # The yes that picked one of several, said again to its read-back alone (blind12: "Ie, yes, that's the one, the
     # smartwatch. Go ahead, diolch." to the band and the watch, then to the watch).
     said_before = before[-1].content
@@ -295,6 +300,15 @@ def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
         narrows(proposal, earlier)
         and yes_or_no(said_before) is True
         and picked_lines(said_before, earlier) == {str(_what(proposal).get("sku")): _what(proposal).get("quantity", 1)}
+    )
+
+
+def _done(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
+    """The proposal's own call was made, confirmed, in these messages."""
+    return any(
+        call.name == proposal.get("tool") and call.arguments.get("confirmed") is True
+        for message in messages
+        for call in message.tool_calls
     )
 
 

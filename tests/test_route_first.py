@@ -907,3 +907,38 @@ async def test_a_thing_of_another_order_the_caller_sends_back_is_read_back_after
     assert f"I also found your order {' '.join(bulb.order_number)}" in both and both.endswith("return for it?")
     assert (await session.complete("Yes.")).startswith("Your return is registered")
     assert shop.find_orders(order_number=bulb.order_number)[0].lines[0].returned_quantity == 1
+
+
+async def test_the_yes_that_did_one_return_said_again_to_the_next_it_names_does_it() -> None:
+    # Blind22: "Yes, quite right, please go ahead. Both of them, mind: the bulb and the screen protectors." did the
+    # protectors' return; said again to the bulb's read-back it went to the 1.5B (20 s, 4 of 4).
+    shop = Shop(":memory:")
+    bulb = shop.seed_demo_order(CALLER, [("LB-520", 1)], days_ago=5)
+    shop.seed_demo_order(CALLER, [("PH-320", 1)], days_ago=3)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("Two things to send back from two orders: the smart bulb, and the screen protector.")
+    yes = "Yes, that's right, go ahead. Both, mind you: the bulb and the screen protector."
+    assert (await session.complete(yes)).endswith("Shall I start a return for it?")  # another thing named: again
+    assert "I also found your order" in await session.complete(yes)
+    assert (await session.complete(yes)).startswith("Your return is registered")
+    assert shop.find_orders(order_number=bulb.order_number)[0].lines[0].returned_quantity == 1
+    assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("said", "goodbye"),
+    [
+        ("Naw, just the cable. On ye go wi' the return if ye havenae already.", True),  # blind22 (Ayrshire)
+        ("No, I want to return the desk lamp, though.", False),  # another thing: that request, not a goodbye
+        ("No, but can I ask about the label?", False),
+    ],
+)
+async def test_a_no_to_anything_else_that_asks_for_nothing_new_is_a_goodbye(said: str, goodbye: bool) -> None:
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    _, _, session = return_session(model)
+    await session.complete("The cable I got from you has the wrong plug. I want to send it back.")
+    await session.complete("Yes.")
+    assert (await session.complete("jo dot bloggs at example dot com")).endswith("anything else I can help with?")
+    answer = await session.complete(said)
+    assert (answer == "Thank you for calling. Goodbye!") is goodbye and (session.ended() is not None) is goodbye

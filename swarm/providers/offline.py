@@ -30,6 +30,7 @@ from swarm.confirmations import (
     pending_question,
     picked_lines,
     plain_yes,
+    proposal_in,
     restates_item,
     restates_quantity,
     yes_or_no,
@@ -59,7 +60,7 @@ _CODE_NAMED = re.compile(r"(?i)\b(?:post ?code|e-?mail(?: address)?|order number
 # A question of the caller's own about it: "Why do you need the postcode?"
 _ASKS_WHY = re.compile(r"(?i)\b(?:why|what for|need|want|have to|must|should)\b")
 # A "no" that answers a question before the words that follow it: "No, that's everything."
-_ANSWERING_NO = re.compile(r"(?i)^\W*(?:no|nope|nah)\b\W*(?:thanks?|thank you)?\W*")
+_ANSWERING_NO = re.compile(r"(?i)^\W*(?:no|nope|nah|naw)\b\W*(?:thanks?|thank you)?\W*")
 # A question a yes cannot answer: it asks for a thing, not for leave ("Would you like ...?" is answered by a yes).
 _OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 # The same, or one that offers a choice ("buy something, or return something?").
@@ -71,6 +72,10 @@ _LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|for
 # Words that withdraw what the question was asked for: a no at their start, or a wish taken back. Not any "not":
 # "I'm not asking for anything unusual. Simply confirm the item, the price" withdraws nothing (blind17).
 _WITHDRAWS = re.compile(r"(?i)^\W*(?:no|nope|nah)\b|\b(?:don'?t|do not) want\b|\bchanged my mind\b")
+# Words that ask for more beside a no to "anything else?": "No, but can I also return the mouse?"
+_MORE = re.compile(
+    r"\?|\b(?:but|also|too|as well|one more|another|what'?s?|which|how|where|when|why|can you|could you)\b"
+)
 # A question about a product asked in passing: its price, its stock, whether it is sold ("How much is the yoga mat?").
 _ASKS_ABOUT = re.compile(
     r"(?i)\b(?:how much (?:is|are|does|do|would|'s)|what (?:does|do|would|will) .{1,40}? cost|(?:the )?price of"
@@ -325,8 +330,24 @@ class OfflineRouter:
             return None  # "I don't want a person, just do it"
         said = normalise(last.content)
         named = [t for t in request.tools if any(f" {p} " in said for p in phrases.get(t.name, ()))]
+        if not named and (leaving := self._no_more(request, phrases)) is not None:
+            named = [leaving]
         arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
         return None if arguments is None else ToolCall("router_0", named[0].name, arguments)
+
+    def _no_more(self, request: CompletionRequest, phrases: Mapping[str, tuple[str, ...]]) -> ToolSpec | None:
+        """The goodbye (the tool whose phrases say it) for a no to "anything else?" that asks for nothing more:
+        "Naw, just the phone case. On ye go wi' the return if ye havenae already." after the return was written cost
+        the 1.5B its 20 s (blind22)."""
+        said = request.messages[-1].content
+        asked = next((m.content for m in reversed(request.messages[:-1]) if m.role == "assistant" and m.content), "")
+        if "anything else" not in asked.lower() or yes_or_no(said) is not False or _MORE.search(said.lower()):
+            return None
+        asked_for = self.sure_call(request)
+        done = [p for m in request.messages if m.role == "tool" and (p := proposal_in(m)) is not None]
+        if asked_for is not None and not any(mentions_item(said, p) for p in done):
+            return None  # "No. I want to return the kettle, though.": that request; not the thing already read back
+        return next((t for t in request.tools if "goodbye" in phrases.get(t.name, ())), None)
 
     def unclear(self, agent: str) -> str | None:
         return self._unclear.get(agent)
