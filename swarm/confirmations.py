@@ -104,7 +104,8 @@ _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) b
 # A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."
 _THANKS = re.compile(
     r"^(?:thank you|thanks|tank you|tanks|cheers|ta|much appreciated|i appreciate (?:it|that|your help))\b"
-    r"(?: (?:so|very) much| a lot| again| love| dear| pet| mate| duck)?"
+    # "Thanks a million." (Ireland: the 1.5B's 20 s, blind20, after a read-back left for another agent's)
+    r"(?: (?:so|very) much| a lot| a million| a bunch| again| love| dear| pet| mate| duck)?"
     r"(?: you(?:'ve| have) been (?:very |so |ever so |really )?(?:patient|kind|helpful|lovely|great)(?: with me)?"
     r"| you(?:'re| are) (?:a star|very kind|so kind|a gem))?$"
 )

@@ -239,6 +239,7 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Ja, precis, but the blue ones.", None, False),  # a "but" still turns it
         ("Aye, that's it. On ye go.", True, False),  # blind22: Ayrshire's "ye"
         ("Gan on then, that's canny.", True, False),  # blind22: Northumberland's "gan"
+        ("Yes, go ahead, order them. Thanks a million.", True, False),  # blind20: Mayo's thanks
     ],
 )
 def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:
