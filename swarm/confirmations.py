@@ -626,6 +626,13 @@ def pending_proposal(messages: Sequence[Message]) -> dict[str, Any] | None:
     return None
 
 
+def plain_no(text: str) -> bool:
+    """A no with no yes word beside it and no question: "No, thank you, not today."; not "No, I don't want to talk to
+    someone, just do it."."""
+    said = _NOT_A_NO.sub(" ", normalise(text))
+    return yes_or_no(text) is False and not _YES.search(said) and "?" not in text
+
+
 def holds_off(text: str) -> bool:
     """Words that ask for time, whatever else they say: "Not yet, please. Before you order it, does it fold flat?"."""
     return bool(_DEFERS.search(normalise(text)))

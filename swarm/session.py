@@ -31,6 +31,7 @@ from swarm.confirmations import (
     names_item,
     narrows,
     pending_proposal,
+    plain_no,
     recounts,
     same_action,
     turned_away,
@@ -356,6 +357,9 @@ class Session:
                 outcome, settled = _Outcome((settled,)), None
             elif (routed := await self._routed(agent, entered)) is not None:
                 outcome = routed
+            elif not entered and (declined := self._declined(agent)) is not None:
+                yield self.emit(declined)
+                return
             else:
                 async for item in self._checked_completion(agent, entered):
                     if isinstance(item, str):
@@ -621,6 +625,17 @@ class Session:
         if router is not None and router.sure_call(self.completion_request(agent)) is not None:
             return None  # a no with another request after it: "No. Actually, can I speak to someone?"
         return self._left_read_back()
+
+    def _declined(self, agent: Agent) -> str | None:
+        """What is said to a plain no to the read-back, where the router is sure of no other step: "No, thank you, not
+        today." and "No, on second thought I'll keep them." went to the 1.5B, which ran out of its 20 s beside other
+        work (the tuned suite, 3 of 40)."""
+        history = self.get_agent_history(agent.name)
+        proposal = pending_proposal(history)
+        said = history[-1].content if history and history[-1].role == "user" else ""
+        if proposal is None or self._router(agent) is None or consent(said, proposal) is not False:
+            return None
+        return self.config.declined if plain_no(said) else None
 
     def _left_read_back(self) -> ToolCall | None:
         """The read-back call of the agent the caller came from, if it read back something the caller left unanswered

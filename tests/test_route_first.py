@@ -13,6 +13,7 @@ from swarm.events import ToolCalled
 from swarm.messages import CompletionRequest
 from swarm.providers.offline import TAKE_YOUR_TIME
 from swarm.providers.scripted import ScriptedProvider, reply
+from swarm.specs import SessionConfig
 
 CALLER = "+4930123456"
 
@@ -441,7 +442,7 @@ async def test_a_no_to_the_offer_that_names_another_product_offers_that_one() ->
     assert (await session.complete("I'd like to buy the wireless headphones.")).startswith("We have the Wireless over")
     answer = await session.complete("Ah, no, not that one, too dear. Have you the little in-ear ones with the wire?")
     assert answer.startswith("We have the Wired earbuds") and model.requests == []
-    assert await session.complete("No, thanks.") == "The model answers."
+    assert await session.complete("No, thanks.") == SessionConfig().declined  # a plain no: no model either
 
 
 async def test_a_routing_agent_whose_model_keeps_failing_asks_its_own_question() -> None:
@@ -842,7 +843,7 @@ async def test_a_no_to_an_offer_after_the_return_was_turned_down_does_not_go_bac
     await session.complete("The cable I got from you has the wrong plug. I want to send it back.")
     offer = await session.complete("No, I'll keep it after all. I'd rather buy the desk lamp. How much is it?")
     assert offer.startswith("We have the Desk lamp") and session.get_agent_name() == "sales"
-    assert await session.complete("No thanks, too dear.") == "The model answers."
+    assert await session.complete("No thanks, too dear.") == SessionConfig().declined
     assert (
         session.get_agent_name() == "sales"
         and not shop.find_orders(order_number=order.order_number)[0].lines[0].returned_quantity
@@ -942,3 +943,19 @@ async def test_a_no_to_anything_else_that_asks_for_nothing_new_is_a_goodbye(said
     assert (await session.complete("jo dot bloggs at example dot com")).endswith("anything else I can help with?")
     answer = await session.complete(said)
     assert (answer == "Thank you for calling. Goodbye!") is goodbye and (session.ended() is not None) is goodbye
+
+
+@pytest.mark.parametrize(
+    ("said", "declined"),
+    [
+        ("No, thank you, not today.", True),  # the tuned suite: the 1.5B's 20 s beside other work
+        ("No, I was only asking about the price.", True),
+        ("No, I don't want it, but do you have a cheaper one?", False),  # a question: the model
+    ],
+)
+async def test_a_plain_no_to_the_offer_is_answered_without_the_model(said: str, declined: bool) -> None:
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    assert (await session.complete("I'd like to buy an electric kettle.")).endswith("Shall I order one for you?")
+    answer = await session.complete(said)
+    assert (answer == SessionConfig().declined) is declined and (model.requests == []) is declined
