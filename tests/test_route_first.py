@@ -959,3 +959,35 @@ async def test_a_plain_no_to_the_offer_is_answered_without_the_model(said: str, 
     assert (await session.complete("I'd like to buy an electric kettle.")).endswith("Shall I order one for you?")
     answer = await session.complete(said)
     assert (answer == SessionConfig().declined) is declined and (model.requests == []) is declined
+
+
+async def test_a_size_said_with_a_count_and_a_count_changed_after_hang_on_are_read_back() -> None:
+    # Blind23 (Kildare): "we're both a 42, black" made 42 a second count, and the 1.5B took 33 s; then "Ah hang on ...
+    # Make it just the one pair, the 42 in black" was given time ("Of course, take your time.") instead of its change.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    await session.complete("I'd like to buy the running shoes, the light ones. How much are they?")
+    asked = len(model.requests)
+    two = await session.complete(
+        "Grand. Put me down for two pairs, one for me and one for the brother, we're both a 44."
+    )
+    assert two.endswith("That is 2 Running shoes for 158 euros in total. Shall I place the order?")
+    one = await session.complete("Ah hang on, that's dear. Make it just the one pair, the 44 in black, for me.")
+    assert one.endswith("That is 1 Running shoes for 79 euros in total. Shall I place the order?")
+    assert len(model.requests) == asked
+
+
+async def test_a_demand_with_no_goodbye_in_it_stays_with_the_refused_security_question() -> None:
+    # Blind23 (Salford): "Just what he bought and where it went, that's all." after the refusal went to the 1.5B by its
+    # "that's all" (20 s); the refusal is said again.
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order("+441632960000", [("HP-100", 1)], days_ago=6, postcode="M1 1AE")
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": "+441244318572"})
+    await session.complete(f"I've an order number here, {' '.join(order.order_number)}. What did he buy?")
+    await session.complete("I haven't got his postcode.")
+    refused = await session.complete("Not got his e-mail either.")
+    assert refused.startswith("I'm sorry, I can't discuss that order")
+    assert await session.complete("Just what he bought and where it went, that's all.") == refused
+    assert model.requests == [] and session.ended() is None
