@@ -10,7 +10,7 @@ import logging
 import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from swarm.checks import (
@@ -36,6 +36,7 @@ from swarm.confirmations import (
     same_action,
     turned_away,
     turns_away,
+    yes_or_no,
 )
 from swarm.events import (
     AgentChanged,
@@ -57,7 +58,7 @@ from swarm.events import (
 from swarm.history import History
 from swarm.messages import CompletionRequest, Message, ToolCall
 from swarm.providers.base import Completion, Delta, PromptCache, Provider, ProviderError, Router
-from swarm.sentences import SentenceSplitter
+from swarm.sentences import SentenceSplitter, split_sentences
 from swarm.specs import NAVIGATE_PREFIX, Agent, Catalog, RegistryError, SessionConfig, SwarmSpec
 from swarm.speculation import Speculation
 from swarm.toolcall_parse import extract_tool_calls
@@ -404,6 +405,12 @@ class Session:
                         self.navigate_back()
                         settled = left
                         continue
+                    if done and (beside := self._asked_beside(agent)) is not None:
+                        # Then what they asked another agent for beside their yes: "... I'll have a kettle instead".
+                        yield said
+                        self.change_agent(beside[0])
+                        settled = beside[1]
+                        continue
                     self._warm(agent)
                     yield said
                     return
@@ -625,6 +632,41 @@ class Session:
         if router is not None and router.sure_call(self.completion_request(agent)) is not None:
             return None  # a no with another request after it: "No. Actually, can I speak to someone?"
         return self._left_read_back()
+
+    def _asked_beside(self, agent: Agent) -> tuple[str, ToolCall] | None:
+        """Another agent and its lookup for what the caller asked beside their answers to the read-back just done:
+        "Yes, go on, love, send the grinder back for me money. And while I've got you, I'll have a kettle instead, the
+        one with the temperature thing. Just the one." had the grinder's return written, and the kettle was never
+        offered (blind23, 4 of 4). The sentences from the first the router is sure hands over on its own, in the
+        caller's last two turns that say yes."""
+        router = self._router(agent)
+        if router is None:
+            return None
+        history = self.get_agent_history(agent.name)
+        for said in reversed([m.content for m in history if m.role == "user"][-2:]):
+            if yes_or_no(said) is not True:
+                continue  # not beside a yes: "Wait, not yet ... My last one was plastic and all scratched."
+            sentences = split_sentences(said.strip())
+            for i, sentence in enumerate(sentences):
+                rest = " ".join(sentences[i:])
+                hand_over = router.sure_call(
+                    replace(self.completion_request(agent), messages=(*history, Message("user", sentence)))
+                )
+                if hand_over is not None and hand_over.name.startswith(NAVIGATE_PREFIX):
+                    return self._lookup_for(hand_over.name.removeprefix(NAVIGATE_PREFIX), rest, router)
+        return None
+
+    def _lookup_for(self, name: str, said: str, router: Router) -> tuple[str, ToolCall] | None:
+        """Agent `name`'s one lookup on these words, if the router fills it."""
+        target = self.registry.agents.get(name)
+        lookups = [n for n, t in self._tools(target).items() if t.finds is not None] if target is not None else []
+        if target is None or len(lookups) != 1:
+            return None
+        messages = (*self.get_agent_history(name), Message("user", said))
+        call = self._checked_call(
+            target, router.call_of(replace(self.completion_request(target), messages=messages), lookups[0])
+        )
+        return (name, call) if call is not None else None
 
     def _declined(self, agent: Agent) -> str | None:
         """What is said to a plain no to the read-back, where the router is sure of no other step: "No, thank you, not

@@ -991,3 +991,20 @@ async def test_a_demand_with_no_goodbye_in_it_stays_with_the_refused_security_qu
     assert refused.startswith("I'm sorry, I can't discuss that order")
     assert await session.complete("Just what he bought and where it went, that's all.") == refused
     assert model.requests == [] and session.ended() is None
+
+
+async def test_a_thing_asked_for_beside_the_yes_to_a_return_is_offered_once_the_return_is_written() -> None:
+    # Blind23 (Bolton): "Yes, go on, love, send the grinder back for me money. And while I've got you, I'll have a
+    # kettle instead ... Just the one." had the return written, and the kettle was never offered (4 of 4).
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("CF-420", 1)], days_ago=5)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("I'm sending back the coffee grinder I got off you, it's far too loud.")
+    said = "Yes, send the grinder back. And while I'm on, I'll have a toaster instead, the two-slice one. Just the one."
+    assert (await session.complete(said)).startswith("Shall I start the return of 1 Coffee grinder")
+    both = await session.complete("Yes, go ahead.")
+    assert both.startswith("Your return is registered") and both.endswith(
+        "We have the Toaster for 35 euros. It's in stock. Shall I order one for you?"
+    )
+    assert session.get_agent_name() == "sales" and len(model.requests) == 1
