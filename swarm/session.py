@@ -817,7 +817,7 @@ def _in_passing(said: str, proposal: Mapping[str, Any]) -> bool:
 
 
 # A mind changed, which no question in passing is.
-_MIND = re.compile(r"(?i)changed? (?:my|our) minds?")
+_MIND = re.compile(r"(?i)\bchanged? (?:my|our) minds?\b")
 
 
 def _call_key(agent: Agent, call: ToolCall) -> str:

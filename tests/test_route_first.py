@@ -1008,3 +1008,16 @@ async def test_a_thing_asked_for_beside_the_yes_to_a_return_is_offered_once_the_
         "We have the Toaster for 35 euros. It's in stock. Shall I order one for you?"
     )
     assert session.get_agent_name() == "sales" and len(model.requests) == 1
+
+
+async def test_a_mind_changed_for_another_agent_is_no_question_in_passing() -> None:
+    # Words that ask, but change the caller's mind ("I've changed my mind, can I return the kettle?"), leave the offer
+    # for good: after the return it is not read back.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=4)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("I'd like to buy a webcam.")).endswith("Shall I order one for you?")
+    assert "Electric kettle" in await session.complete("Hm, I've changed my mind. Can I return my kettle?")
+    done = await session.complete("Yes, please.")
+    assert done.startswith("Your return is registered") and "webcam" not in done
