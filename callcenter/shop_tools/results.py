@@ -92,10 +92,13 @@ def answered_proposal(events: Sequence[Event]) -> dict[str, Any] | None:
     """The proposal of the last tool result before the caller's last words, if it made one."""
     last_said = max((i for i, e in enumerate(events) if isinstance(e, UserText)), default=-1)
     before = next((e for e in reversed(events[:last_said]) if isinstance(e, ToolCalled)), None)
-    if before is None:
-        return None
+    return _proposal_of(before) if before is not None else None
+
+
+def _proposal_of(event: ToolCalled) -> dict[str, Any] | None:
+    """The proposal a tool's result made, if it made one."""
     try:
-        proposal = json.loads(before.result).get("proposal")
+        proposal = json.loads(event.result).get("proposal")
     except (ValueError, AttributeError):
         return None
     return proposal if isinstance(proposal, dict) and isinstance(proposal.get("arguments"), dict) else None
@@ -103,18 +106,8 @@ def answered_proposal(events: Sequence[Event]) -> dict[str, Any] | None:
 
 def proposed_orders(events: Sequence[Event]) -> set[str]:
     """The order numbers of every proposal made in the call (read back for a return, agreed or not)."""
-    numbers: set[str] = set()
-    for event in events:
-        if not isinstance(event, ToolCalled):
-            continue
-        try:
-            proposal = json.loads(event.result).get("proposal")
-        except (ValueError, AttributeError):
-            continue
-        number = proposal.get("arguments", {}).get("order_number") if isinstance(proposal, dict) else None
-        if isinstance(number, str):
-            numbers.add(number)
-    return numbers
+    proposals = [p for e in events if isinstance(e, ToolCalled) and (p := _proposal_of(e)) is not None]
+    return {n for p in proposals if isinstance(n := p["arguments"].get("order_number"), str)}
 
 
 def product_json(p: Product) -> dict[str, Any]:
