@@ -311,8 +311,12 @@ def request(
 @pytest.mark.llm
 async def test_the_local_server_streams_a_reply(local_05b: LocalServer) -> None:
     provider = LocalProvider(local_05b, owns_server=False)
-    # Several words, so several deltas: "Say hello" was once answered by the one token "hello".
-    items = [item async for item in provider.stream(request("Count from one to five in words."))]
+    # Several words, so several deltas: "Say hello" was once answered by the one token "hello", and "Count from one
+    # to five in words." (asked for one short sentence) by "one" once in 15 at temperature 0.2; this asks for a list.
+    ask = request(
+        "Write the numbers from one to five in words, separated by commas.", system="You are a helpful assistant."
+    )
+    items = [item async for item in provider.stream(ask)]
     await provider.aclose()
     assert isinstance(items[-1], Completion) and items[-1].text.strip()
     deltas = [item for item in items if isinstance(item, Delta)]
