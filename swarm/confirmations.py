@@ -80,7 +80,10 @@ _PLAIN = frozenset(
     "shukriya dhanyavaad multumesc taip aciu tesekkurler salamat po oo xiexie mahadsanid raibh maith agat "
     # "You" and "go" as these islands say them: "Aye, that's it. On ye go." (Ayrshire), "Gan on then" (Northumberland)
     # were read back again, and the 1.5B ran out of its 20 s (blind22).
-    "ye yous youse gan".split()
+    "ye yous youse gan "
+    # Fiji's, Samoa's, Tonga's, Nepal's, West Africa's, Scottish Gaelic's: "Io, yes, go ahead please. Vinaka." (a Fijian
+    # soldier, blind24) ran the 1.5B out of its 20 s, 2 of 4.
+    "io vinaka bula ioe faafetai malo dhanyabad medaase daalu tapadh leat".split()
 )
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
 # doubt; "The kettle's not working. Yes, go ahead." is not.
@@ -94,7 +97,9 @@ _DEFERS = re.compile(
     r"\b(?:(?:not|don't|do not)(?: \w+){0,3} yet|let me (?:think|check|ask|see|have a look|look)"
     rf"|(?:one|a) {_A_MOMENT}|give me a {_A_MOMENT}|wait a {_A_MOMENT}|hold on|hang on|bear with me"
     # "Ay, wait, wait, before you do it." (blind22)
-    r"|wait wait|before you (?:do|order|place|book|send|start|process|put|go ahead)"
+    r"|wait wait|before (?:you|ye|'?ee|yer) (?:do|order|place|book|send|start|process|put|go ahead)"
+    # "Hang about, my dear, before 'ee do that." (Dorset, blind24)
+    r"|hang about|hold up"
     r")\b"
 )
 # Words that ask for something else beside the time asked for: "hang on, I want the blue one instead".

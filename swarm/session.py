@@ -449,23 +449,22 @@ class Session:
             # with the wire?" went to the 1.5B, which asked "What product are you looking for?" (blind7). After words
             # that are neither, only the offer with more in it: "And the wireless mouse too, mind." (blind7).
             offered, (proposal, refused) = result.get("proposal") if isinstance(result, dict) else None, passed
+            said = self.get_agent_history(agent.name)[-1].content
+            # Or the same offer told about ("described"), for a caller who holds off to ask about it: "Not yet,
+            # please. Before you order it, um, does it fold flat?" (blind15, blind16: the 1.5B asked "What product are
+            # you looking for?"; blind24: "Hang about ... Do thik watch need one of they smartphones to work?").
+            told = bool(result.get("described")) and holds_off(said) and "?" in said
             if not isinstance(offered, dict) or not result.get(tool.finds):
                 found = False
             elif refused:
-                # Or the same offer told about ("described"), for a caller who holds off to ask about it: "Not yet,
-                # please. Before you order it, um, does it fold flat?" (blind15, blind16: the 1.5B asked "What
-                # product are you looking for?").
-                said = self.get_agent_history(agent.name)[-1].content
-                told = bool(result.get("described")) and holds_off(said) and "?" in said
                 found = told or not same_action(offered, proposal)
             else:
                 # The same offer again for words that name it and ask nothing ("Righto, no worries. I'll grab one of
                 # the quiet ones for the bedroom then, the ultrasonic humidifier."): the 1.5B wrote a product code
                 # of its own and could not find it (blind8, 4 of 4).
-                said = self.get_agent_history(agent.name)[-1].content
                 named = names_item(said, offered) and (same_action(offered, proposal) or narrows(offered, proposal))
                 recounted = recounts(offered, proposal) and changes_quantity(said, proposal)
-                found = adds_to(offered, proposal) or named or recounted
+                found = told or adds_to(offered, proposal) or named or recounted
         if not found and control == (self._escalation, self._ending):
             return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
         text = result_text(result)
@@ -638,14 +637,16 @@ class Session:
         "Yes, go on, love, send the grinder back for me money. And while I've got you, I'll have a kettle instead, the
         one with the temperature thing. Just the one." had the grinder's return written, and the kettle was never
         offered (blind23, 4 of 4). The sentences from the first the router is sure hands over on its own, in the
-        caller's last two turns that say yes."""
+        caller's last two turns that say yes, then in the turn that brought the caller to this agent: "I want to send
+        them back for a refund. And then, once that's sorted, I want to buy the ... headphones" (blind24, 4 of 4)."""
         router = self._router(agent)
         if router is None:
             return None
         history = self.get_agent_history(agent.name)
-        for said in reversed([m.content for m in history if m.role == "user"][-2:]):
-            if yes_or_no(said) is not True:
-                continue  # not beside a yes: "Wait, not yet ... My last one was plastic and all scratched."
+        users = [m.content for m in history if m.role == "user"]
+        said_yes = [said for said in reversed(users[-2:]) if yes_or_no(said) is True]
+        # Not beside a yes: "Wait, not yet ... My last one was plastic and all scratched."
+        for said in [*said_yes, *_entering_turn(history, agent.name)]:
             sentences = split_sentences(said.strip())
             for i, sentence in enumerate(sentences):
                 rest = " ".join(sentences[i:])
@@ -808,6 +809,12 @@ class Session:
         self._record(Rescued(agent.name, "provider_error", detail))
         self.escalate("provider_error", detail)
         return self.emit(self.config.apology)
+
+
+def _entering_turn(history: Sequence[Message], agent: str) -> list[str]:
+    """The caller's words that brought them to this agent (the last before its first own message), if any."""
+    first = next((i for i, m in enumerate(history) if m.agent == agent), len(history))
+    return [m.content for m in reversed(history[:first]) if m.role == "user"][:1]
 
 
 def _in_passing(said: str, proposal: Mapping[str, Any]) -> bool:

@@ -240,6 +240,7 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Aye, that's it. On ye go.", True, False),  # blind22: Ayrshire's "ye"
         ("Gan on then, that's canny.", True, False),  # blind22: Northumberland's "gan"
         ("Yes, go ahead, order them. Thanks a million.", True, False),  # blind20: Mayo's thanks
+        ("Io, yes, go ahead please. Vinaka.", True, False),  # blind24: a Fijian's yes and thanks
     ],
 )
 def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:
@@ -645,6 +646,14 @@ async def test_a_wish_said_not_to_be_one_names_no_hand_over() -> None:
     await session.complete("Buyin'. I've nothin' to send back.")
     assert session.get_agent_name() == "sales"
     await session.complete("I don't want to return anything, I want to buy a toaster.")
+    assert session.get_agent_name() == "sales"
+
+
+async def test_nowt_to_send_back_names_no_return() -> None:
+    # Blind24 (Whitehaven): "Buying, love. Ah've nowt to send back." to "buy or return?" was handed to refunds, 4 of 4.
+    session = build_registry(Shop(":memory:"), {}).session("c1", SWARM, metadata={"caller": "+4915100000"})
+    await session.complete("Hello there.")
+    await session.complete("Buying, love. Ah've nowt to send back.")
     assert session.get_agent_name() == "sales"
 
 

@@ -1021,3 +1021,50 @@ async def test_a_mind_changed_for_another_agent_is_no_question_in_passing() -> N
     assert "Electric kettle" in await session.complete("Hm, I've changed my mind. Can I return my kettle?")
     done = await session.complete("Yes, please.")
     assert done.startswith("Your return is registered") and "webcam" not in done
+
+
+async def test_a_purchase_asked_for_in_the_words_that_asked_for_the_return_is_offered_once_it_is_written() -> None:
+    # Blind24 (Wrexham): "I want to send them back for a refund. And then, once that's sorted, I want to buy the proper
+    # wireless over-ear headphones, the noise-cancelling ones." had the return written and the headphones never offered
+    # (4 of 4); and "noise-cancelling" was a wish to cancel beside the wish to buy.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-200", 1)], days_ago=4)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    first = (
+        "The mic on the wired earbuds crackles. I want to send them back for a refund. And then, once that's sorted, "
+        "I want to buy the proper wireless over-ear headphones, the noise-cancelling ones."
+    )
+    assert (await session.complete(first)).endswith("with the Wired earbuds. Shall I start a return for it?")
+    both = await session.complete("Yeah, that's right. Go on then.")
+    assert both.startswith("Your return is registered") and both.endswith(
+        "We have the Wireless over-ear headphones for 129 euros. It's in stock. Shall I order one for you?"
+    )
+    assert session.get_agent_name() == "sales" and len(model.requests) == 1
+
+
+async def test_a_return_says_how_much_comes_back() -> None:
+    # Blind24 (Oswestry): "And how much did I pay for the blender? ... do I get all of it back" was never answered.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("BL-440", 1)], days_ago=8)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("The blender's motor smells of burning, I want to send it back. How much did I pay for it?")
+    done = await session.complete("Yes, that's right, just the blender. Go on, then.")
+    assert done.endswith(
+        "You'll get a prepaid label by email, and the refund of 42 euros follows when the item arrives."
+    )
+
+
+async def test_the_offer_named_by_its_kind_in_a_question_held_off_is_told_about_not_searched() -> None:
+    # Blind24 (Portland): "Hang about, my dear, before 'ee do that. Do thik watch need one of they smartphones to
+    # work?" over the Smartwatch on offer was searched, and a Smartphone case was offered and sold (2 of 4).
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    assert (await session.complete("What does the smart watch with the heart thing cost?")).startswith(
+        "We have the Smartwatch for 149 euros."
+    )
+    said = "Hang about, my dear, before 'ee do that. Do thik watch need one of they smartphones to work?"
+    told = await session.complete(said)
+    assert told.startswith("We have the Smartwatch for 149 euros. Fitness smartwatch with heart rate monitor")
+    assert "Smartphone case" not in told and model.requests[1:] == []

@@ -17,6 +17,7 @@ from callcenter.shop_tools.results import (
     caller_of,
     counted,
     digits,
+    euros,
     joined,
     more_items,
     offered_lines,
@@ -367,7 +368,10 @@ def _said_back(
 
 
 def _returned(made: Sequence[Return]) -> dict[str, Any]:
-    label = "You'll get a prepaid label by email, and the refund follows when the item arrives."
+    # The amount is said: "how much did I pay for the blender? ... do I get all of it back" beside a return went
+    # unanswered (blind24, 4 of 4), and every caller sending something back wants to know it.
+    refund = euros(sum(m.refund_cents for m in made))
+    label = f"You'll get a prepaid label by email, and the refund of {refund} follows when the item arrives."
     if len(made) == 1:
         say = f"Your return is registered, number {digits(made[0].return_number)}. {label}"
         return {"return_number": made[0].return_number, "say": say}

@@ -38,7 +38,7 @@ from callcenter.shop_tools.results import (
 from callcenter.store.domain import OneProductPerOrder, ShopUnavailable
 from callcenter.store.terms import query_terms
 from swarm import Event, Tool, ToolContext, UserText, tool_from_function
-from swarm.confirmations import holds_off, turns_away, yes_or_no
+from swarm.confirmations import holds_off, mentions_item, turns_away, yes_or_no
 from swarm.numbers import SIZE
 
 
@@ -107,13 +107,17 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
     def _asked_about(context: ToolContext) -> Product | None:
         """The product on offer when the caller holds it off to ask about it: "Ay, wait, wait, before you do it. The
         stand, it goes up and down, no? ... the USB-C, it connects?" of the monitor on offer was searched, and the
-        laptop stand and a cable were offered and sold instead (blind22, 4 of 4). Its description answers."""
+        laptop stand and a cable were offered and sold instead (blind22, 4 of 4). Its description answers. The offer
+        may be named by its kind: "Hang about ... Do thik watch need one of they smartphones to work?" of the
+        Smartwatch sold a Smartphone case (blind24)."""
         events = context.session.events
         said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
         offered = _offered_sku(events)
-        if offered is None or not (holds_off(said) and "?" in said and _REFERS_BACK.search(said)) or turns_away(said):
+        if offered is None or not (holds_off(said) and "?" in said) or turns_away(said):
             return None
-        return shop.get_product(offered)
+        product = shop.get_product(offered)
+        named = product is not None and mentions_item(said, {"item": product.name})
+        return product if _REFERS_BACK.search(said) or named else None
 
     def _added(context: ToolContext, query: str) -> list[tuple[Product, int]]:
         """The products on offer and one more the caller adds to them ("And the wireless mouse too, mind."), or []."""

@@ -66,8 +66,11 @@ _ANSWERING_NO = re.compile(r"(?i)^\W*(?:no|nope|nah|naw)\b\W*(?:thanks?|thank yo
 _OPEN_QUESTION = re.compile(r"(?i)(?:what|which|who|where|how)\b(?! about\b)")
 # The same, or one that offers a choice ("buy something, or return something?").
 _NO_YES_OR_NO = re.compile(rf"(?i)^{_OPEN_QUESTION.pattern.removeprefix('(?i)')}|\bor\b")
-# A wish said not to be one, and the two words after it: "nothing to send back", "don't want to return it".
-_NOT_WANTED = re.compile(r"\b(?:nothing to|no need to|(?:don'?t|do not|never) (?:want|need)(?: to)?)(?: [a-z']+){1,2}")
+# A wish said not to be one, and the two words after it: "nothing to send back", "don't want to return it", and in
+# the North of England "nowt to send back".
+_NOT_WANTED = re.compile(
+    r"\b(?:nothing to|nowt to|naught to|no need to|(?:don'?t|do not|never) (?:want|need)(?: to)?)(?: [a-z']+){1,2}"
+)
 # Words that leave an order's open question for another thing.
 _LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|forget (?:it|that|the order))\b")
 # Words that withdraw what the question was asked for: a no at their start, or a wish taken back. Not any "not":
