@@ -35,6 +35,7 @@ from swarm import (
     navigate_tool,
     yes_or_no,
 )
+from swarm.confirmations import asks_for_more
 from swarm.providers import Classifier, OfflineRouter
 from swarm.sentences import split_sentences
 
@@ -190,8 +191,6 @@ _ONLY_FAREWELL = re.compile(
     r"|have a (?:nice|good|great|lovely) (?:day|evening|one)|(?:very|so) much|for (?:your|the|all your) help|again"
     r"|then|mate|love|dear)\b)+\W*$"
 )
-# Words that ask for more beside a farewell: "That's all, but can I also return the mouse?"
-_MORE = re.compile(r"\?|\b(?:but|also|as well|one more|another|what'?s?|which|how|where|when|why|can you|could you)\b")
 
 
 def _caller_said_goodbye(arguments: dict[str, Any], context: ToolContext) -> list[str]:
@@ -201,7 +200,7 @@ def _caller_said_goodbye(arguments: dict[str, Any], context: ToolContext) -> lis
     last = split_sentences(said.strip())[-1].lower()
     farewell = _FAREWELL.search(said.lower()) and (_ONLY_FAREWELL.match(last) or "anything else" in asked.lower())
     leaving = farewell or ("anything else" in asked.lower() and yes_or_no(said) is False)
-    if leaving and not _MORE.search(said.lower()):
+    if leaving and not asks_for_more(said):
         return []
     return [f"the caller did not say goodbye (they said {said!r}): do not end the call, answer them with another tool"]
 

@@ -515,6 +515,18 @@ def cannot_answer(text: str) -> bool:
     return bool(_CANNOT.search(text))
 
 
+# Words that ask for more beside a no or a farewell: "No, but can I also return the mouse?", "That's all, and the mouse
+# too"; not "Bye, you too".
+_MORE = re.compile(
+    r"\?|\b(?:but|also|(?<!you )too|as well|one more|another|what'?s?|which|how|where|when|why|can you|could you)\b"
+)
+
+
+def asks_for_more(text: str) -> bool:
+    """Words that ask for something beside a no or a goodbye (a question, "but", "also", "another"...)."""
+    return bool(_MORE.search(text.lower()))
+
+
 def asks_more(text: str) -> bool:
     """The words ask something beyond a question tag (", correct?") or a check of the read-back ("is that for
     two?"): "Sorry, just to confirm, you are putting two cables, two pieces, correct?" asks nothing more (blind8)."""

@@ -9,7 +9,16 @@ import pytest
 
 from callcenter.agents import ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
-from swarm.confirmations import changes_quantity, consent, defers, new_quantity, picked_lines, restates_item, yes_or_no
+from swarm.confirmations import (
+    asks_for_more,
+    changes_quantity,
+    consent,
+    defers,
+    new_quantity,
+    picked_lines,
+    restates_item,
+    yes_or_no,
+)
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.providers.base import Completion
 from swarm.providers.offline import INSTRUCTIONS_REFUSED, OfflineRouter, fill_arguments, said_order_number
@@ -697,3 +706,18 @@ async def test_a_person_asked_for_in_scots_is_put_through() -> None:
     assert "Coffee grinder" in await session.complete("How much is the coffee grinder?")
     await session.complete("Na, I dinna want onything. Jist put me through tae a person, please.")
     assert session.escalated() is not None and model.requests == []
+
+
+@pytest.mark.parametrize(
+    ("said", "more"),
+    [
+        ("No, that's all, thanks. Bye, you too.", False),
+        ("No, but can I also return the mouse?", True),
+        ("That's all, and the mouse too.", True),
+        ("No, thank you.", False),
+    ],
+)
+def test_words_that_ask_for_more_beside_a_no_or_a_goodbye(said: str, more: bool) -> None:
+    # One list for the router's "no to anything else?" and the goodbye check of end_call (it was written twice, and
+    # the two differed by "too").
+    assert asks_for_more(said) is more

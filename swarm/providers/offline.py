@@ -18,6 +18,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from swarm.confirmations import (
+    asks_for_more,
     asks_more,
     cannot_answer,
     changes_quantity,
@@ -76,10 +77,6 @@ _LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|for
 # Words that withdraw what the question was asked for: a no at their start, or a wish taken back. Not any "not":
 # "I'm not asking for anything unusual. Simply confirm the item, the price" withdraws nothing (blind17).
 _WITHDRAWS = re.compile(r"(?i)^\W*(?:no|nope|nah)\b|\b(?:don'?t|do not) want\b|\bchanged my mind\b")
-# Words that ask for more beside a no to "anything else?": "No, but can I also return the mouse?"
-_MORE = re.compile(
-    r"\?|\b(?:but|also|too|as well|one more|another|what'?s?|which|how|where|when|why|can you|could you)\b"
-)
 # A question about a product asked in passing: its price, its stock, whether it is sold ("How much is the yoga mat?").
 _ASKS_ABOUT = re.compile(
     r"(?i)\b(?:how much (?:is|are|does|do|would|'s)|what (?:does|do|would|will) .{1,40}? cost|(?:the )?price of"
@@ -345,7 +342,7 @@ class OfflineRouter:
         the 1.5B its 20 s (blind22)."""
         said = request.messages[-1].content
         asked = next((m.content for m in reversed(request.messages[:-1]) if m.role == "assistant" and m.content), "")
-        if "anything else" not in asked.lower() or yes_or_no(said) is not False or _MORE.search(said.lower()):
+        if "anything else" not in asked.lower() or yes_or_no(said) is not False or asks_for_more(said):
             return None
         asked_for = self.sure_call(request)
         done = [p for m in request.messages if m.role == "tool" and (p := proposal_in(m)) is not None]
@@ -426,7 +423,7 @@ class OfflineRouter:
         tool = self.best_tool(self.undoubted(text), request.tools)
         if tool is None or tool.name == question.get("tool") or fill_arguments(tool, text) is None:
             return True
-        if _MORE.search(text.lower()) and " goodbye" in self._examples.get(tool.name, ()):
+        if asks_for_more(text) and " goodbye" in self._examples.get(tool.name, ()):
             return True  # no goodbye: "Just what he bought and where it went, that's all." (blind23: the 1.5B's 20 s)
         if not tool.name.startswith(NAVIGATE_PREFIX):
             return False  # a person, a goodbye
