@@ -10,7 +10,6 @@ import logging
 import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from swarm.checks import (
@@ -21,23 +20,7 @@ from swarm.checks import (
     tool_call_errors,
     unfounded_errors,
 )
-from swarm.confirmations import (
-    adds_to,
-    agreed,
-    asks_more,
-    changes_quantity,
-    consent,
-    holds_off,
-    names_item,
-    narrows,
-    pending_proposal,
-    plain_no,
-    recounts,
-    same_action,
-    turned_away,
-    turns_away,
-    yes_or_no,
-)
+from swarm.confirmations import pending_proposal
 from swarm.events import (
     AgentChanged,
     AssistantText,
@@ -57,22 +40,15 @@ from swarm.events import (
 )
 from swarm.history import History
 from swarm.messages import CompletionRequest, Message, ToolCall
-from swarm.providers.base import Completion, Delta, PromptCache, Provider, ProviderError, Router
-from swarm.sentences import SentenceSplitter, split_sentences
-from swarm.specs import NAVIGATE_PREFIX, Agent, Catalog, RegistryError, SessionConfig, SwarmSpec
+from swarm.providers.base import Completion, Delta, PromptCache, Provider, ProviderError
+from swarm.router_steps import Outcome, RouterSteps
+from swarm.sentences import SentenceSplitter
+from swarm.specs import Agent, Catalog, RegistryError, SessionConfig, SwarmSpec
 from swarm.speculation import Speculation
 from swarm.toolcall_parse import extract_tool_calls
 from swarm.tools import Tool, ToolContext, result_text
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """How one completion ended once validated: the tool calls to run (none: the turn is over)."""
-
-    tool_calls: tuple[ToolCall, ...] = ()
-    ran: Mapping[str, str] | None = None  # results of calls already run and recorded, by call id (a lookup)
 
 
 class Session:
@@ -98,6 +74,7 @@ class Session:
         self._ending: CallEnded | None = None
         self._agent = swarm.default_agent
         self._stack: list[str] = []
+        self.steps = RouterSteps(self)
         self._lock = asyncio.Lock()
         self._speculation: Speculation | None = None  # the running turn's, until its first request takes it
         self._rescues = 0
@@ -147,6 +124,11 @@ class Session:
             raise RegistryError(f"swarm {self.swarm.name!r} has no agent {name!r}")
         if name != self._agent:
             self._record(AgentChanged(self._agent, name, [*self._stack, self._agent]))
+
+    @property
+    def came_from(self) -> str | None:
+        """The agent that handed the caller to the active one, if any (navigate_back returns there)."""
+        return self._stack[-1] if self._stack else None
 
     def navigate_back(self) -> str:
         """Return to the previous agent, or the default one when there is none; returns the new agent."""
@@ -296,7 +278,7 @@ class Session:
         history = self.history.copy()
         history.push(Message("user", text))
         request = self.completion_request(agent, self._view(agent, history))
-        if agent.tool_only and self._sure_call(agent, request) is not None:
+        if agent.tool_only and self.steps.sure_call(agent, request) is not None:
             return None  # the router answers the turn: no generation to start
         return Speculation(self.registry.providers[agent.provider], request)
 
@@ -343,22 +325,26 @@ class Session:
         entered = False  # the agent was handed the caller in this turn, by the call just run
         agent = self.registry.agents[self._agent]
         self._spoken_in_turn = []
-        settled = self._named_any_turn(agent) or self._answered_proposal(agent) or self._answered_question(agent)
-        if settled is None and (resumed := self._resumed(agent)) is not None:
+        settled = (
+            self.steps.named_any_turn(agent)
+            or self.steps.answered_proposal(agent)
+            or self.steps.answered_question(agent)
+        )
+        if settled is None and (resumed := self.steps.resumed(agent)) is not None:
             yield self.emit(self.config.resumed)
             self.navigate_back()
             settled = resumed
-        elif settled is None and (asked := self._asked_again(agent)) is not None:
+        elif settled is None and (asked := self.steps.asked_again(agent)) is not None:
             yield self.emit(asked)
             return
         while True:
             agent = self.registry.agents[self._agent]
-            outcome = _Outcome()
+            outcome = Outcome()
             if settled is not None:
-                outcome, settled = _Outcome((settled,)), None
-            elif (routed := await self._routed(agent, entered)) is not None:
+                outcome, settled = Outcome((settled,)), None
+            elif (routed := await self.steps.routed(agent, entered)) is not None:
                 outcome = routed
-            elif not entered and (declined := self._declined(agent)) is not None:
+            elif not entered and (declined := self.steps.declined(agent)) is not None:
                 yield self.emit(declined)
                 return
             else:
@@ -399,13 +385,13 @@ class Session:
                 if (say := self._result_reply(outcome.tool_calls, results, agent)) is not None:
                     said = self.emit(say)
                     done = any(call.arguments.get("confirmed") is True for call in outcome.tool_calls)
-                    if done and (left := self._left_read_back()) is not None:
+                    if done and (left := self.steps.left_read_back()) is not None:
                         # What was offered in passing is done ("Your order is placed."): back to the read-back left.
                         yield said
                         self.navigate_back()
                         settled = left
                         continue
-                    if done and (beside := self._asked_beside(agent)) is not None:
+                    if done and (beside := self.steps.asked_beside(agent)) is not None:
                         # Then what they asked another agent for beside their yes: "... I'll have a kettle instead".
                         yield said
                         self.change_agent(beside[0])
@@ -415,109 +401,7 @@ class Session:
                     yield said
                     return
 
-    async def _routed(self, agent: Agent, entered: bool) -> _Outcome | None:
-        """The agent's next step without a generation, where its router is sure of it: a tool-only agent's
-        call, or, just handed the caller, its first one. A lookup (Tool.finds) is run here and counts only if
-        it found something or asks the caller a question; finding nothing it is dropped unrecorded, and the model
-        answers."""
-        passed = self._passed_offer(agent) if agent.tool_on_entry and not entered else None
-        if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None))):
-            return self._sure_hand_over(agent)
-        request = self.completion_request(agent, entered=entered)
-        call = self._sure_call(agent, request)
-        if call is None and agent.tool_on_entry and (entered or passed is not None):
-            call = self._likely_lookup(agent, request)
-        tool = self.registry.tools[call.name] if call is not None else None
-        if call is None or tool is None:
-            return None
-        log.info("event=routed client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
-        if tool.finds is None:
-            return _Outcome((call,))
-        context, control = self._context(agent), (self._escalation, self._ending)
-        try:
-            result = await asyncio.wait_for(tool.call(call.arguments, context), self.config.tool_timeout)
-        except Exception as error:  # noqa: BLE001 - the lookup was only a head start: the model decides
-            log.warning(
-                "event=lookup_failed client=%s tool=%s error=%s", self.client_id, call.name, type(error).__name__
-            )
-            return None
-        # A lookup that asks the caller a question only they can answer (an order's security question) found what
-        # the model would have reached a generation later (2-4 s, heard through the phone): its question is said.
-        found = isinstance(result, dict) and (result.get(tool.finds) or isinstance(result.get("question"), dict))
-        if passed is not None:
-            # After a no, only something else than what was turned down: "No, not that one ... the little in-ear ones
-            # with the wire?" went to the 1.5B, which asked "What product are you looking for?" (blind7). After words
-            # that are neither, only the offer with more in it: "And the wireless mouse too, mind." (blind7).
-            offered, (proposal, refused) = result.get("proposal") if isinstance(result, dict) else None, passed
-            said = self.get_agent_history(agent.name)[-1].content
-            # Or the same offer told about ("described"), for a caller who holds off to ask about it: "Not yet,
-            # please. Before you order it, um, does it fold flat?" (blind15, blind16: the 1.5B asked "What product are
-            # you looking for?"; blind24: "Hang about ... Do thik watch need one of they smartphones to work?").
-            told = bool(result.get("described")) and holds_off(said) and "?" in said
-            if not isinstance(offered, dict) or not result.get(tool.finds):
-                found = False
-            elif refused:
-                found = told or not same_action(offered, proposal)
-            else:
-                # The same offer again for words that name it and ask nothing ("Righto, no worries. I'll grab one of
-                # the quiet ones for the bedroom then, the ultrasonic humidifier."): the 1.5B wrote a product code
-                # of its own and could not find it (blind8, 4 of 4).
-                named = names_item(said, offered) and (same_action(offered, proposal) or narrows(offered, proposal))
-                recounted = recounts(offered, proposal) and changes_quantity(said, proposal)
-                found = told or adds_to(offered, proposal) or named or recounted
-        if not found and control == (self._escalation, self._ending):
-            return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
-        text = result_text(result)
-        self._record_tool(agent, call, text, context)
-        return _Outcome((call,), {call.id: text})
-
-    def _sure_hand_over(self, agent: Agent) -> _Outcome | None:
-        """A hand-over the router is sure of on the agent's other turns, with nothing read back or asked: "Thanks. I'd
-        also like to buy a pair of wired earbuds." after a return was written cost the 1.5B its 20 s (the tuned suite,
-        two of 40 trials beside other work). Any other step is the model's."""
-        call = self._sure_call(agent, self.completion_request(agent))
-        if call is None or not call.name.startswith(NAVIGATE_PREFIX):
-            return None
-        log.info("event=routed client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
-        return _Outcome((call,))
-
-    def _passed_offer(self, agent: Agent) -> tuple[dict[str, Any], bool] | None:
-        """The pending read-back the caller's last words do not agree to, and whether they say no to it."""
-        history = self.get_agent_history(agent.name)
-        proposal = pending_proposal(history)
-        said = history[-1].content if history and history[-1].role == "user" else ""
-        answer = consent(said, proposal) if proposal is not None and said else True
-        # Turned away from without a no ("too much ... Leave the screen. Only the camera I will take.") is turned down.
-        return (
-            None if proposal is None or answer is True else (proposal, answer is False or turned_away(said, proposal))
-        )
-
-    def _sure_call(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
-        """The agent's router's sure call for this request, if the agent has a router (not its own model) and the
-        call passes the tool's checks."""
-        router = self._router(agent)
-        return self._checked_call(agent, router.sure_call(request) if router is not None else None)
-
-    def _likely_lookup(self, agent: Agent, request: CompletionRequest) -> ToolCall | None:
-        """Just handed the caller, the router unsure of the step: the agent's one lookup (Tool.finds) on the
-        caller's words, as the model would have called it (a look-first agent's first reply is a tool call) but
-        without its 3-8 s generation. _routed keeps it only if it finds something; else the model decides."""
-        router = self._router(agent)
-        lookups = [name for name, tool in self._tools(agent).items() if tool.finds is not None]
-        if router is None or len(lookups) != 1:
-            return None
-        return self._checked_call(agent, router.call_of(request, lookups[0]))
-
-    def _router(self, agent: Agent) -> Router | None:
-        router = self.registry.providers.get(agent.router) if agent.router and agent.router != agent.provider else None
-        return router if isinstance(router, Router) else None
-
-    def _checked_call(self, agent: Agent, call: ToolCall | None) -> ToolCall | None:
-        if call is None or tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
-            return None
-        return call
-
-    async def _checked_completion(self, agent: Agent, entered: bool = False) -> AsyncIterator[str | _Outcome]:
+    async def _checked_completion(self, agent: Agent, entered: bool = False) -> AsyncIterator[str | Outcome]:
         """Complete with validation feedback, then a clean view, then a placeholder; yields sentences said."""
         await self._warmed()
         scratch: list[Message] = []
@@ -567,7 +451,7 @@ class Session:
     ) -> CompletionRequest:
         """What the agent's model is asked: its view of the history (or these messages) and its tools;
         `entered`: the agent was just handed the caller."""
-        tools = tuple(t.spec() for t in self._tools(agent).values())
+        tools = tuple(t.spec() for t in self.tools_of(agent).values())
         view = self._view(agent) if messages is None else messages
         required = bool(tools) and (agent.tool_only or (entered and agent.tool_on_entry))
         return CompletionRequest(agent.name, self.client_id, tuple(view), tools, required)
@@ -588,146 +472,11 @@ class Session:
                 await asyncio.shield(self._warming)
             self._warming = None
 
-    def _tools(self, agent: Agent) -> dict[str, Tool]:
+    def tools_of(self, agent: Agent) -> dict[str, Tool]:
         return {name: self.registry.tools[name] for name in agent.tools}
 
-    def _context(self, agent: Agent) -> ToolContext:
+    def tool_context(self, agent: Agent) -> ToolContext:
         return ToolContext(self.client_id, agent.name, self, self.metadata, self.session_id)
-
-    def _answered_proposal(self, agent: Agent) -> ToolCall | None:
-        """The read-back's own call when the caller's words settle it without the model: confirmed on a plain yes
-        to it (swarm.confirmations), or unconfirmed with the change they make, read back again, when the agent's
-        router is sure of the change ("could you make it three instead?")."""
-        history = self.get_agent_history(agent.name)
-        proposal = pending_proposal(history)
-        if proposal is None or not history:
-            return None
-        if agreed(history, proposal):  # "Yes, three please." to three is consent
-            call = ToolCall("agreed_0", str(proposal["tool"]), {**proposal.get("arguments", {}), "confirmed": True})
-            event = "plain_yes"
-        elif (router := self._router(agent)) is not None:
-            changed = router.changed_call(self.completion_request(agent))
-            if changed is None:
-                return None  # a no, or words the router is unsure of: the model decides
-            call, event = changed, "changed_read_back"
-        else:
-            return None
-        if tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
-            return None  # not this agent's tool, or arguments it would refuse: the model decides
-        log.info("event=%s client=%s agent=%s tool=%s", event, self.client_id, agent.name, call.name)
-        return call
-
-    def _resumed(self, agent: Agent) -> ToolCall | None:
-        """The read-back the caller left to ask something in passing, read back again on a plain no to what they were
-        offered there: "How much is the yoga mat?" over a cable's return was handed to sales, and "Not today, thanks."
-        to its offer left the return unasked (blind19). None unless the words say no and ask nothing more, and the
-        agent the caller came from read back something they neither agreed to nor turned down."""
-        history = self.get_agent_history(agent.name)
-        proposal = pending_proposal(history)
-        said = history[-1].content if history and history[-1].role == "user" else ""
-        if proposal is None or consent(said, proposal) is not False or asks_more(said):
-            return None
-        router = self._router(agent)
-        if router is not None and router.sure_call(self.completion_request(agent)) is not None:
-            return None  # a no with another request after it: "No. Actually, can I speak to someone?"
-        return self._left_read_back()
-
-    def _asked_beside(self, agent: Agent) -> tuple[str, ToolCall] | None:
-        """Another agent and its lookup for what the caller asked beside their answers to the read-back just done:
-        "Yes, go on, love, send the grinder back for me money. And while I've got you, I'll have a kettle instead, the
-        one with the temperature thing. Just the one." had the grinder's return written, and the kettle was never
-        offered (blind23, 4 of 4). The sentences from the first the router is sure hands over on its own, in the
-        caller's last two turns that say yes, then in the turn that brought the caller to this agent: "I want to send
-        them back for a refund. And then, once that's sorted, I want to buy the ... headphones" (blind24, 4 of 4)."""
-        router = self._router(agent)
-        if router is None:
-            return None
-        history = self.get_agent_history(agent.name)
-        users = [m.content for m in history if m.role == "user"]
-        said_yes = [said for said in reversed(users[-2:]) if yes_or_no(said) is True]
-        # Not beside a yes: "Wait, not yet ... My last one was plastic and all scratched."
-        for said in [*said_yes, *_entering_turn(history, agent.name)]:
-            sentences = split_sentences(said.strip())
-            for i, sentence in enumerate(sentences):
-                rest = " ".join(sentences[i:])
-                hand_over = router.sure_call(
-                    replace(self.completion_request(agent), messages=(*history, Message("user", sentence)))
-                )
-                if hand_over is not None and hand_over.name.startswith(NAVIGATE_PREFIX):
-                    return self._lookup_for(hand_over.name.removeprefix(NAVIGATE_PREFIX), rest, router)
-        return None
-
-    def _lookup_for(self, name: str, said: str, router: Router) -> tuple[str, ToolCall] | None:
-        """Agent `name`'s one lookup on these words, if the router fills it."""
-        target = self.registry.agents.get(name)
-        lookups = [n for n, t in self._tools(target).items() if t.finds is not None] if target is not None else []
-        if target is None or len(lookups) != 1:
-            return None
-        messages = (*self.get_agent_history(name), Message("user", said))
-        call = self._checked_call(
-            target, router.call_of(replace(self.completion_request(target), messages=messages), lookups[0])
-        )
-        return (name, call) if call is not None else None
-
-    def _declined(self, agent: Agent) -> str | None:
-        """What is said to a plain no to the read-back, where the router is sure of no other step: "No, thank you, not
-        today." and "No, on second thought I'll keep them." went to the 1.5B, which ran out of its 20 s beside other
-        work (the tuned suite, 3 of 40)."""
-        history = self.get_agent_history(agent.name)
-        proposal = pending_proposal(history)
-        said = history[-1].content if history and history[-1].role == "user" else ""
-        if proposal is None or self._router(agent) is None or consent(said, proposal) is not False:
-            return None
-        return self.config.declined if plain_no(said) else None
-
-    def _left_read_back(self) -> ToolCall | None:
-        """The read-back call of the agent the caller came from, if it read back something the caller left unanswered
-        to ask another agent something in passing (its own tool, unconfirmed: read back again)."""
-        if not self._stack:
-            return None
-        left = self._stack[-1]
-        view = self.get_agent_history(left)
-        handed = max((i for i, m in enumerate(view) if m.role == "tool" and m.agent == left), default=-1)
-        asked = max((i for i, m in enumerate(view[:handed]) if m.role == "user"), default=-1)
-        waiting = pending_proposal(view[: asked + 1]) if asked >= 0 else None
-        spoke = any(m.role == "assistant" and m.agent == left and not m.tool_calls for m in view[asked:])
-        if waiting is None or spoke or not _in_passing(view[asked].content, waiting):
-            return None
-        arguments = {k: v for k, v in waiting.get("arguments", {}).items() if k != "confirmed"}
-        call = ToolCall("resumed_0", str(waiting["tool"]), arguments)
-        came_from = self.registry.agents[left]
-        if tool_call_errors(Completion("", (call,)), self._tools(came_from), self._context(came_from)):
-            return None
-        log.info("event=resumed client=%s agent=%s tool=%s", self.client_id, left, call.name)
-        return call
-
-    def _named_any_turn(self, agent: Agent) -> ToolCall | None:
-        """A tool the router may take on any turn (Tool.any_turn) that the caller's words name: "Can I just speak to a
-        real person, please?" over a return's read-back cost the 1.5B 4.5 s to transfer (blind3)."""
-        router = self._router(agent)
-        phrases = {name: tool.any_turn for name, tool in self._tools(agent).items() if tool.any_turn}
-        named = router.named_call(self.completion_request(agent), phrases) if router is not None and phrases else None
-        call = self._checked_call(agent, named)
-        if call is not None:
-            log.info("event=named_any_turn client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
-        return call
-
-    def _answered_question(self, agent: Agent) -> ToolCall | None:
-        """The call a tool's question asked for, the caller's words its answer, when the agent's router is sure they
-        are one ("It's M one, one A E."): the 1.5B wrote the same call, ~25 tokens, in 2-3 s."""
-        router = self._router(agent)
-        call = router.answer_call(self.completion_request(agent)) if router is not None else None
-        if call is None or tool_call_errors(Completion("", (call,)), self._tools(agent), self._context(agent)):
-            return None
-        log.info("event=question_answered client=%s agent=%s tool=%s", self.client_id, agent.name, call.name)
-        return call
-
-    def _asked_again(self, agent: Agent) -> str | None:
-        router = self._router(agent)
-        asked = router.asked_again(self.completion_request(agent)) if router is not None else None
-        if asked is not None:
-            log.info("event=asked_again client=%s agent=%s", self.client_id, agent.name)
-        return asked
 
     def _result_reply(self, calls: Sequence[ToolCall], results: dict[str, str], agent: Agent) -> str | None:
         """The last result's "say" line when every call was to a tool whose say line is the reply, else None."""
@@ -753,14 +502,14 @@ class Session:
 
     async def _run_tool(self, agent: Agent, call: ToolCall) -> str:
         tool = self.registry.tools[call.name]
-        context = self._context(agent)
+        context = self.tool_context(agent)
         # Shielded: a tool that writes an order finishes (or fails) as a whole even if the caller barges in,
         # and its result is recorded, so the history never holds a call without its result.
         task = asyncio.ensure_future(asyncio.wait_for(tool.call(call.arguments, context), self.config.tool_timeout))
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
-            self._record_tool(agent, call, await _settle(task), context)
+            self.record_tool(agent, call, await _settle(task), context)
             raise
         except Exception as error:  # noqa: BLE001 - a tool's failure is news for the model, not a crash of the call
             # The message may quote what the caller said ("no order with ..."): DEBUG only; the event keeps it.
@@ -768,10 +517,10 @@ class Session:
             log.debug("tool failed client=%s tool=%s error=%r", self.client_id, call.name, error)
             result = {"error": f"the tool failed: {error}"}
         text = result_text(result)
-        self._record_tool(agent, call, text, context)
+        self.record_tool(agent, call, text, context)
         return text
 
-    def _record_tool(self, agent: Agent, call: ToolCall, result: str, context: ToolContext) -> None:
+    def record_tool(self, agent: Agent, call: ToolCall, result: str, context: ToolContext) -> None:
         self._record(ToolCalled(agent.name, call.id, call.name, call.arguments, result))
         for request in context.requests:
             self._record(request)
@@ -793,7 +542,7 @@ class Session:
         """A routing agent's own question (triage: buy or return?), which fits whatever the caller said: the 1.5B's
         transfer, refused four times for "I'd like to return a robot vacuum cleaner ... on my husband's mobile",
         ended in "Sorry, I didn't catch that. Could you say it again?" (blind7)."""
-        router = self._router(agent)
+        router = self.steps.router(agent)
         return router.unclear(agent.name) if agent.tool_only and router is not None else None
 
     def _read_back_answered(self, agent: Agent) -> str | None:
@@ -811,22 +560,6 @@ class Session:
         return self.emit(self.config.apology)
 
 
-def _entering_turn(history: Sequence[Message], agent: str) -> list[str]:
-    """The caller's words that brought them to this agent (the last before its first own message), if any."""
-    first = next((i for i, m in enumerate(history) if m.agent == agent), len(history))
-    return [m.content for m in reversed(history[:first]) if m.role == "user"][:1]
-
-
-def _in_passing(said: str, proposal: Mapping[str, Any]) -> bool:
-    """Words that leave a read-back only to ask something: neither a yes nor a no to it, a question, and nothing turned
-    away from ("Actually, I changed my mind. I want to return the kettle I bought instead." leaves a webcam's)."""
-    return consent(said, proposal) is None and asks_more(said) and not turns_away(said) and not _MIND.search(said)
-
-
-# A mind changed, which no question in passing is.
-_MIND = re.compile(r"(?i)\bchanged? (?:my|our) minds?\b")
-
-
 def _call_key(agent: Agent, call: ToolCall) -> str:
     """A call as this turn's loop checks tell it apart: the same agent, tool and arguments are the same call."""
     return json.dumps([agent.name, call.name, call.arguments], sort_keys=True, default=str)
@@ -840,7 +573,7 @@ class _Attempt:
         self.said: list[str] = []
         self.errors: list[str] = []
         self.feedback: list[Message] = []
-        self.outcome: _Outcome | None = None
+        self.outcome: Outcome | None = None
         self.provider_failed = False
         # Sentences not spoken because they (or one before them) may not reach the caller's ear.
         self.held: list[str] = []
@@ -854,7 +587,7 @@ class _Attempt:
 
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
-        tools = self.session._tools(self.agent)
+        tools = self.session.tools_of(self.agent)
         messages = _answerable(self.agent.name, self.messages)
         request = self.session.completion_request(self.agent, messages, entered=self.entered)
         try:
@@ -870,7 +603,7 @@ class _Attempt:
         if not completion.tool_calls and (self.errors or self.held):
             completion = self._repaired(completion, tools)
         if not self.errors:
-            context = self.session._context(self.agent)
+            context = self.session.tool_context(self.agent)
             self.errors = tool_call_errors(completion, tools, context)
             if self.errors and (asking := asked_first(completion, self.errors, tools, context)) is not None:
                 self.session._record(Rescued(self.agent.name, "read_back_first", "; ".join(self.errors)))
@@ -880,7 +613,7 @@ class _Attempt:
         if self.errors:
             self.feedback = _feedback(self.agent.name, completion, self.errors)
         else:
-            self.outcome = _Outcome(completion.tool_calls)
+            self.outcome = Outcome(completion.tool_calls)
 
     def _repaired(self, completion: Completion, tools: dict[str, Tool]) -> Completion:
         """A reply held back from the speaker may be a tool call written as text: take it if it is one."""
