@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import replace
 
-from swarm.confirmations import agreed, changes_quantity, consent, pending_proposal, yes_or_no
+from swarm.confirmations import agreed, changes_quantity, pending_proposal, yes_or_no
 from swarm.messages import Message, ToolCall
 from swarm.numbers import DIGIT_WORDS
 from swarm.providers.base import Completion
@@ -144,9 +144,9 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
     answer = yes_or_no(history[users[-1]].content) if users else None
     answered = history[: users[-1] + 1] if users else []
     proposal = pending_proposal(answered)
-    if answer is not True and proposal is not None and consent(history[users[-1]].content, proposal) is True:
-        # A yes after sentences whose "not" is of what they tell ("it's not just me being fussy"), or the read-back's
-        # own count alone ("One, then.").
+    if answer is not True and proposal is not None and agreed(answered, proposal):
+        # A yes after sentences whose "not" is of what they tell ("it's not just me being fussy"), the read-back's
+        # own count alone ("One, then."), or the same words that restate it said again to it ("Five bands.").
         answer = True
     if answer is False:
         # Told to "read it back and ask them first" after a no, the 1.5B said that to the caller, with the price

@@ -83,7 +83,9 @@ _PLAIN = frozenset(
     "ye yous youse gan "
     # Fiji's, Samoa's, Tonga's, Nepal's, West Africa's, Scottish Gaelic's: "Io, yes, go ahead please. Vinaka." (a Fijian
     # soldier, blind24) ran the 1.5B out of its 20 s, 2 of 4.
-    "io vinaka bula ioe faafetai malo dhanyabad medaase daalu tapadh leat".split()
+    "io vinaka bula ioe faafetai malo dhanyabad medaase daalu tapadh leat "
+    # Estonian's "Jah, yes, that's right. Go ahead, please." (blind25, read back again).
+    "jah aitah".split()
 )
 # What holds or calls off the action itself, in a sentence before the agreement: "No, wait. Yes, go ahead." is in
 # doubt; "The kettle's not working. Yes, go ahead." is not.
@@ -286,6 +288,8 @@ def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
     if consent(said, proposal) is True:
         return True
     users = [i for i, m in enumerate(messages) if m.role == "user"]
+    if len(users) >= 2 and _said_again(said, messages[users[-2]].content, proposal):
+        return True
     if len(users) < 2 or not _a_yes(said, proposal):
         return False
     before = messages[: users[-2] + 1]
@@ -307,6 +311,22 @@ def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
         and yes_or_no(said_before) is True
         and picked_lines(said_before, earlier) == {str(_what(proposal).get("sku")): _what(proposal).get("quantity", 1)}
     )
+
+
+def _said_again(said: str, before: str, proposal: Mapping[str, Any]) -> bool:
+    """The same words said again to the read-back made for them, which they restate: its own count said last, or its
+    item named and no count. "Five altogether, marra: four for the lasses and one for mesel. Five bands." to "Shall I
+    order five for you?" (blind24), and "Just the one charger back, the one that buzzes. The young lad's keeping his,
+    and leave the speaker alone." to a charger's return (blind23) had no yes word, and were read back again each time
+    they were said (4 of 4 each). Said once, they are read back; said again to that read-back, they agree to it."""
+    if normalise(said) != normalise(before) or "?" in said or yes_or_no(said) is not None:
+        return False
+    if _OTHERWISE.search(normalise(said)) or len(quantities(proposal)) != 1 or _what(proposal).get("also"):
+        return False
+    counted = [sentence for sentence in split_sentences(said.strip()) if _asked(sentence, proposal)]
+    if counted:
+        return _asked(counted[-1], proposal) <= quantities(proposal)
+    return mentions_item(said, proposal)
 
 
 def _done(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
@@ -480,6 +500,10 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
         asked = changes[-1]  # the last correction stands
         number = _number(next(group for group in asked.groups() if group))
         return number if number != quantity else None
+    if not asks_more(text) and (alone := _last_count_alone(text)) is not None:
+        # A count said alone at the end stands: "... there's one new in the cupboard. So three mice, not four. Three,
+        # please." to four was read back as one (blind25, 4 of 4).
+        return alone if alone != quantity else None
     # A number beside a question is no change for sure: "Have ye got a speaker, a waterproof one? I'll take one if
     # ye have." to two blenders read back one blender (blind4).
     numbers = _asked(text, proposal) if not asks_more(text) else set()
@@ -498,9 +522,14 @@ def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
 def _count_alone(text: str) -> bool:
     """A last sentence that is a count and nothing else: "Hm. Rum 'un, prices these days. One, then." (blind20: the
     1.5B searched the catalogue for it, 4 of 4)."""
+    return _last_count_alone(text) is not None
+
+
+def _last_count_alone(text: str) -> int | None:
+    """The count a last sentence says and nothing else ("Three, please."), if it is one."""
     last = split_sentences(text.strip())[-1] if text.strip() else ""
     words = [w for w in normalise(last).split() if w not in _COUNT_FILLER]
-    return len(words) == 1 and _number(words[0]) is not None
+    return _number(words[0]) if len(words) == 1 else None
 
 
 # Words that say the caller cannot answer: "I don't know his new postcode or his email, love" (blind8).

@@ -721,3 +721,26 @@ def test_words_that_ask_for_more_beside_a_no_or_a_goodbye(said: str, more: bool)
     # One list for the router's "no to anything else?" and the goodbye check of end_call (it was written twice, and
     # the two differed by "too").
     assert asks_for_more(said) is more
+
+
+@pytest.mark.parametrize(
+    ("said", "quantity"),
+    [
+        # Blind25 (Scunthorpe): read back as one.
+        (
+            "Ai, wait, wait. She's just told me there's one new in the cupboard. So three mice, not four. Three, please.",
+            3,
+        ),
+        ("There's one new in the cupboard. Four, then.", None),  # the read-back's own count
+        ("There's one new in the cupboard. Is three enough?", None),  # asked, not said
+    ],
+)
+def test_a_count_said_alone_at_the_end_is_the_change(said: str, quantity: int | None) -> None:
+    assert new_quantity(said, {"tool": "place_order", "arguments": {"sku": "MS-210", "quantity": 4}}) == quantity
+
+
+async def test_were_wanting_is_a_wish_to_buy() -> None:
+    # Blind25 (Fermanagh): "Em, we're wanting webcams, the HD ones ..." went to the 1.5B, which sent 3 of 4 to refunds.
+    session = build_registry(Shop(":memory:"), {}).session("c1", SWARM, metadata={"caller": "+4915100000"})
+    said = "Sorry, the heating's not come on yet. Right. Em, we're wanting webcams, the HD ones, for the meetings."
+    assert (await session.complete(said)).startswith("We have the HD webcam")

@@ -1068,3 +1068,38 @@ async def test_the_offer_named_by_its_kind_in_a_question_held_off_is_told_about_
     told = await session.complete(said)
     assert told.startswith("We have the Smartwatch for 149 euros. Fitness smartwatch with heart rate monitor")
     assert "Smartphone case" not in told and model.requests[1:] == []
+
+
+async def test_the_same_words_restating_a_return_said_again_to_its_read_back_write_it() -> None:
+    # Blind23 (Dundalk): "Just the one charger back, the one that buzzes. The young lad's keeping his, and leave the
+    # speaker alone." to the charger's return had no yes word, and was read back again each time (4 of 4).
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("CH-110", 1)], days_ago=6)
+    refund = ("find_order", {"product": "charger"})
+    model = ScriptedProvider(
+        lambda request: reply("", ("navigate_to_refund", {}) if request.agent == "triage" else refund), name="model"
+    )
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("The phone charger buzzes in the socket, I want to send it back.")).endswith(
+        "Shall I start a return for it?"
+    )
+    said = "Just the one charger back, the one that buzzes. The young lad's keeping his, and leave the speaker alone."
+    assert (await session.complete(said)).endswith("Shall I start a return for it?")
+    assert (await session.complete(said)).startswith("Your return is registered")
+
+
+async def test_a_purchase_after_then_in_the_sentence_asking_for_the_return_is_offered_once_it_is_written() -> None:
+    # Blind25 (Mansfield): "So I want to send it back, please, and then buy the little fitness band instead, the slim
+    # one that just counts steps." had the watch's return written and the band never offered (4 of 4).
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("SW-330", 1)], days_ago=5)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    said = (
+        "The smartwatch beeps all day. So I want to send it back, please, and then buy the little fitness band instead."
+    )
+    assert (await session.complete(said)).endswith("with the Smartwatch. Shall I start a return for it?")
+    both = await session.complete("Jah, yes, that's right. Go ahead, please.")
+    assert both.startswith("Your return is registered") and both.endswith(
+        "We have the Fitness band for 39 euros. It's in stock. Shall I order one for you?"
+    )

@@ -756,3 +756,29 @@ async def test_saying_it_will_act_without_acting_goes_back_to_the_model() -> Non
     # Nor a return (blind13: "I'll return the Screen protectors for you." and nothing was returned).
     assert action_claim_errors("I understand. I'll return the Screen protectors for you.")
     assert not action_claim_errors("Your return is registered.")
+
+
+@pytest.mark.parametrize(
+    ("said", "quantity", "agrees"),
+    [
+        # Blind24 (Whitehaven) and blind23 (Dundalk): words that restate the read-back made for them, with no yes
+        # word, said again to it.
+        ("Five altogether: four for the lasses and one for mesel. Five bands.", 5, True),
+        ("Just the one lamp back, the one that buzzes. The lad's keeping his, and leave the speaker alone.", 1, True),
+        ("Five altogether: four for the lasses and one for mesel. Five bands.", 4, False),  # not its count
+        ("Four for the lasses and one for mesel.", 5, False),  # the last count said is not the read-back's
+        ("Five bands, is that the slim ones?", 5, False),  # a question
+        ("Five bands, but in blue.", 5, False),  # something else
+        ("It buzzes in the socket.", 1, False),  # names neither its count nor its item
+    ],
+)
+def test_the_same_words_restating_the_read_back_made_for_them_agree_to_it(
+    said: str, quantity: int, agrees: bool
+) -> None:
+    proposal = {"tool": "order_lamp", "arguments": {"quantity": quantity}, "item": "Fitness band lamp"}
+    read_back = Message("tool", json.dumps({"say": "Shall I?", "proposal": proposal}), tool_call_id="t")
+    messages = [Message("user", "bands"), read_back, Message("user", said), read_back, Message("user", said)]
+    assert agreed(messages, proposal) is agrees
+    assert not agreed(messages[:3], proposal)  # said once: read back
+    other = [*messages[:-1], Message("user", "Five bands, that's what I said.")]
+    assert not agreed(other, proposal)  # other words the second time

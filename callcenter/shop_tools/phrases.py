@@ -22,6 +22,7 @@ SALES_PHRASES = (
     "i need",
     "i'm after",
     "i'm wanting",  # Scotland, Ulster, the North: "I'm wantin' one of thon wee desk lamps" (blind19)
+    "we're wanting",  # "Em, we're wanting webcams, the HD ones ..." (Fermanagh, blind25: the 1.5B sent 3 of 4 to refunds)
     # "And while I've got you, I'll have a kettle instead" (blind23); not "I'll have to send it back".
     *("i'll have a", "i'll have the", "i'll have one", "i'll take a", "i'll take the"),
     "is it dear",
