@@ -97,8 +97,10 @@ def listed_products(shop: Catalogue, text: str) -> list[tuple[Product, int]]:
 
 def without_taken_back(text: str) -> str:
     """The words without the parts that take back a thing ("Not them big headphones, they're long."), when the rest
-    still names something to look for: the search for "the cheap wired ones ... with a mic" found the headphones."""
-    kept = [part for part in _parts(text) if not _TAKEN_BACK.search(part)]
+    still names something to look for: the search for "the cheap wired ones ... with a mic" found the headphones. So
+    are the parts that want a thing no more: "Because if it has, I don't want the earphones ... So just the camera then,
+    one." over the webcam on offer found and offered the earbuds (blind26, 4 of 4)."""
+    kept = [part for part in _parts(text) if not (_TAKEN_BACK.search(part) or _NOT_WANTED.search(part))]
     rest = ", ".join(kept)
     return rest if len(kept) < len(_parts(text)) and query_terms(rest).words else text
 

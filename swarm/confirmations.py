@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from swarm.english import foreign
 from swarm.messages import Message
 from swarm.numbers import COUNT_WORDS, MEASURE, SIZE, TAKEN_BACK, TENS_WORDS
 from swarm.sentences import split_sentences
@@ -105,7 +106,10 @@ _DEFERS = re.compile(
     r")\b"
 )
 # Words that ask for something else beside the time asked for: "hang on, I want the blue one instead".
-_ELSE = re.compile(r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it)\b")
+# And words that say the read-back is wrong: "Hang on, cariad, that's not right." (blind26 was told to take her time).
+_ELSE = re.compile(
+    r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it|not right|wrong|mistake)\b"
+)
 _LEADING_NO = re.compile(r"^ (?:no|nope)\b")
 _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")
 # A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."
@@ -462,11 +466,28 @@ def plain_yes(text: str, quantity: int | Collection[int] | None = None, item: fr
     change), no name but the words of the read-back's own `item` ("Yes, two kettles, that's right." to two
     electric kettles). Only listed words pass, so a change said in words never seen here is a change too. Several
     lines read back have several own quantities ("Yes. Everything: two bulb and one lamp.")."""
-    said = _THAT_ONE.sub(r"\1", normalise(text))
     own = {quantity} if isinstance(quantity, int) else set(quantity or ())
-    return yes_or_no(text) is True and all(
-        word in _PLAIN or _names(word, item) or _number(word) in own for word in said.split()
-    )
+    if yes_or_no(text) is not True:
+        return False
+    words = _THAT_ONE.sub(r"\1", normalise(text)).split()
+    if all(word in _PLAIN or _names(word, item) or _number(word) in own for word in words):
+        return True
+    # Or beside parts said in the caller's other language: "Hari, yes, go ahead with the return, please." (blind26).
+    said = " ".join(part for part in _INTERJECTION_PARTS.split(text) if not _in_other_language(part))
+    words = _THAT_ONE.sub(r"\1", normalise(said)).split()
+    return bool(words) and all(word in _PLAIN or _names(word, item) or _number(word) in own for word in words)
+
+
+# Where a caller's words break into parts an interjection may fill: "Hari, yes", "Yes, go ahead. Vinaka."
+_INTERJECTION_PARTS = re.compile(r"[,.!?;:]+")
+# As many words as an interjection has ("mm goi", "theek hai", "go raibh maith agat" is listed).
+_INTERJECTION_WORDS = 3
+
+
+def _in_other_language(part: str) -> bool:
+    """A part of a few words, none of them English (swarm.english): thanks or agreement in another language."""
+    words = normalise(part).split()
+    return 0 < len(words) <= _INTERJECTION_WORDS and all(foreign(word) for word in words)
 
 
 def _item_words(proposal: Mapping[str, Any]) -> frozenset[str]:

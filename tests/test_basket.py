@@ -8,7 +8,7 @@ from typing import cast
 import pytest
 
 from callcenter.agents import AGENTS, SWARM, build_registry
-from callcenter.basket import count_back, count_in, kept_lines, listed_products, named_lines
+from callcenter.basket import count_back, count_in, kept_lines, listed_products, named_lines, without_taken_back
 from callcenter.shop import Shop
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools import shop_tools
@@ -373,3 +373,14 @@ async def test_an_offer_left_for_another_act_is_not_turned_into_another_offer(sh
     assert (await session.complete("I'd like to buy a webcam.")).startswith("We have the HD webcam")
     instead = "Actually, I changed my mind. I want to return the kettle I bought instead."
     assert await session.complete(instead) == "The model answers."
+
+
+def test_what_the_caller_does_not_want_is_not_searched_for(shop: Shop) -> None:
+    # Blind26 (Burnley): "... I don't want the earphones, they hurt my ears anyway. So just the camera then, one." over
+    # the webcam on offer found and offered the earbuds.
+    said = "Because if it has, I don't want the earphones, they hurt my ears anyway. So just the webcam then, one."
+    assert "earphones" not in without_taken_back(said) and "webcam" in without_taken_back(said)
+    assert [p.name for p in shop.search(without_taken_back(said), limit=1)] == ["HD webcam"]
+    assert (
+        without_taken_back("I don't want the earphones.") == "I don't want the earphones."
+    )  # nothing else to look for

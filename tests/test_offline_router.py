@@ -250,6 +250,13 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Gan on then, that's canny.", True, False),  # blind22: Northumberland's "gan"
         ("Yes, go ahead, order them. Thanks a million.", True, False),  # blind20: Mayo's thanks
         ("Io, yes, go ahead please. Vinaka.", True, False),  # blind24: a Fijian's yes and thanks
+        # Blind26: agreement in a language not listed, beside an English yes, is no other word (swarm.english)...
+        ("Hari, yes, go ahead with them, please.", True, False),
+        ("Aney, yes, go ahead. Bohoma sthuthi.", True, False),
+        # ... but English words, and product names joined of two, are: read back again.
+        ("Yes, blue.", None, False),
+        ("Yes, webcam.", None, False),
+        ("Yes, the smartwatch.", None, False),
     ],
 )
 def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, agreed, changed: bool) -> None:
@@ -548,6 +555,8 @@ def test_a_request_for_the_agents_instructions_has_one_answer(said: str, refused
         ("No, hang on, I want the blue one instead.", False),  # asks for something else
         ("Hold on, is that the big one?", False),  # a question of its own
         ("Hang on, cancel that.", False),
+        ("Hang on, cariad, that's not right. One each for the rest.", False),  # blind26: a correction, not a wait
+        ("Hold on, that's wrong.", False),
         ("I haven't opened it yet.", False),
         ("No thanks.", False),
     ],
