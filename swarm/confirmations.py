@@ -82,6 +82,8 @@ _PLAIN = frozenset(
     # "You" and "go" as these islands say them: "Aye, that's it. On ye go." (Ayrshire), "Gan on then" (Northumberland)
     # were read back again, and the 1.5B ran out of its 20 s (blind22).
     "ye yous youse gan "
+    # Caithness's "Aye fairly, go ahead with that." (blind25: read back again, 9-12 s of the 1.5B, 4 of 4).
+    "fairly "
     # Fiji's, Samoa's, Tonga's, Nepal's, West Africa's, Scottish Gaelic's: "Io, yes, go ahead please. Vinaka." (a Fijian
     # soldier, blind24) ran the 1.5B out of its 20 s, 2 of 4.
     "io vinaka bula ioe faafetai malo dhanyabad medaase daalu tapadh leat "

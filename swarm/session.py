@@ -579,7 +579,8 @@ class _Attempt:
         self.held: list[str] = []
         self.looping = False
         self.completion: Completion | None = None
-        self.caller_words = _words(session.get_last_user_message() or "")
+        # Every one of the caller's turns: the 1.5B, told it repeated their last words, said their first (blind25).
+        self.caller_turns = [f" {_words(m.content)} " for m in session.get_user_history()]
         # What the agent may repeat as a promise: its instructions and what its tools returned; as a fact (a number,
         # an e-mail address), also what the caller said.
         self.grounds = " ".join([agent.prompt, *agent.system, *(m.content for m in messages if m.role == "tool")])
@@ -698,7 +699,7 @@ class _Attempt:
     def _echo_errors(self, sentence: str) -> list[str]:
         """A small model often says the caller's own words back (seen with Qwen2.5-Coder 1.5B): never an answer."""
         words = _words(sentence)
-        if len(words.split()) >= 4 and f" {words} " in f" {self.caller_words} ":
+        if len(words.split()) >= 4 and any(f" {words} " in said for said in self.caller_turns):
             return ["the reply repeats the caller's words: answer them, or call one of your tools"]
         return []
 

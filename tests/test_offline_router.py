@@ -252,6 +252,7 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         ("Io, yes, go ahead please. Vinaka.", True, False),  # blind24: a Fijian's yes and thanks
         # Blind26: agreement in a language not listed, beside an English yes, is no other word (swarm.english)...
         ("Hari, yes, go ahead with them, please.", True, False),
+        ("Aye fairly, go ahead with that.", True, False),  # blind25: Caithness
         ("Aney, yes, go ahead. Bohoma sthuthi.", True, False),
         # ... but English words, and product names joined of two, are: read back again.
         ("Yes, blue.", None, False),

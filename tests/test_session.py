@@ -585,6 +585,12 @@ async def test_the_callers_words_said_back_go_back_to_the_model():
     assert "return my kettle" not in said and session.get_agent_name() == "sales"
     errors = next(e for e in session.events if e.kind == "validation_error").errors
     assert "repeats the caller's words" in errors[0]
+    # Nor an earlier turn of theirs (blind25: told it repeated "harlandjet at example dot com", the 1.5B said the
+    # caller's first words, and they were spoken).
+    registry, _, _ = build(["Okay.", "I have a kettle to return.", "What is it?"])
+    session = registry.session("c3", "shop")
+    await session.complete("I have a kettle to return")
+    assert await session.complete("It is the red one.") == "What is it?"
     # A short yes is no echo: "Yes." may answer "yes".
     registry, _, _ = build(["Yes."])
     assert await registry.session("c2", "shop").complete("yes") == "Yes."
