@@ -156,8 +156,10 @@ def confirmation_errors(call: ToolCall, tool: Tool, history: list[Message]) -> l
         return ["confirmed=true needs the caller's clear yes to your read-back: read it back and ask them first"]
     if proposal and proposal.get("tool") == call.name:
         wanted = proposal.get("arguments", {})
-        if changes_quantity(history[users[-1]].content, proposal):
-            # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations)
+        if changes_quantity(history[users[-1]].content, proposal) and not agreed(answered, proposal):
+            # "Yes, but make it two" to three: a changed request, read back again (swarm.confirmations). Words
+            # agreed to it already had their numbers judged: "Five altogether: four for the lasses and one for
+            # mesel. Five bands." said again to five (blind24, read back again, 4 of 4).
             return [f"{CHANGED_QUANTITY}: call {call.name} without confirmed to read it back"]
         if all(call.arguments.get(k) == v for k, v in wanted.items() if k != "reason"):
             if not agreed(answered, proposal):

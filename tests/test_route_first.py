@@ -1103,3 +1103,16 @@ async def test_a_purchase_after_then_in_the_sentence_asking_for_the_return_is_of
     assert both.startswith("Your return is registered") and both.endswith(
         "We have the Fitness band for 39 euros. It's in stock. Shall I order one for you?"
     )
+
+
+async def test_the_same_words_restating_a_count_said_again_to_its_read_back_order_it() -> None:
+    # Blind24 (Whitehaven): "Five altogether, marra: four for the lasses and one for mesel. Five bands." to "Shall I
+    # order five for you?" was read back again each time: its other numbers were taken for a change.
+    search = ("search_products", {"query": "fitness band", "quantity": 5})
+    model = ScriptedProvider(
+        lambda request: reply("", ("navigate_to_sales", {}) if request.agent == "triage" else search), name="model"
+    )
+    session = session_with(model)
+    said = "Five altogether, marra: four for the lasses and one for mesel. Five bands."
+    assert (await session.complete(said)).endswith("Shall I order five for you?")
+    assert (await session.complete(said)).startswith("Your order is placed.")
