@@ -13,6 +13,7 @@ from swarm.events import ToolCalled
 from swarm.messages import CompletionRequest
 from swarm.providers.offline import TAKE_YOUR_TIME
 from swarm.providers.scripted import ScriptedProvider, reply
+from swarm.session import Session
 from swarm.specs import SessionConfig
 
 CALLER = "+4930123456"
@@ -29,6 +30,14 @@ def asks_which(request: CompletionRequest):
 def session_with(model: ScriptedProvider, *, route_first: bool = True):
     registry = build_registry(Shop(":memory:"), dict.fromkeys(AGENTS, model), route_first=route_first)
     return registry.session("c1", SWARM, metadata={"caller": CALLER})
+
+
+def refund_caller(sku: str, days_ago: int) -> tuple[Session, ScriptedProvider]:
+    """A caller with one order of `sku`, and a model that hands every turn to refunds (triage's step)."""
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [(sku, 1)], days_ago=days_ago)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    return build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER}), model
 
 
 async def test_a_plain_wish_to_buy_is_answered_without_the_model() -> None:
@@ -996,10 +1005,7 @@ async def test_a_demand_with_no_goodbye_in_it_stays_with_the_refused_security_qu
 async def test_a_thing_asked_for_beside_the_yes_to_a_return_is_offered_once_the_return_is_written() -> None:
     # Blind23 (Bolton): "Yes, go on, love, send the grinder back for me money. And while I've got you, I'll have a
     # kettle instead ... Just the one." had the return written, and the kettle was never offered (4 of 4).
-    shop = Shop(":memory:")
-    shop.seed_demo_order(CALLER, [("CF-420", 1)], days_ago=5)
-    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    session, model = refund_caller("CF-420", days_ago=5)
     await session.complete("I'm sending back the coffee grinder I got off you, it's far too loud.")
     said = "Yes, send the grinder back. And while I'm on, I'll have a toaster instead, the two-slice one. Just the one."
     assert (await session.complete(said)).startswith("Shall I start the return of 1 Coffee grinder")
@@ -1013,10 +1019,7 @@ async def test_a_thing_asked_for_beside_the_yes_to_a_return_is_offered_once_the_
 async def test_a_mind_changed_for_another_agent_is_no_question_in_passing() -> None:
     # Words that ask, but change the caller's mind ("I've changed my mind, can I return the kettle?"), leave the offer
     # for good: after the return it is not read back.
-    shop = Shop(":memory:")
-    shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=4)
-    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    session, _ = refund_caller("KT-410", days_ago=4)
     assert (await session.complete("I'd like to buy a webcam.")).endswith("Shall I order one for you?")
     assert "Electric kettle" in await session.complete("Hm, I've changed my mind. Can I return my kettle?")
     done = await session.complete("Yes, please.")
@@ -1027,10 +1030,7 @@ async def test_a_purchase_asked_for_in_the_words_that_asked_for_the_return_is_of
     # Blind24 (Wrexham): "I want to send them back for a refund. And then, once that's sorted, I want to buy the proper
     # wireless over-ear headphones, the noise-cancelling ones." had the return written and the headphones never offered
     # (4 of 4); and "noise-cancelling" was a wish to cancel beside the wish to buy.
-    shop = Shop(":memory:")
-    shop.seed_demo_order(CALLER, [("HP-200", 1)], days_ago=4)
-    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    session, model = refund_caller("HP-200", days_ago=4)
     first = (
         "The mic on the wired earbuds crackles. I want to send them back for a refund. And then, once that's sorted, "
         "I want to buy the proper wireless over-ear headphones, the noise-cancelling ones."
@@ -1045,10 +1045,7 @@ async def test_a_purchase_asked_for_in_the_words_that_asked_for_the_return_is_of
 
 async def test_a_return_says_how_much_comes_back() -> None:
     # Blind24 (Oswestry): "And how much did I pay for the blender? ... do I get all of it back" was never answered.
-    shop = Shop(":memory:")
-    shop.seed_demo_order(CALLER, [("BL-440", 1)], days_ago=8)
-    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    session, _ = refund_caller("BL-440", days_ago=8)
     await session.complete("The blender's motor smells of burning, I want to send it back. How much did I pay for it?")
     done = await session.complete("Yes, that's right, just the blender. Go on, then.")
     assert done.endswith(
@@ -1091,10 +1088,7 @@ async def test_the_same_words_restating_a_return_said_again_to_its_read_back_wri
 async def test_a_purchase_after_then_in_the_sentence_asking_for_the_return_is_offered_once_it_is_written() -> None:
     # Blind25 (Mansfield): "So I want to send it back, please, and then buy the little fitness band instead, the slim
     # one that just counts steps." had the watch's return written and the band never offered (4 of 4).
-    shop = Shop(":memory:")
-    shop.seed_demo_order(CALLER, [("SW-330", 1)], days_ago=5)
-    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    session, _ = refund_caller("SW-330", days_ago=5)
     said = (
         "The smartwatch beeps all day. So I want to send it back, please, and then buy the little fitness band instead."
     )
