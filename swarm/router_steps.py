@@ -58,6 +58,7 @@ class Turns(Protocol):
     @property
     def came_from(self) -> str | None: ...
     def get_agent_history(self, agent: str | None = None) -> list[Message]: ...
+    def get_user_history(self) -> list[Message]: ...
     def completion_request(
         self, agent: Agent, messages: Sequence[Message] | None = None, *, entered: bool = False
     ) -> CompletionRequest: ...
@@ -77,8 +78,8 @@ class RouterSteps:
     async def routed(self, agent: Agent, entered: bool) -> Outcome | None:
         """The agent's next step without a generation, where its router is sure of it: a tool-only agent's
         call, or, just handed the caller, its first one. A lookup (Tool.finds) is run here and counts only if
-        it found something or asks the caller a question; finding nothing it is dropped unrecorded, and the model
-        answers."""
+        it found something or asks the caller a question, or ran on the caller's first words; else, finding nothing, it
+        is dropped unrecorded, and the model answers."""
         passed = self._passed_offer(agent) if agent.tool_on_entry and not entered else None
         if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None))):
             return self._sure_hand_over(agent)
@@ -127,7 +128,8 @@ class RouterSteps:
                 named = names_item(said, offered) and (same_action(offered, proposal) or narrows(offered, proposal))
                 recounted = recounts(offered, proposal) and changes_quantity(said, proposal)
                 found = told or adds_to(offered, proposal) or named or recounted
-        if not found and control == (self.session.escalated(), self.session.ended()):
+        kept = found or (entered and self._first_words())
+        if not kept and control == (self.session.escalated(), self.session.ended()):
             return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
         text = result_text(result)
         self.session.record_tool(agent, call, text, context)
@@ -169,6 +171,13 @@ class RouterSteps:
         if router is None or len(lookups) != 1:
             return None
         return self._checked_call(agent, router.call_of(request, lookups[0]))
+
+    def _first_words(self) -> bool:
+        """Whether a lookup run on entry has only the caller's first words to go on. Finding nothing there, it
+        is the answer: the model, with nothing earlier to draw on, looked again on the same words and found nothing
+        too (in the eval logs, the 1.5B found something after an empty lookup on entry only in words said to another
+        agent before), for 4-5 s more beside a second call ("next day delivery on air fryers", heard latency)."""
+        return len(self.session.get_user_history()) == 1
 
     def router(self, agent: Agent) -> Router | None:
         router = (

@@ -1,5 +1,6 @@
 """The router takes the steps it is sure of before the model (Agent.router): triage's hand-over and, handed the
-caller, the likely lookup on their words. What it is unsure of, and a lookup that finds nothing, is the model's."""
+caller, the likely lookup on their words. What it is unsure of, and a lookup that finds nothing after earlier words,
+is the model's."""
 
 from __future__ import annotations
 
@@ -57,14 +58,33 @@ async def test_without_route_first_the_model_takes_every_step() -> None:
     assert [r.agent for r in model.requests] == ["triage", "sales"]
 
 
-async def test_a_lookup_that_finds_nothing_is_dropped_and_the_model_answers() -> None:
-    model = ScriptedProvider(asks_which, name="model")
+def greets_then_asks_which(request: CompletionRequest):
+    """asks_which, after triage answered the caller's first words (a greeting) itself."""
+    if sum(m.role == "user" for m in request.messages) == 1:
+        return reply("Hello! How can I help you today?")
+    return asks_which(request)
+
+
+async def test_a_lookup_that_finds_nothing_after_earlier_words_is_dropped_and_the_model_answers() -> None:
+    model = ScriptedProvider(greets_then_asks_which, name="model")
     session = session_with(model)
+    await session.complete("Good morning.")
     answer = await session.complete("I want to buy something nice.")
     assert answer == "What product are you looking for?"
-    # The router handed over (no triage request); the empty search left no trace the model would read.
-    assert [r.agent for r in model.requests] == ["sales"]
-    assert not any(m.tool_name == "search_products" for m in model.requests[0].messages)
+    # The router handed over (no second triage request); the empty search left no trace the model would read.
+    assert [r.agent for r in model.requests] == ["triage", "sales"]
+    assert not any(m.tool_name == "search_products" for m in model.requests[1].messages)
+
+
+async def test_a_lookup_that_finds_nothing_on_the_first_words_is_the_answer() -> None:
+    # Heard latency, two calls at once: the 1.5B searched "air fryer" again after the router found nothing, found
+    # nothing, and the same "couldn't find" line came 4-5 s later. With nothing said before, nothing else is to go on.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    answer = await session.complete("Do you do next day delivery on air fryers? I need one by Saturday.")
+    assert answer.startswith("I'm sorry, I couldn't find that.")
+    assert session.get_agent_name() == "sales"
+    assert model.requests == []
 
 
 async def test_words_of_a_past_purchase_leave_the_router_unsure() -> None:
@@ -381,8 +401,9 @@ async def test_a_read_back_the_model_could_not_answer_is_asked_again_not_a_place
 async def test_a_plain_yes_to_an_open_question_hears_the_question_again(said: str, asked_again: bool) -> None:
     # Heard latency, two calls at once: "Yes, please." to "What else could I look up for you?" names nothing to look
     # up, and the 1.5B took 4-14 s to ask what they wanted. A yes in more words, or a no, is still the model's.
-    model = ScriptedProvider(asks_which, name="model")
+    model = ScriptedProvider(greets_then_asks_which, name="model")
     session = session_with(model)
+    await session.complete("Good morning.")
     asked = await session.complete("I want to buy something nice.")
     assert asked == "What product are you looking for?"
     before = len(model.requests)
