@@ -674,6 +674,9 @@ class _Attempt:
         """
         if self.held or self.looping:
             self.held.append(sentence)
+            # Two sentences of the caller's own words said back are a parrot, not a preface to a tool call: the 1.5B
+            # went on through a 60-word first turn for 20-25 s (blind25), so the stream stops and the model is told.
+            self.looping = sum(bool(self._echo_errors(held)) for held in self.held) >= 2
             return False
         if sentence in self.said:
             # A small model that repeats itself would go on until the token limit: stop it here.

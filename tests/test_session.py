@@ -13,7 +13,7 @@ from swarm.checks import action_claim_errors, promise_errors, unfounded_errors
 from swarm.confirmations import agreed
 from swarm.events import CallEnded, DigitsRequested, Escalated, ValidationFailed, events_from_json, events_to_json
 from swarm.messages import Message
-from swarm.providers.base import Completion, ProviderUnavailable
+from swarm.providers.base import Completion, Delta, ProviderUnavailable
 from swarm.providers.offline import OfflineRouter
 from swarm.providers.scripted import ScriptedProvider, reply
 from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmSpec, navigate_back_tool, navigate_tool
@@ -594,6 +594,45 @@ async def test_the_callers_words_said_back_go_back_to_the_model():
     # A short yes is no echo: "Yes." may answer "yes".
     registry, _, _ = build(["Yes."])
     assert await registry.session("c2", "shop").complete("yes") == "Yes."
+
+
+class Parrot:
+    """A model that says the caller's first words back over and over (to its token limit), then, told, answers."""
+
+    name = "parrot"
+
+    def __init__(self) -> None:
+        self.requests: list = []
+        self.pulled = 0
+
+    async def stream(self, request):
+        self.requests.append(request)
+        if len(self.requests) > 1:
+            yield Delta("What can I do for you?")
+            yield Completion("What can I do for you?")
+            return
+        first = next(m.content for m in request.messages if m.role == "user")
+        for _ in range(50):
+            for word in first.split(" "):
+                self.pulled += 1
+                yield Delta(word + " ")
+        yield Completion(first * 50)
+
+
+async def test_the_callers_words_said_back_at_length_stop_the_stream():
+    # Blind25: the 1.5B said a 60-word first turn back for 20-25 s before it was told. Two sentences said back are
+    # no preface to a tool call: the stream stops there, and the model is told at once.
+    parrot = Parrot()
+    registry = Registry()
+    registry.add_provider("parrot", parrot)
+    registry.add_agent(Agent("triage", "You triage.", "parrot", ()))
+    registry.add_swarm(SwarmSpec("shop", ("triage",), "triage"))
+    session = registry.session("c1", "shop")
+    said = "Hello there, I bought a kettle last week. It leaks all over the worktop now. I want my money back please."
+    assert await session.complete(said) == "What can I do for you?"
+    assert parrot.pulled < 2 * len(said.split(" "))  # not fifty times over
+    errors = next(e for e in session.events if e.kind == "validation_error").errors
+    assert "repeats the caller's words" in errors[0]
 
 
 def control_registry() -> Registry:
