@@ -137,6 +137,11 @@ _OTHER = re.compile(
     rf"\bother {_NUMBER}\b|{TAKEN_BACK.pattern}|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
     rf"|\bof the {_NUMBER}\b"
 )
+# Words that take all of several read back and say nothing else: "Both, please." to one of each.
+_BOTH_ALONE = re.compile(
+    r" +(?:(?:oh|ok|okay|right|well|er|um|erm|mm) +)*(?:both|the two|one of each|all|all three|the lot)"
+    r"(?: +(?:of them|please|then|thanks|thank you|love|mate|ta))* +"
+)
 # Words that take all of several read back, whichever of them are named by a name of their own.
 _ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?(?:same|one) order|one of each)\b")
 # Words that ask for something beside what was read back: "both, and a mouse as well", "another one".
@@ -219,6 +224,8 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return None  # "Wait, make it three instead": the change is read back again
     if answer is False and picked_lines(text, proposal) is not None:
         return None  # a no to one of several read back, and a pick of the rest: read back again
+    if answer is None and _what(proposal).get("also") and _BOTH_ALONE.fullmatch(normalise(text)):
+        return True  # "Both, please." to "Shall I order one of each for you?"
     if answer is not True:
         return answer
     if picked_lines(text, proposal) is not None or _other_action(text, proposal):

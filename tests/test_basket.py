@@ -164,6 +164,42 @@ async def test_two_products_asked_for_at_once_are_offered_and_ordered_as_one_ord
     ]
 
 
+@pytest.mark.parametrize(
+    ("said", "answer", "ordered"),
+    [
+        ("Both, please.", "Your order is placed.", True),
+        ("Oh, both of them then, thanks.", "Your order is placed.", True),
+        ("Both are too dear for me.", "The model answers.", False),
+        ("Both, but in blue.", "The model answers.", False),
+    ],
+)
+async def test_each_price_asked_for_is_said_and_both_takes_both(shop: Shop, said: str, answer: str, ordered: bool):
+    # Blind26: "How much is the camera, and how much the earphones? Tell me both, please." heard one price.
+    model = answers("The model answers.")
+    session = session_with(shop, model)
+    offer = await session.complete("How much is the power bank, and how much is the wireless charging pad?")
+    assert offer.startswith("We have the Power bank for 34.50 euros and the Wireless charging pad for 29.90 euros.")
+    assert offer.endswith("Shall I order one of each for you?")
+    assert (await session.complete(said)).startswith(answer)
+    assert bool(shop.find_orders(customer_phone=CALLER)) is ordered
+
+
+async def test_each_price_asked_for_is_said_of_what_the_words_found(shop: Shop) -> None:
+    # Neither "camera" nor "earphones" names a product here; the words around them found both.
+    session = session_with(shop, answers("The model answers."))
+    offer = await session.complete(
+        "I need a camera for video calls on the computer, and cheap earphones with a wire and a microphone. How much "
+        "is the camera, and how much are the earphones?"
+    )
+    assert offer.startswith("We have the HD webcam for 49 euros and the Wired earbuds for 19.90 euros.")
+
+
+async def test_one_price_asked_for_beside_another_question_is_one_product(shop: Shop) -> None:
+    session = session_with(shop, answers("The model answers."))
+    offer = await session.complete("How much is the kettle, and how much is delivery?")
+    assert offer.startswith("We have the Electric kettle for 45 euros.") and "Shall I order one for you?" in offer
+
+
 async def test_a_product_added_at_the_read_back_joins_the_order_on_offer(shop: Shop) -> None:
     model = answers("The model answers.")
     session = session_with(shop, model)

@@ -1131,3 +1131,32 @@ async def test_the_same_words_restating_a_count_said_again_to_its_read_back_orde
     said = "Five altogether, marra: four for the lasses and one for mesel. Five bands."
     assert (await session.complete(said)).endswith("Shall I order five for you?")
     assert (await session.complete(said)).startswith("Your order is placed.")
+
+
+def sold_out(sku: str) -> Shop:
+    shop = Shop(":memory:")
+    shop._db.write(lambda conn: conn.execute("UPDATE products SET stock = 0 WHERE sku = ?", (sku,)))
+    return shop
+
+
+async def test_an_offer_turned_away_for_another_product_offers_that_one() -> None:
+    # "I'll have one" beside "what a shame ... instead" wants another thing: the speaker was read back again.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    assert (await session.complete("Have you got the waterproof speaker?")).startswith("We have the Portable speaker")
+    other = await session.complete("Ah, what a shame. I'll have one of your power banks instead, for the boat.")
+    assert other.startswith("We have the Power bank for 34.50 euros.") and model.requests == []
+
+
+async def test_a_product_code_the_model_made_up_offers_what_the_caller_named() -> None:
+    # Blind27 (4 of 4): the speaker sold out, "I'll have one of your power banks instead" went to the 1.5B, which
+    # ordered "PB-400" (no such code) with {"name": 1, "sku": 1, "product": 1} beside it: "I can't find that product".
+    shop = sold_out("SP-300")
+    made_up = {"sku": "PB-400", "quantity": 1, "also": {"name": 1, "sku": 1, "product": 1}}
+    model = ScriptedProvider(lambda request: reply("", ("place_order", made_up)), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    assert "out of stock" in await session.complete("Have you got the waterproof speaker?")
+    other = await session.complete("Ah, what a shame. I'll have one of your power banks instead, for the boat.")
+    assert other.startswith("We have the Power bank for 34.50 euros.")
+    assert (await session.complete("Yes, please.")).startswith("Your order is placed.")
+    assert [line.sku for order in shop.find_orders(customer_phone=CALLER) for line in order.lines] == ["PB-130"]

@@ -78,6 +78,10 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             # An open question: to "Could you describe it another way?" callers said "Yes, please.", which the
             # 1.5B took for a yes to an order (place_order refused: a second completion, 5 s in all).
             return {"products": [], "say": "I'm sorry, I couldn't find that. What else could I look up for you?"}
+        if len(found) >= 2 and (prices := _prices_asked(_last_said(context))) >= 2:
+            # "How much is the camera, and how much the earphones? Tell me both, please." heard the webcam's price
+            # alone, though the search had found both (blind26): one price for each question.
+            return _basket([(product, 1) for product in found[:prices]])
         return _found(found, quantity, asked=query)
 
     def _still_offered(context: ToolContext, found: list[Product]) -> Product | None:
@@ -86,7 +90,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         charging pad and sold it instead of the power bank on offer (blind6). "A case for it" names a case. Found
         again or not found at all, it is told about when they ask: "Not yet ... it is real glass, yes?" (blind16)."""
         events = context.session.events
-        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        said = _last_said(context)
         offered = _offered_sku(events)
         if offered is not None and not found and "?" in said and yes_or_no(said) is True:
             # A yes with a question nothing else answers: "Go on then, I'll have the one. Does he do bagels an' all?"
@@ -111,7 +115,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         may be named by its kind: "Hang about ... Do thik watch need one of they smartphones to work?" of the
         Smartwatch sold a Smartphone case (blind24)."""
         events = context.session.events
-        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        said = _last_said(context)
         offered = _offered_sku(events)
         if offered is None or not (holds_off(said) and "?" in said) or turns_away(said):
             return None
@@ -122,7 +126,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
     def _added(context: ToolContext, query: str) -> list[tuple[Product, int]]:
         """The products on offer and one more the caller adds to them ("And the wireless mouse too, mind."), or []."""
         events = context.session.events
-        said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+        said = _last_said(context)
         offered = offered_lines(events, "place_order")
         if not offered or not ADDING.search(said) or turns_away(said) or yes_or_no(said) is False:
             return []
@@ -150,7 +154,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             also: more products on the same order, product code to how many
         """
         try:
-            more = more_items(sku, also)
+            more = _more(sku, also)
             if more:
                 return _place_basket(context, {sku: quantity, **more}, confirmed)
             return _place_order(context, sku, quantity, confirmed)
@@ -163,7 +167,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         it also put the product's own fields in `also` (dropped: _more_products). Words for a product stay (the search
         fallback below)."""
         sku = str(arguments.get("sku", ""))
-        more = list(more_items(sku, arguments.get("also")))
+        more = list(_more(sku, arguments.get("also")))
         try:
             errors = [f"{code!r} is not a product code" for code in more if shop.get_product(code) is None]
             if not re.search(r"[a-z]", sku, re.I) and shop.get_product(sku) is None:
@@ -173,6 +177,12 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         if errors:
             errors.append("use only product codes that search_products returned in this call")
         return errors
+
+    def _more(sku: str, also: Any) -> dict[str, int]:
+        """more_items, without the words that are no code of this shop and hold no digit: the 1.5B wrote {"product":
+        1} and {"name": 1, "sku": 1} beside the power bank it meant (blind27)."""
+        items = more_items(sku, also)
+        return {code: count for code, count in items.items() if re.search(r"\d", code) or shop.get_product(code)}
 
     def _place_basket(context: ToolContext, wanted: dict[str, int], confirmed: bool) -> dict[str, Any]:
         lines: list[tuple[Product, int]] = []
@@ -226,10 +236,12 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         product = shop.get_product(sku)
         if product is None:
             # The 1.5B, never having searched, passed the caller's words as the code ("coffee machine"): what
-            # the catalogue finds for them is offered, as search_products would, and nothing is written.
-            found = shop.search(sku, limit=3)
+            # the catalogue finds for them is offered, as search_products would, and nothing is written. Or a code
+            # of its own ("PB-400" for "one of your power banks instead", blind27, 4 of 4): the caller's words.
+            by_code, said = shop.search(sku, limit=3), without_taken_back(_last_said(context))
+            found = by_code or [p for p in shop.search(said, limit=3) if may_mean(said, p)]
             if found:
-                return _found(found, quantity, asked=sku)
+                return _found(found, quantity, asked=sku if by_code else said)
             return {
                 "error": f"no product {sku!r}",
                 "say": "I'm sorry, I can't find that product. Which one would you like?",
@@ -317,15 +329,29 @@ def _offer(product: Product, quantity: int) -> dict[str, Any]:
 _COLOURS = re.compile(
     r"\b(?:black|white|blue|red|green|grey|gray|pink|silver|gold|yellow|orange|purple|brown|navy|beige|cream)\b"
 )
+# A question for a price, each one: "How much is the camera, and how much the earphones?" asks two.
+_PRICE_QUESTION = re.compile(
+    r"(?i)\bhow much\b|\bwhat (?:does|do|would|will)\b[^?.]{1,60}?\bcost\b|\bprice (?:of|for)\b|\bwhat price\b"
+)
 # Words that point back at what is on offer: "off it", "the price of it", "that one".
 _REFERS_BACK = re.compile(r"(?i)\b(?:it|its|that one|this one)\b")
+
+
+def _prices_asked(said: str) -> int:
+    """How many prices the words ask for: a question each, or "both" beside one."""
+    asked = len(_PRICE_QUESTION.findall(said))
+    return 2 if asked == 1 and re.search(r"(?i)\bboth\b", said) else asked
+
+
+def _last_said(context: ToolContext) -> str:
+    return next((e.text for e in reversed(context.session.events) if isinstance(e, UserText)), "")
 
 
 def _asks_a_variant(context: ToolContext, product: Product) -> bool:
     """The caller's last words ask for a size or a colour the product's name does not have ("One pair I take. Size
     forty-four, black." of the Running shoes, blind14): an order holds a product and a count, so the read-back says
     that neither is noted, before the caller agrees to it."""
-    said = next((e.text for e in reversed(context.session.events) if isinstance(e, UserText)), "")
+    said = _last_said(context)
     colours = set(_COLOURS.findall(said.lower())) - set(product.name.lower().split())
     return bool(SIZE.search(said) or colours)
 

@@ -35,6 +35,8 @@ from swarm.confirmations import (
     proposal_in,
     restates_item,
     restates_quantity,
+    same_action,
+    turned_away,
     yes_or_no,
 )
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
@@ -323,7 +325,16 @@ class OfflineRouter:
             not asks_more(last.content)
         )
         changed = _read_back_again(proposal, last.content, request.tools, unchanged=unchanged)
-        return replace(changed.tool_calls[0], id="router_0") if changed is not None else None
+        if changed is None:
+            return None
+        call = changed.tool_calls[0]
+        if (
+            not mentions_item(last.content, proposal)
+            and turned_away(last.content, proposal)
+            and same_action({"tool": call.name, "arguments": call.arguments}, proposal)
+        ):
+            return None  # "Ah, that's a shame. I'll have one of your power banks instead" to the speaker on offer
+        return replace(call, id="router_0")
 
     def named_call(self, request: CompletionRequest, phrases: Mapping[str, tuple[str, ...]]) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
