@@ -20,6 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from swarm.english import foreign
+from swarm.headcount import headcount
 from swarm.messages import Message
 from swarm.numbers import COUNT_WORDS, MEASURE, SIZE, TAKEN_BACK, TENS_WORDS
 from swarm.sentences import split_sentences
@@ -69,8 +70,9 @@ _PLAIN = frozenset(
     "ah oh now can dat's dat an "
     # Whom a caller calls it to: "Yes, good, do it, my friend. Send them back." (blind17: the 1.5B's 20 s, 2 of 4).
     "friend brother boss chief "
-    # "Iva, I'll have one, please." (blind18).
-    "have "
+    # "Iva, I'll have one, please." (blind18). Guernsey's "Yes my love, three toasters, that's it, eh. Go ahead."
+    # (blind28: read back again, 4 of 4).
+    "have eh "
     # Agreement in the languages callers here grow up with, said beside an English yes: "Dobro, good. Yes, now you can
     # order it." (blind17, Croatian), "Eshi, eshi. Okay." (Amharic), "Iva, yes" (Maltese), "Haanji, yes" (Punjabi).
     "dobro dobrze tak da bine haan haanji ji theek achha acha eshi iva evet tamam si vale bene sim oui bon ja gut "
@@ -137,6 +139,10 @@ _OTHER = re.compile(
     rf"\bother {_NUMBER}\b|{TAKEN_BACK.pattern}|\b(?:keep|keeping|hang on to|hold on to) (?:the )?{_NUMBER}\b"
     rf"|\bof the {_NUMBER}\b"
 )
+# Words that say the caller needs no more of a thing: "I have plenty of cables at the depot".
+_HAVE_ENOUGH = re.compile(r"(?i)\b(?:i|we)(?: have|'ve)(?: got)? (?:plenty|loads|lots|enough)\b")
+# Words that point back at a thing just named: "The cable, leave it".
+_BACK = re.compile(r"(?i)\b(?:it|them|that one|those)\b")
 # Words that take all of several read back and say nothing else: "Both, please." to one of each.
 _BOTH_ALONE = re.compile(
     r" +(?:(?:oh|ok|okay|right|well|er|um|erm|mm) +)*(?:both|the two|one of each|all|all three|the lot)"
@@ -395,8 +401,13 @@ def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | Non
     # A line named only where the caller says no to it, or keeps it, is not picked: "Only the keyboard. Mouse no, he
     # take my old one." (blind16), "No, no, precisely: only the charger. The cable I keep." (blind17) name both.
     clauses = [c for c in re.split(r"[.,;!?]+|\bbut\b", text) if c.strip()]
-    kept = [normalise(c) for c in clauses if yes_or_no(c) is not False and not _KEEPS.search(normalise(c))]
-    if _ALL_OF_THEM.search(" ".join(kept)):
+    left = [yes_or_no(c) is False or bool(_KEEPS.search(normalise(c)) or _HAVE_ENOUGH.search(c)) for c in clauses]
+    # A thing named, then left by words pointing back at it: "The cable, leave it, my brother" (blind28: ordered).
+    left = [
+        was or (i + 1 < len(left) and left[i + 1] and bool(_BACK.search(clauses[i + 1]))) for i, was in enumerate(left)
+    ]
+    kept = [normalise(c) for c, was in zip(clauses, left, strict=True) if not was]
+    if _ALL_OF_THEM.search(" ".join(kept)) and not any(left):
         return None  # "And the stand, I take it also. So one camera and one stand, on the same order." (blind18)
     said = [_THAT_ONE.sub(r"\1", clause).split() for clause in kept]
     naming = {
@@ -530,6 +541,9 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
         asked = changes[-1]  # the last correction stands
         number = _number(next(group for group in asked.groups() if group))
         return number if number != quantity else None
+    if (people := headcount(text)) is not None:
+        # One each for the people counted: "six on the shift counting me, less Mick and Dave" to six (blind28).
+        return people if people != quantity else None
     if not asks_more(text) and (alone := _last_count_alone(text)) is not None:
         # A count said alone at the end stands: "... there's one new in the cupboard. So three mice, not four. Three,
         # please." to four was read back as one (blind25, 4 of 4).
@@ -545,6 +559,8 @@ def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     fine." to one."""
     asked, own = _asked(text, proposal), quantities(proposal)
     several = len(own) > 1 or bool(_what(proposal).get("also"))  # "Just the one" may pick one of them out
+    if not several and (people := headcount(text)) is not None:
+        return people in own  # "Same as I said then: six on the shift counting me, less Mick and Dave" to four
     agrees = yes_or_no(text) is True or _count_alone(text)
     return not several and agrees and bool(asked) and asked <= own
 
@@ -556,10 +572,15 @@ def _count_alone(text: str) -> bool:
 
 
 def _last_count_alone(text: str) -> int | None:
-    """The count a last sentence says and nothing else ("Three, please."), if it is one."""
+    """The count the last part of a last sentence says and nothing else ("Three, please."; "... so it's four bottles
+    I'm after, four." after "Six on the shift counting me, less Mick and Dave", blind28), if it is one."""
     last = split_sentences(text.strip())[-1] if text.strip() else ""
-    words = [w for w in normalise(last).split() if w not in _COUNT_FILLER]
-    return _number(words[0]) if len(words) == 1 else None
+    parts = [words for part in re.split(r"[,;:]", last) if (words := _uncounted(part))]
+    return _number(parts[-1][0]) if parts and len(parts[-1]) == 1 else None
+
+
+def _uncounted(part: str) -> list[str]:
+    return [w for w in normalise(part).split() if w not in _COUNT_FILLER]
 
 
 # Words that say the caller cannot answer: "I don't know his new postcode or his email, love" (blind8).

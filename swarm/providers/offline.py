@@ -39,6 +39,7 @@ from swarm.confirmations import (
     turned_away,
     yes_or_no,
 )
+from swarm.headcount import headcount
 from swarm.messages import CompletionRequest, ToolCall, ToolSpec
 from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, MEASURE, counting_nothing
 from swarm.providers.base import Classifier, Completion, Delta
@@ -617,7 +618,10 @@ def _echoed_question(sentence: str) -> bool:
 
 
 def said_quantity(text: str) -> int | None:
-    """How many the words ask for: the last count said with its unit, else the first number that counts things."""
+    """How many the words ask for: one each for the people they count (swarm.headcount), else the last count said
+    with its unit, else the first number that counts things."""
+    if (people := headcount(text)) is not None:
+        return people
     said = normalise(text)
     counted = _COUNTED.findall(said)
     said = _JUST_ONE.sub(" 1 ", said)

@@ -1,0 +1,59 @@
+"""How many people "one each" is for, counted as callers count them for a group: "There's six of us on the shift
+counting me, but Mick and Dave have already got theirs, so one each for the rest of us" is four. The 1.5B cannot do
+the sum (blind26: eight less three read back as eight), nor could the router, which read the first number said."""
+
+from __future__ import annotations
+
+import re
+
+from swarm.numbers import COUNT_WORDS
+from swarm.sentences import split_sentences
+
+_N = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + r")"
+# One for each of them: "one each", "one set each", "one for each", "one apiece", "one for every".
+_EACH = re.compile(r"(?i)\bone (?!of\b)(?:\w+ )?(?:each|apiece)\b|\bone (?:\w+ )?for (?:each|every)\b")
+# A purchase told of, not asked for: "Last week I ordered two of the humidifiers ... one for each of the twins'
+# bedrooms" sends one back.
+_PAST = re.compile(r"(?i)\b(?:ordered|bought|got them|had them|returned)\b")
+# A group counted: "six of us", "the four lads", "my three boys", "six on the shift", "eight in the class".
+_GROUP = re.compile(
+    rf"(?i)\b{_N} (?:of (?:us|them|you|my|our|the)\b|(?:on|in) the \w+|people\b|folk\b)"
+    rf"|\b(?:my|our|the|all|there'?s|there are|we'?re|we are) {_N} (?!euros?|pounds?|quid|pence|bucks|of each)[a-z]+"
+)
+# A name or a person: "Mick", "me", "my nephew Andreas", "our Bilal", "the new lad".
+_PERSON = r"(?:me|myself|I|(?:my|our|the) (?:new )?(?!own\b|rest\b|others?\b)[a-z]+(?: [A-Z][a-z]+)?|[A-Z][a-z]+)"
+_PEOPLE = rf"{_PERSON}(?:(?:,| and|, and) {_PERSON})*"
+# People left out of it: "less Mick and Dave", "except Glenys and Mair", "not counting me".
+_LESS = re.compile(rf"\b(?:less|minus|except|bar|but not|not counting|apart from|other than) ({_PEOPLE})")
+# People who have one already: "Mick and Dave have already got theirs", "Glenys and Mair bring their own".
+_OWN = re.compile(
+    rf"\b({_PEOPLE})(?:'ve| have| has| had)?(?: already)? (?:got|have|has|bring|brings|brought|had|use|uses)"
+    rf"(?: already)? (?:(?:their|his|her|my|our) own|theirs|his|hers|mine|ours)\b"
+)
+# People added to it: "plus Andreas", "and one for my nephew Andreas".
+_PLUS = re.compile(rf"\bplus ({_PEOPLE})")
+_ONE_MORE = re.compile(r"(?i)\b(?:and|plus) one (?:\w+ )?for (?!each|every|all|the rest|them|us)")
+
+
+def headcount(text: str) -> int | None:
+    """How many "one each" comes to, when the words count the people it is for and say one each; else None."""
+    each = _EACH.search(text)
+    if each is None or any(_PAST.search(s) and each.group() in s for s in split_sentences(text)):
+        return None
+    groups = [next(g for g in match.groups() if g) for match in _GROUP.finditer(text)]
+    if not groups:
+        return None
+    total = _count(groups[0])
+    total -= sum(_people(m.group(1)) for m in _LESS.finditer(text))
+    total -= sum(_people(m.group(1)) for m in _OWN.finditer(text))
+    total += sum(_people(m.group(1)) for m in _PLUS.finditer(text)) + len(_ONE_MORE.findall(text))
+    return total if 0 < total <= 50 else None
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else COUNT_WORDS[word.lower()]
+
+
+def _people(said: str) -> int:
+    """How many people are named, each once: "me, and me, Glenys and Mair" are three."""
+    return len({name.strip().lower() for name in re.split(r",? and |, ", said)})
