@@ -106,6 +106,7 @@ VARIANTS: dict[str, tuple[bool, int]] = {  # llm.route_first, voice.acknowledge_
 }
 CALLER_TIMING = CallerTiming(agent_done_after_s=3.0, turn_timeout_s=90.0)
 CALL_TIMEOUT_S = 300.0
+SILENCE_TARGET_S = 2.0  # the "never more than 2 s of silence": such turns are listed with the slow ones
 
 
 @dataclass
@@ -328,7 +329,12 @@ async def main() -> int:
     parser.add_argument("--at-once", default="1", help="callers dialling at the same time, a row each: 1,2")
     parser.add_argument("--set", choices=SETS, default="fresh", help="which sentences (default: fresh)")
     parser.add_argument("--calls", type=int, default=None, help="how many of the sentences, in order (default: all)")
-    parser.add_argument("--list-over", type=float, default=5.0, help="list the turns whose answer took longer (s)")
+    parser.add_argument(
+        "--list-over",
+        type=float,
+        default=5.0,
+        help="list the turns whose answer took longer (s), and those with a silence over 2 s",
+    )
     parser.add_argument("--llm-threads", type=int, default=LLMConfig().local_threads)
     parser.add_argument("--llm-batch-threads", type=int, default=LLMConfig().local_batch_threads)
     parser.add_argument("--llm-parallel-calls", type=int, default=LLMConfig().local_parallel_calls)
@@ -363,13 +369,14 @@ async def main() -> int:
                 variant = await run_variant(speech, name, sentences, llm, n)
                 print(row(variant), flush=True)
                 slow += [
-                    f"{name}, {n} at once: answer {t.answer or math.nan:.2f}, first sound {t.first_sound or math.nan:.2f}; {t.note}"
+                    f"{name}, {n} at once: answer {t.answer or math.nan:.2f}, first sound {t.first_sound or math.nan:.2f}"
+                    f", longest silence {t.silence_max or math.nan:.2f}; {t.note}"
                     for t in variant.turns
-                    if t.answer is None or t.answer > args.list_over
+                    if t.answer is None or t.answer > args.list_over or (t.silence_max or 0) > SILENCE_TARGET_S
                 ]
     finally:
         speech.close()
-    print(f"\nanswers over {args.list_over} s:", *slow, sep="\n")
+    print(f"\nanswers over {args.list_over} s, or silences over {SILENCE_TARGET_S:g} s:", *slow, sep="\n")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
