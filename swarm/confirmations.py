@@ -184,6 +184,8 @@ _CHECKING = re.compile(r"(?i)\b(?:is|was|isn't|wasn't) (?:that|it|this)\b[^.?!]*
 # "sixty-nine" (normalised "sixty nine") is one number, not a nine.
 _UNITS = "|".join(w for w, n in COUNT_WORDS.items() if n < 10)
 _COMPOUND = re.compile(rf"\b({'|'.join(TENS_WORDS)})(?: ({_UNITS}))?\b")
+# And the hundreds before it: "a hundred and forty-nine" is 149, the read-back's price said back (blind24).
+_HUNDRED = re.compile(rf"\b(?:a|one|({_UNITS})) hundred(?: and)?(?: (\d{{1,2}}|{_UNITS}))?\b")
 # A number the read-back itself said from here up (its price, "69 euros") is the caller saying it back ("Sixty-nine,
 # that's canny. Aye, I'll have one of them then."), not a new quantity; below it, it may be either.
 _ECHO_FROM = 20
@@ -222,6 +224,10 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     answer = yes_or_no(text)
     if answer is False and (_told_then_agreed(text, proposal) or _money_back_wanted(text, proposal)):
         return True
+    if (own := own_words(text)) != text and own and yes_or_no(own) is not False:
+        # Another person's no is not the caller's: "Er, I'll have one of 'em, then. Just the one, mind, for me. The
+        # missus says she don't want no watch telling her what to do." was a no (blind24, 4 of 4).
+        return consent(own, proposal)
     if (
         answer is False
         and changes_quantity(text, proposal)
@@ -277,6 +283,18 @@ def _yes_with_thanks(text: str, proposal: Mapping[str, Any]) -> bool:
     return (
         bool(yes) and bool(rest) and all(_THANKS.match(" ".join(normalise(s).split())) and "?" not in s for s in rest)
     )
+
+
+# Another person's no, told by the caller: "The missus says she don't want no watch", "my husband doesn't need one".
+_OTHERS_NO = re.compile(
+    r"(?i)\b(?:she|he|they|(?:the|my|our|his|her) (?!own\b)\w+)(?: (?:says|said|reckons|thinks))?(?: (?:she|he|they))?"
+    r" (?:don'?t|doesn'?t|does not|do not|won'?t|didn'?t|did not|has no|have no) (?:want|need|like|use)\b"
+)
+
+
+def own_words(text: str) -> str:
+    """The caller's words without the sentences that tell another person's no."""
+    return " ".join(s for s in split_sentences(text.strip()) if not _OTHERS_NO.search(s))
 
 
 def _told_then_agreed(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -415,6 +433,8 @@ def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | Non
         for sku, name in zip(lines, names, strict=True)
     }
     named = [sku for sku, clauses in naming.items() if clauses]
+    if len(named) == 1 and len(lines) > 1 and (people := headcount(text)) is not None:
+        return {named[0]: people}  # "It's two lamps for each classroom, and there's three classrooms." (blind29)
     return {sku: _count_said(naming[sku], lines[sku]) for sku in named} if 0 < len(named) < len(lines) else None
 
 
@@ -648,7 +668,7 @@ def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
     """The numbers the words ask for: those said on their own, but the read-back's own price said back."""
     said = proposal.get("said")
     # Its price too ("69 euros"), which a caller says back without the money's name: "Sixty-nine, that's canny."
-    spoken = _alone(_COMPOUND.sub(_compound, normalise(said))) if isinstance(said, str) else set()
+    spoken = _alone(_said_as_numbers(said)) if isinstance(said, str) else set()
     echoed = {n for n in spoken if n >= _ECHO_FROM}
     return _numbers(text) - echoed
 
@@ -656,17 +676,26 @@ def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
 def _numbers(text: str) -> set[int]:
     """The numbers said on their own, but those of "the other three" (the rest, not what is asked for) and "not two"
     (taken back); three or more one after another are a code ("order 1 2 3 4 5")."""
-    said = _OTHER.sub(
-        " ", _THAT_ONE.sub(r"\1", MEASURE.sub(" ", SIZE.sub(" ", _COMPOUND.sub(_compound, normalise(text)))))
-    )
+    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", MEASURE.sub(" ", SIZE.sub(" ", _said_as_numbers(text)))))
     found = _alone(said)
     # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.
     shared = _alone(_SHARED_ONE.sub(" ", said))
     return shared if shared else found
 
 
+def _said_as_numbers(text: str) -> str:
+    """The words, normalised, with numbers said in words over nine as digits ("sixty-nine", "a hundred and two")."""
+    return _HUNDRED.sub(_hundreds, _COMPOUND.sub(_compound, normalise(text)))
+
+
 def _compound(match: re.Match[str]) -> str:
     return str(TENS_WORDS[match.group(1)] + (COUNT_WORDS[match.group(2)] if match.group(2) else 0))
+
+
+def _hundreds(match: re.Match[str]) -> str:
+    hundreds, rest = match.group(1), match.group(2)
+    below = 0 if rest is None else int(rest) if rest.isdigit() else COUNT_WORDS[rest]
+    return str(100 * (COUNT_WORDS[hundreds] if hundreds else 1) + below)
 
 
 def _alone(said: str) -> set[int]:

@@ -6,19 +6,28 @@ from __future__ import annotations
 
 import re
 
-from swarm.numbers import COUNT_WORDS
+from swarm.numbers import COUNT_WORDS, SIZE, TENS_WORDS
 from swarm.sentences import split_sentences
 
 _N = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + r")"
-# One for each of them: "one each", "one set each", "one for each", "one apiece", "one for every".
-_EACH = re.compile(r"(?i)\bone (?!of\b)(?:\w+ )?(?:each|apiece)\b|\bone (?:\w+ )?for (?:each|every)\b")
+_MOST = 99  # more is no group a caller counts aloud
+# So many for each of them: "one each", "one set each", "one for each", "one apiece", "two lamps for each", "two per".
+# How many each: a small count of its own, not the end of a price ("Twenty-five each", "seventy-nine each").
+_K = r"(?<!-)\b(one|two|three|four|[1-4])"
+_TENS_BEFORE = re.compile(r"(?i)\b(?:" + "|".join(TENS_WORDS) + r")\s*$")
+_NOT_A_THING = r"(?!of\b|euros?\b|pounds?\b|quid\b|pence\b|bucks\b|dollars?\b)"  # "45 euros each" is a price
+_EACH = re.compile(
+    rf"(?i){_K} {_NOT_A_THING}(?:\w+ )?(?:each|apiece)\b|{_K} {_NOT_A_THING}(?:\w+ )?(?:for|in) (?:each|every)\b"
+    rf"|{_K} {_NOT_A_THING}(?:\w+ )?per\b"
+)
 # A purchase told of, not asked for: "Last week I ordered two of the humidifiers ... one for each of the twins'
 # bedrooms" sends one back.
 _PAST = re.compile(r"(?i)\b(?:ordered|bought|got them|had them|returned)\b")
 # A group counted: "six of us", "the four lads", "my three boys", "six on the shift", "eight in the class".
 _GROUP = re.compile(
     rf"(?i)\b{_N} (?:of (?:us|them|you|my|our|the)\b|(?:on|in) the \w+|people\b|folk\b)"
-    rf"|\b(?:my|our|the|all|there'?s|there are|we'?re|we are) {_N} (?!euros?|pounds?|quid|pence|bucks|of each)[a-z]+"
+    rf"|\b(?:my|our|the|all|there'?s|there is|there are|we'?re|we are|we'?ve got|we have(?: got)?) {_N}"
+    rf" (?!euros?|pounds?|quid|pence|bucks|of each)[a-z]+"
 )
 # A name or a person: "Mick", "me", "my nephew Andreas", "our Bilal", "the new lad".
 _PERSON = r"(?:me|myself|I|(?:my|our|the) (?:new )?(?!own\b|rest\b|others?\b)[a-z]+(?: [A-Z][a-z]+)?|[A-Z][a-z]+)"
@@ -36,18 +45,19 @@ _ONE_MORE = re.compile(r"(?i)\b(?:and|plus) one (?:\w+ )?for (?!each|every|all|t
 
 
 def headcount(text: str) -> int | None:
-    """How many "one each" comes to, when the words count the people it is for and say one each; else None."""
-    each = _EACH.search(text)
+    """How many "one each" (or two each) comes to, when the words count whom or what it is for; else None."""
+    each = next((m for m in _EACH.finditer(text) if not _TENS_BEFORE.search(text[: m.start()])), None)
     if each is None or any(_PAST.search(s) and each.group() in s for s in split_sentences(text)):
         return None
-    groups = [next(g for g in match.groups() if g) for match in _GROUP.finditer(text)]
+    groups = [next(g for g in match.groups() if g) for match in _GROUP.finditer(SIZE.sub(" ", text))]
     if not groups:
         return None
-    total = _count(groups[0])
-    total -= sum(_people(m.group(1)) for m in _LESS.finditer(text))
-    total -= sum(_people(m.group(1)) for m in _OWN.finditer(text))
-    total += sum(_people(m.group(1)) for m in _PLUS.finditer(text)) + len(_ONE_MORE.findall(text))
-    return total if 0 < total <= 50 else None
+    people = _count(groups[0])
+    people -= sum(_people(m.group(1)) for m in _LESS.finditer(text))
+    people -= sum(_people(m.group(1)) for m in _OWN.finditer(text))
+    people += sum(_people(m.group(1)) for m in _PLUS.finditer(text))
+    total = _count(next(g for g in each.groups() if g)) * people + len(_ONE_MORE.findall(text))
+    return total if 0 < total <= _MOST else None
 
 
 def _count(word: str) -> int:

@@ -1,5 +1,5 @@
-"""One each for the people a caller counts (swarm.headcount), and the read-backs that use it: blind24, blind26,
-blind27 and blind28 each had a caller whose count the agent had to work out, and each was read back wrong."""
+"""So many each for the people (or rooms) a caller counts (swarm.headcount), and the read-backs that use it: blind24,
+blind26, blind27, blind28 and blind29 each had a caller whose count the agent had to work out, each read back wrong."""
 
 from __future__ import annotations
 
@@ -26,7 +26,13 @@ CALLER = "+4930123456"
         ("My three boys on the bikes, plus Andreas. One set each for all of them, nobody else.", 4),
         ("There's eight of us counting me, and me, Glenys and Mair have got our own. One each for the rest.", 5),
         ("There are ten in the choir, except Huw and Bethan, so one each for the others.", 8),
-        # Not one each for people counted: no sum.
+        ("Two for each classroom, and we've got three classrooms.", 6),
+        ("It's two lamps for each classroom, and there is three classrooms.", 6),
+        ("Two per room, there are four rooms.", 8),
+        # Not so many each for people counted: no sum. Nor a price each ("Twenty-five each", "45 euros each").
+        ("Twenty-five each. Well, that's not bad at all.", None),
+        ("Ah hang on, seventy-nine each. Make it just the one pair, the 42 in black, for me.", None),
+        ("The kettle is 45 euros each?", None),
         ("How much is one set, each?", None),
         ("I'll take the kettle and the toaster, one of each.", None),
         ("I want two toasters, one for me and one for my sister.", None),
@@ -60,6 +66,17 @@ def test_a_thing_named_then_left_is_not_picked() -> None:
     )
     assert picked_lines(said, three) == {"PB-130": 1, "CH-120": 1}
     assert consent(said, three) is None  # read back again, as picked
+
+
+def test_the_one_thing_picked_of_several_takes_the_count_worked_out() -> None:
+    # Blind29: the desk lamp and a charger offered; "two lamps for each classroom ... three classrooms" read back two.
+    both = {
+        "tool": "place_order",
+        "arguments": {"sku": "DL-530", "quantity": 1, "also": {"CH-110": 1}},
+        "item": "Desk lamp and USB-C phone charger",
+    }
+    said = "That's not the right number, love. It's two lamps for each classroom, and there's three classrooms."
+    assert picked_lines(said, both) == {"DL-530": 6}
 
 
 def test_eh_beside_a_yes_agrees() -> None:

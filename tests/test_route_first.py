@@ -10,6 +10,7 @@ from callcenter.agents import AGENTS, ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
+from swarm.confirmations import consent
 from swarm.events import ToolCalled
 from swarm.messages import CompletionRequest
 from swarm.providers.offline import TAKE_YOUR_TIME
@@ -1160,3 +1161,30 @@ async def test_a_product_code_the_model_made_up_offers_what_the_caller_named() -
     assert other.startswith("We have the Power bank for 34.50 euros.")
     assert (await session.complete("Yes, please.")).startswith("Your order is placed.")
     assert [line.sku for order in shop.find_orders(customer_phone=CALLER) for line in order.lines] == ["PB-130"]
+
+
+@pytest.mark.parametrize(
+    ("said", "answer"),
+    [
+        ("Yes please. My husband doesn't need one.", True),  # his no is not the caller's
+        ("No, my wife does not want it.", False),
+        ("My wife does not want it.", False),  # a no relayed, and nothing of the caller's own: a no
+        ("She doesn't want it, so no.", False),
+    ],
+)
+def test_another_persons_no_is_not_the_callers(said: str, answer: bool) -> None:
+    watch = {"tool": "place_order", "arguments": {"sku": "SW-330", "quantity": 1}, "item": "Smartwatch"}
+    assert consent(said, watch) is answer
+
+
+async def test_a_yes_beside_another_persons_no_and_the_price_said_back_is_read_back() -> None:
+    # Blind24 (Dorset, 4 of 4): a no, to the 1.5B, which answered "I'm sorry, but I can't help with that."
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    assert "149 euros" in await session.complete("What does the smartwatch cost?")
+    said = (
+        "A hundred and forty-nine. Well, well. Er, I'll have one of 'em, then. Just the one, mind, for me. The "
+        "missus says she don't want no watch telling her what to do."
+    )
+    assert await session.complete(said) == "That is 1 Smartwatch for 149 euros in total. Shall I place the order?"
+    assert (await session.complete("Yes, go on.")).startswith("Your order is placed.") and model.requests == []

@@ -28,6 +28,7 @@ from swarm.confirmations import (
     mentions_item,
     new_quantity,
     normalise,
+    own_words,
     pending_proposal,
     pending_question,
     picked_lines,
@@ -322,10 +323,9 @@ class OfflineRouter:
         proposal = pending_proposal(request.messages)
         if last is None or last.role != "user" or proposal is None or consent(last.content, proposal) is not None:
             return None
-        unchanged = (restates_quantity(last.content, proposal) or restates_item(last.content, proposal)) and (
-            not asks_more(last.content)
-        )
-        changed = _read_back_again(proposal, last.content, request.tools, unchanged=unchanged)
+        said = own_words(last.content) or last.content  # not another person's no ("the missus don't want no watch")
+        unchanged = (restates_quantity(said, proposal) or restates_item(said, proposal)) and not asks_more(said)
+        changed = _read_back_again(proposal, said, request.tools, unchanged=unchanged)
         if changed is None:
             return None
         call = changed.tool_calls[0]
