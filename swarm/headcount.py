@@ -20,6 +20,10 @@ _EACH = re.compile(
     rf"(?i){_K} {_NOT_A_THING}(?:\w+ )?(?:each|apiece)\b|{_K} {_NOT_A_THING}(?:\w+ )?(?:for|in) (?:each|every)\b"
     rf"|{_K} {_NOT_A_THING}(?:\w+ )?per\b"
 )
+# The total, said as one: "That's nine bulbs altogether", "twelve in total", "a total of six".
+_TOTAL = re.compile(
+    rf"(?i)\b{_N} (?:[a-z]+ )?(?:altogether|all together|in total|in all|all told)\b|\ba total of {_N}\b"
+)
 # A purchase told of, not asked for: "Last week I ordered two of the humidifiers ... one for each of the twins'
 # bedrooms" sends one back.
 _PAST = re.compile(r"(?i)\b(?:ordered|bought|got them|had them|returned)\b")
@@ -45,9 +49,12 @@ _ONE_MORE = re.compile(r"(?i)\b(?:and|plus) one (?:\w+ )?for (?!each|every|all|t
 
 
 def headcount(text: str) -> int | None:
-    """How many "one each" (or two each) comes to, when the words count whom or what it is for; else None."""
+    """How many "one each" (or two each) comes to, when the words count whom or what it is for; or the total the
+    caller worked out and said themselves ("That's nine bulbs altogether"); else None."""
+    if (said := _TOTAL.search(text)) is not None and not _told_of(said.group(), text):
+        return _count(next(g for g in said.groups() if g))
     each = next((m for m in _EACH.finditer(text) if not _TENS_BEFORE.search(text[: m.start()])), None)
-    if each is None or any(_PAST.search(s) and each.group() in s for s in split_sentences(text)):
+    if each is None or _told_of(each.group(), text):
         return None
     groups = [next(g for g in match.groups() if g) for match in _GROUP.finditer(SIZE.sub(" ", text))]
     if not groups:
@@ -58,6 +65,11 @@ def headcount(text: str) -> int | None:
     people += sum(_people(m.group(1)) for m in _PLUS.finditer(text))
     total = _count(next(g for g in each.groups() if g)) * people + len(_ONE_MORE.findall(text))
     return total if 0 < total <= _MOST else None
+
+
+def _told_of(said: str, text: str) -> bool:
+    """Whether these words are in a sentence about a purchase made before."""
+    return any(_PAST.search(sentence) and said in sentence for sentence in split_sentences(text))
 
 
 def _count(word: str) -> int:

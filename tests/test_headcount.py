@@ -29,6 +29,10 @@ CALLER = "+4930123456"
         ("Two for each classroom, and we've got three classrooms.", 6),
         ("It's two lamps for each classroom, and there is three classrooms.", 6),
         ("Two per room, there are four rooms.", 8),
+        # The total the caller worked out themselves (blind30: read back as one).
+        ("One in every room, a lounge and two bedrooms in each of the three vans. That's nine bulbs altogether.", 9),
+        ("A total of six, please.", 6),
+        ("I bought four altogether and I want to send two back.", None),
         # Not so many each for people counted: no sum. Nor a price each ("Twenty-five each", "45 euros each").
         ("Twenty-five each. Well, that's not bad at all.", None),
         ("Ah hang on, seventy-nine each. Make it just the one pair, the 42 in black, for me.", None),
