@@ -1,6 +1,7 @@
-"""How many people "one each" is for, counted as callers count them for a group: "There's six of us on the shift
-counting me, but Mick and Dave have already got theirs, so one each for the rest of us" is four. The 1.5B cannot do
-the sum (blind26: eight less three read back as eight), nor could the router, which read the first number said."""
+"""How many a caller wants when they count it out for a group: "There's six of us on the shift counting me, but Mick
+and Dave have already got theirs, so one each for the rest of us" is four; "two lamps for each classroom, and there's
+three classrooms" is six; "That's nine bulbs altogether" is nine. The 1.5B cannot do the sum (blind26: eight less
+three read back as eight), nor could the router, which read the first number said."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from swarm.sentences import split_sentences
 
 _N = r"(\d{1,2}|" + "|".join(COUNT_WORDS) + r")"
 _MOST = 99  # more is no group a caller counts aloud
-# So many for each of them: "one each", "one set each", "one for each", "one apiece", "two lamps for each", "two per".
 # How many each: a small count of its own, not the end of a price ("Twenty-five each", "seventy-nine each").
 _K = r"(?<!-)\b(one|two|three|four|[1-4])"
 _TENS_BEFORE = re.compile(r"(?i)\b(?:" + "|".join(TENS_WORDS) + r")\s*$")
 _NOT_A_THING = r"(?!of\b|euros?\b|pounds?\b|quid\b|pence\b|bucks\b|dollars?\b)"  # "45 euros each" is a price
+# So many for each of them: "one each", "one set each", "one for each", "one apiece", "two lamps for each", "two per".
 _EACH = re.compile(
     rf"(?i){_K} {_NOT_A_THING}(?:\w+ )?(?:each|apiece)\b|{_K} {_NOT_A_THING}(?:\w+ )?(?:for|in) (?:each|every)\b"
     rf"|{_K} {_NOT_A_THING}(?:\w+ )?per\b"
