@@ -369,7 +369,7 @@ async def test_a_count_taken_back_at_the_offer_reads_the_order_back(shop: Shop) 
     # Blind10: "So just the one keyboard then, for me. Only one, not two." to two keyboards offered: offered two again.
     session = session_with(shop, answers("The model answers."))
     offer = await session.complete("I'm after the mechanical keyboards. Two of them, please.")
-    assert offer.endswith("Shall I order two for you?")
+    assert offer.endswith("Shall I order 2 Mechanical keyboards for you?")
     one = await session.complete("Oh, wait. He's bought one himself. So just the one keyboard then. Only one, not two.")
     assert one == "That is 1 Mechanical keyboard for 89 euros in total. Shall I place the order?"
     assert (await session.complete("Lovely, go ahead.")).startswith("Your order is placed.")

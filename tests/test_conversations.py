@@ -189,7 +189,7 @@ async def test_a_yes_inside_a_changed_request_is_read_back_again_not_consent(
     # share the rule (swarm.confirmations.consent); nothing is written until the new read-back is agreed.
     app, db = await make_app(tmp_path, provider="offline")
     session = app.session("call-change", CALLER)
-    assert "Shall I order three" in await session.complete("I'd like to buy three phone chargers")
+    assert "Shall I order 3 USB-C phone chargers" in await session.complete("I'd like to buy three phone chargers")
     orders_before = len(rows(db, "orders"))
     reply = await session.complete(answer)
     assert reply.startswith(read_back_again) and reply.endswith("Shall I place the order?")

@@ -508,7 +508,7 @@ async def test_a_tag_question_that_checks_the_read_backs_count_hears_it_again() 
         "I want to order the Type-C cable, the braided one, two metre length. I need three pieces... no, no, sorry,"
         " two pieces only."
     )
-    assert offer.startswith("We have the USB-C cable") and offer.endswith("Shall I order two for you?")
+    assert offer.startswith("We have the USB-C cable") and offer.endswith("Shall I order 2 USB-C cables for you?")
     again = await session.complete("Sorry, just to confirm, you are putting two cables, two pieces, correct?")
     assert again == "That is 2 USB-C cables for 25.80 euros in total. Shall I place the order?"
     assert model.requests == []
@@ -1130,7 +1130,7 @@ async def test_the_same_words_restating_a_count_said_again_to_its_read_back_orde
     )
     session = session_with(model)
     said = "Five altogether, marra: four for the lasses and one for mesel. Five bands."
-    assert (await session.complete(said)).endswith("Shall I order five for you?")
+    assert (await session.complete(said)).endswith("Shall I order 5 Fitness bands for you?")
     assert (await session.complete(said)).startswith("Your order is placed.")
 
 

@@ -575,7 +575,7 @@ async def test_a_search_offers_the_quantity_the_caller_asked_for(shop: Shop) -> 
     search = next(t for t in shop_tools(shop) if t.name == "search_products")
     context = ToolContext("c1", "sales", NoSession())
     two = await search.call({"query": "yoga mat", "quantity": 2}, context)
-    assert two["say"].endswith("Shall I order two for you?")
+    assert two["say"].endswith("Shall I order 2 Yoga mats for you?")
     assert two["proposal"]["arguments"] == {"sku": "YM-620", "quantity": 2}
     many = await search.call({"query": "yoga mat", "quantity": 1000}, context)
     assert "only" in many["say"] and "proposal" not in many  # more than the stock: nothing to agree to

@@ -304,7 +304,10 @@ def _stock_line(product: Product, quantity: int) -> str:
         return "I'm afraid it's out of stock at the moment."
     if product.stock < quantity:
         return f"I'm afraid we have only {num2words(product.stock)} in stock."
-    return f"It's in stock. Shall I order {num2words(quantity)} for you?"
+    # Several are offered by name ("Shall I order 9 Smart light bulbs for you?"): "nine" alone, after "one in every
+    # room ... in each of the three vans", left the caller unsure what nine counted (blind30).
+    counted = num2words(quantity) if quantity == 1 else amount(quantity, product.name)
+    return f"It's in stock. Shall I order {counted} for you?"
 
 
 def _found(found: list[Product], quantity: int, *, described: bool = False, asked: str = "") -> dict[str, Any]:
