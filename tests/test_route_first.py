@@ -555,6 +555,29 @@ async def test_a_code_said_to_no_question_is_thanked_without_the_model(said: str
     assert (answer == "Thank you. Is there anything else I can help with?") is thanked
 
 
+@pytest.mark.parametrize(
+    ("said", "told"),
+    [
+        ("A refund, please, just my money back.", True),  # blind30: the 1.5B's 20 s over ~900 unread tokens
+        ("I want to return it, yes.", True),
+        ("I want to return the kettle too.", False),  # something else: the model's
+        ("And when does the refund come?", False),  # a question: the model's
+        ("No, I want to buy a kettle.", False),
+    ],
+)
+async def test_words_that_ask_again_for_what_was_just_done_are_told_it_is_done(said: str, told: bool) -> None:
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("I want to return my headphones")).endswith("Shall I start a return for it?")
+    assert (await session.complete("Yes, please.")).startswith("Your return is registered")
+    answer = await session.complete(said)
+    assert answer.startswith("That's all done. You'll get a prepaid label by email, and the refund of") is told
+    assert answer.endswith("follows when the item arrives. Is there anything else I can help with?") is told
+
+
 async def test_a_yes_naming_another_line_of_the_order_adds_it_to_the_return() -> None:
     # Blind12: "Yes, correct, keyboard and webcam. Please do it." to the keyboard's return read the keyboard back
     # alone, and only the keyboard went back.

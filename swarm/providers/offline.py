@@ -114,6 +114,11 @@ _ASKS_INSTRUCTIONS = re.compile(
 INSTRUCTIONS_REFUSED = "I can't share that. I can help you buy something, or return something you bought."
 # To a caller who asks for time before answering a read-back; the read-back stays pending (confirmations.defers).
 TAKE_YOUR_TIME = "Of course, take your time. Just tell me when you're ready."
+# The words beside a tool's phrases that ask for nothing more: "A refund, please, just my money back."
+_ASKING_AGAIN = frozenset(
+    "a an the my me i i'd i'll i'm we we'd want wanted would like please just only full all that's it's it them so "
+    "yes yeah aye ok okay right thanks thank you and then for to be get have back as well".split()
+)
 # "Just the one", "only the one": how many, not a pronoun.
 _JUST_ONE = re.compile(r"(?i)\b(?:just|only) the one\b")
 
@@ -391,9 +396,34 @@ class OfflineRouter:
             # A postcode or an e-mail said to no question ("... a prepaid label by email." - "margaret dot hale at
             # example dot org."): the 1.5B took 20 s over it and the call ended in an apology (blind10, blind11).
             return "Thank you. Is there anything else I can help with?"
+        if (done := self._done_again(request)) is not None:
+            return done
         if not (_OPEN_QUESTION.match(question) and question.endswith("?") and plain_yes(last.content)):
             return None
         return f"Sure. {question}"
+
+    def _done_again(self, request: CompletionRequest) -> str | None:
+        """What was just done, said again to words that only ask for it again: "A refund, please, just my money
+        back." after "Your return is registered ... the refund of 35 euros follows when the item arrives." went to the
+        1.5B with ~900 tokens of the call it had not read, and ran out of its 20 s (blind30, 5 of 12 trials)."""
+        messages = request.messages
+        if len(messages) < 4 or messages[-2].content.rstrip().endswith("?"):
+            return None
+        call, result, said = messages[-4], messages[-3], messages[-1].content
+        confirmed = any(c.arguments.get("confirmed") is True for c in call.tool_calls)
+        if call.role != "assistant" or not confirmed or result.role != "tool" or "?" in said:
+            return None
+        words = _NOT_WANTED.sub(" ", normalise(said))
+        phrases = [
+            p for t in request.tools if not t.name.startswith(NAVIGATE_PREFIX) for p in self._examples.get(t.name, ())
+        ]
+        named = [p for p in phrases if re.search(rf"\b{re.escape(p)}\b", words)]
+        for phrase in named:
+            words = re.sub(rf"\b{re.escape(phrase)}\b", " ", words)
+        if not named or any(c.isdigit() for c in said) or set(words.split()) - _ASKING_AGAIN:
+            return None
+        told = split_sentences(messages[-2].content.strip())[-1]
+        return f"That's all done. {told} Is there anything else I can help with?"
 
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
