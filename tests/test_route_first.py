@@ -578,6 +578,40 @@ async def test_words_that_ask_again_for_what_was_just_done_are_told_it_is_done(s
     assert answer.endswith("follows when the item arrives. Is there anything else I can help with?") is told
 
 
+@pytest.mark.parametrize(
+    ("status", "said", "found"),
+    [
+        ("placed", "I ordered a kettle last Tuesday and I still haven't had a tracking number.", "your order"),
+        ("delivered", "The parcel says delivered, but there's nothing on my doorstep.", "your latest order"),
+        # "order" asks sales too: the model hands over, and its one completion is all.
+        ("placed", "Where's my order? It's been a week.", "your latest order"),
+    ],
+)
+async def test_a_caller_asking_where_their_order_is_hears_its_status_and_a_yes_puts_them_through(
+    status: str, said: str, found: str
+) -> None:
+    # Heard latency: the tracking question was offered a return of the order, and the doorstep one was asked "buy or
+    # return?" after 4 s of the 1.5B.
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=5, status=status)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    answer = await session.complete(said)
+    assert answer.startswith(f"I found {found} {' '.join(order.order_number)}")
+    assert answer.endswith(f"Its status is {status}. Shall I put you through to a colleague who can look into it?")
+    assert (await session.complete("Yes, please.")).startswith("Of course. I'll put you through")
+    assert session.escalated() is not None and len(model.requests) == ("order?" in said)
+
+
+async def test_a_caller_whose_order_never_came_and_who_wants_a_refund_is_read_back_its_return() -> None:
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=5, status="placed")
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    answer = await session.complete("My kettle never arrived, I want a refund.")
+    assert answer.endswith("Shall I start a return for it?")
+
+
 async def test_a_yes_naming_another_line_of_the_order_adds_it_to_the_return() -> None:
     # Blind12: "Yes, correct, keyboard and webcam. Please do it." to the keyboard's return read the keyboard back
     # alone, and only the keyboard went back.

@@ -93,6 +93,30 @@ RETURN_PHRASES = (
     "warranty",
     "repair",
 )
+# Where an order is: the call centre's commonest question ("where is my order"), answered by the order's status.
+WHERE_PHRASES = (
+    "tracking",
+    "track my",
+    "track the",
+    "where is my",
+    "where's my",
+    "not arrived",
+    "hasn't come",
+    "not come yet",
+    "not turned up",
+    "hasn't turned up",
+    "still waiting for",
+    "still not got",
+    "not received",
+    "haven't received",
+    "not been delivered",
+    "never turned up",
+    "on my doorstep",
+    "lost in the post",
+    "when will it arrive",
+    "when will it come",
+    "when will my",
+)
 OPERATOR_PHRASES = (
     "human",
     "a person",

@@ -11,7 +11,7 @@ from typing import Any
 from callcenter.basket import ADDING, count_back, kept_lines, named_lines, names
 from callcenter.shop import Order, OrderLine, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
-from callcenter.shop_tools.phrases import RETURN_PHRASES
+from callcenter.shop_tools.phrases import RETURN_PHRASES, WHERE_PHRASES
 from callcenter.shop_tools.results import (
     answered_proposal,
     caller_of,
@@ -43,6 +43,12 @@ from swarm import Escalated, Event, Tool, ToolContext, UserText, tool_from_funct
 from swarm.confirmations import cannot_answer, defers, yes_or_no
 from swarm.numbers import MEASURE
 
+# Words of a return beside a question about where an order is: a return, not a status ("it never came, refund me").
+_RETURNING = ("return", "refund", "money back", "send it back", "send them back", "exchange", "replace")
+# "haven't had it", "still not had a tracking number", "didn't get it": an order not yet come.
+_NOT_HAD = re.compile(
+    r" (?:haven't|have not|hasn't|has not|not|never|didn't|did not) (?:yet )?(?:had|got|get|come|came|arrived?) "
+)
 # A caller who asks why the security question is asked, and what they are told before it is asked again.
 _WHY = re.compile(r"(?i)\bwhy\b|\bwhat for\b")
 _REASON = "I can only discuss an order with the person who placed it, and that keeps it safe."
@@ -60,8 +66,10 @@ def refund_tools(
     policy = verification or Verification()
 
     def _read_back(orders: list[Order], product: str | None, context: ToolContext, **how: Any) -> dict[str, Any]:
-        going = _going_back(orders[0], product, context.session.events)
-        return _said_back(orders, product, status=context.agent in status_only, going=going, **how)
+        events = context.session.events
+        if context.agent in status_only or _asks_where(events):
+            return _said_back(orders, product, status=True, where=context.agent not in status_only, **how)
+        return _said_back(orders, product, going=_going_back(orders[0], product, events), **how)
 
     async def find_order(
         context: ToolContext,
@@ -314,7 +322,13 @@ def refund_tools(
         return {"say": say, "needs_confirmation": True, "proposal": proposed("create_return", item, **arguments)}
 
     return [
-        tool_from_function(find_order, examples=RETURN_PHRASES, says_result=True, changes_nothing=True, finds="orders"),
+        tool_from_function(
+            find_order,
+            examples=(*RETURN_PHRASES, *WHERE_PHRASES),
+            says_result=True,
+            changes_nothing=True,
+            finds="orders",
+        ),
         tool_from_function(create_return, examples=("return it", "start the return"), says_result=True),
     ]
 
@@ -338,22 +352,28 @@ def _said_back(
     *,
     guessed: bool = False,
     status: bool = False,
+    where: bool = False,
     going: Sequence[tuple[OrderLine, int]] = (),
 ) -> dict[str, Any]:
     """The order found, read back with the line (or `going`: the lines, and how many of each) the caller's words
-    name, and the return proposed."""
+    name, and the return proposed; or its `status`, and, to a caller asking `where` it is, a colleague offered."""
     order = orders[0]
     lines = list(going) or [(_matching_line(order, product), 1)]
     several = len(lines) > 1 or lines[0][1] > 1
     when = order.created_at.strftime("%d %B").lstrip("0")
-    opening = "I couldn't find that product, but I found" if guessed else "I found"
-    found = f"{opening} your order {digits(order.order_number)} from {when}"
+    # Asked where their parcel is, the caller named no product: their latest order is the one they mean.
+    opening = "I couldn't find that product, but I found" if guessed and not where else "I found"
+    found = f"{opening} your {'latest ' if guessed and where else ''}order {digits(order.order_number)} from {when}"
     # With several lines going back, only they are named: an order's other lines said beside them read as going too.
     found += "." if several else f" with the {lines[0][0].name}."
     if status:
         # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
-        say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
-        return {"orders": [order_json(o) for o in orders], "say": say}
+        if not where:
+            say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
+            return {"orders": [order_json(o) for o in orders], "say": say}
+        # The status is all the shop tells; a parcel late or lost is a colleague's to trace, and a yes puts them through.
+        say = f"{found} Its status is {order.status}. Shall I put you through to a colleague who can look into it?"
+        return {"orders": [order_json(o) for o in orders], "say": say, "proposal": proposed("transfer_to_operator")}
     (first, quantity), *more = lines
     item = joined((line.name for line, _ in lines), article="")
     arguments: dict[str, Any] = {"order_number": order.order_number, "sku": first.sku, "quantity": quantity}
@@ -380,11 +400,24 @@ def _returned(made: Sequence[Return]) -> dict[str, Any]:
     return {"return_numbers": [m.return_number for m in made], "say": say}
 
 
+def _asks_where(events: Sequence[Event]) -> bool:
+    """Whether the caller's last words ask where an order is, and not for a return: "I ordered the extension lead last
+    Tuesday and I still haven't had a tracking number." was offered a return of it (heard latency)."""
+    words = re.findall(r"[a-z']+", _last_said(events).lower().replace("\u2019", "'"))
+    said = f" {' '.join(words)} "
+    asked = any(f" {phrase}" in said for phrase in WHERE_PHRASES) or bool(_NOT_HAD.search(said))
+    return asked and not any(f" {phrase} " in said for phrase in _RETURNING)
+
+
+def _last_said(events: Sequence[Event]) -> str:
+    return next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+
+
 def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> list[tuple[OrderLine, int]]:
     """The lines of `order` the caller's words send back, and how many of each: those named outside any part that
     keeps them, and, when the words add a line to the return of this order
     on offer ("and the toaster too"), its lines; of one line, the count said of it ("send two of them back")."""
-    said = next((e.text for e in reversed(events) if isinstance(e, UserText)), "")
+    said = _last_said(events)
     kept = kept_lines(order.lines, said)
     going = {line.sku: quantity for line, quantity in named_lines(order.lines, product or "") if line.sku not in kept}
     proposal = answered_proposal(events)
