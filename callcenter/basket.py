@@ -32,6 +32,8 @@ _KEPT = re.compile(
     r"|not (?:the|that|this|my|a|an|those|these|them)|don'?t (?:want|need) to (?:return|send|give)|don'?t (?:return|send)"
     r"|(?:is|'s|are) (?:fine|grand|good|ok|okay|alright|all right))\b"
 )
+# Where a sentence's clauses break: a keeping word reaches no further.
+_CLAUSES = re.compile(r"\s*[;,]+\s*|\s+but\s+")
 # A part that takes back a thing named before: "not the band", "Nah, hold up, not that", "Not yoga mat" (blind13).
 _TAKEN_BACK = re.compile(r"(?i)^\W*(?:(?:oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*not\b")
 # A part that wants a thing no more is no wish to buy it: "I don't want the headphones, just the mouse".
@@ -153,15 +155,32 @@ def kept_lines(lines: Sequence[OrderLine], text: str) -> set[str]:
         # "them" is the last thing named in the same sentence: "The cable is excellent, genau, braided, very solid, I
         # keep it." (blind17 read the cable back with the charger).
         before: set[str] = set()
-        for part in _parts(sentence):
-            said = query_terms(part).words
-            here = {line.sku for line in lines if names(said, line.name)}
-            if _KEPT.search(part):
-                kept |= here
-            if not here and _KEPT_BEFORE.search(part):
-                kept |= before
-            before = here or before
-    return kept
+        for clause in _CLAUSES.split(sentence):
+            # What the keeping joins to it is kept too: "I keep my mat and the bottle" (blind32 sent the bottle back).
+            keeping = False
+            for part in _parts(clause):
+                said = query_terms(part).words
+                here = {line.sku for line in lines if names(said, line.name)}
+                keeping = bool(_KEPT.search(part)) or (keeping and not _GOING.search(part))
+                if keeping:
+                    kept |= here
+                if not here and _KEPT_BEFORE.search(part):
+                    kept |= before
+                before = here or before
+    # Some of a line sent back, the rest kept: "So I want to send one mat back, only one. I keep my mat and the
+    # bottle." of two mats read back the bottle (blind32, 4 of 4).
+    return {line.sku for line in lines if line.sku in kept and not _partly_going(text, line)}
+
+
+def _partly_going(text: str, line: OrderLine) -> bool:
+    """Whether a part that sends something back names the line with fewer than it has that may go back."""
+    return any(
+        names(query_terms(part).words, line.name)
+        and _GOING.search(part)
+        and not (_KEPT.search(part) or _HAD.search(part))
+        and 0 < (said_count(part, line.name) or 0) < line.returnable_quantity
+        for part in _parts(text)
+    )
 
 
 def count_back(text: str, line: OrderLine) -> int:

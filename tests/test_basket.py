@@ -104,6 +104,12 @@ def test_lines_kept_by_a_pronoun_after_them_stay(shop: Shop) -> None:
     told = "The screen protectors are excellent, genau, very solid, I keep them. But the case, na ja, it cracked."
     assert kept_lines(order.lines, told) == {"PH-320"}
     assert kept_lines(order.lines, "The case cracked. Very solid, I keep it.") == set()  # another sentence's thing
+    # Blind32: what the keeping joins to it is kept; and one of two sent back is not kept by keeping "my" one.
+    assert kept_lines(order.lines, "I keep the case and the screen protectors.") == {"PH-310", "PH-320"}
+    assert kept_lines(order.lines, "I keep the case, and send the screen protectors back.") == {"PH-310"}
+    partly = "I want to send one screen protector back, only one. I keep my screen protector and the case."
+    assert kept_lines(order.lines, partly) == {"PH-310"}
+    assert [(line.sku, n) for line, n in named_lines(order.lines, partly)] == [("PH-320", 1)]
 
 
 def test_how_many_of_one_line_go_back_is_the_count_of_the_return_not_of_the_purchase(shop: Shop) -> None:

@@ -359,7 +359,8 @@ def _said_back(
     name, and the return proposed; or its `status`, and, to a caller asking `where` it is, a colleague offered."""
     order = orders[0]
     lines = list(going) or [(_matching_line(order, product), 1)]
-    several = len(lines) > 1 or lines[0][1] > 1
+    # Some of a line is counted too: "a return of 1 Yoga mat" of two bought.
+    several = len(lines) > 1 or lines[0][1] > 1 or lines[0][1] < lines[0][0].returnable_quantity
     when = order.created_at.strftime("%d %B").lstrip("0")
     # Asked where their parcel is, the caller named no product: their latest order is the one they mean.
     opening = "I couldn't find that product, but I found" if guessed and not where else "I found"
