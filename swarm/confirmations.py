@@ -22,7 +22,7 @@ from typing import Any
 from swarm.english import foreign
 from swarm.headcount import headcount
 from swarm.messages import Message
-from swarm.numbers import COUNT_WORDS, MEASURE, SIZE, TAKEN_BACK, TENS_WORDS
+from swarm.numbers import COUNT_WORDS, MEASURE, PRICE_SAID, SIZE, TAKEN_BACK, TENS_WORDS
 from swarm.sentences import split_sentences
 
 # "I'll have one, please." (blind18, a Maltese grandmother: the 1.5B ordered the desk lamp her bulb was for).
@@ -360,10 +360,15 @@ def _said_again(said: str, before: str, proposal: Mapping[str, Any]) -> bool:
         return False
     if _OTHERWISE.search(normalise(said)) or len(quantities(proposal)) != 1 or _what(proposal).get("also"):
         return False
+    # Named only where it is kept, it is not what they restate: "Only one mat ... I keep the other mat and the bottle."
+    # said again to the bottle's return wrote it (blind32).
+    clauses = [c for c in re.split(r"[.,;!?]+|\bbut\b", said) if mentions_item(c, proposal)]
+    if clauses and all(_KEEPS.search(normalise(c)) for c in clauses):
+        return False
     counted = [sentence for sentence in split_sentences(said.strip()) if _asked(sentence, proposal)]
     if counted:
         return _asked(counted[-1], proposal) <= quantities(proposal)
-    return mentions_item(said, proposal)
+    return bool(clauses)
 
 
 def _done(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
@@ -384,6 +389,27 @@ def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
         and not changes_quantity(text, proposal)
         and not _OTHERWISE.search(normalise(text))
         and picked_lines(text, proposal) is None
+    )
+
+
+def yes_beside_asides(text: str, proposal: Mapping[str, Any]) -> bool:
+    """A plain yes beside short parts of unknown words, which may be the caller's other language and also English
+    words ("Kale, yes, that is right. Please go ahead, webale nnyo.": Luganda "kale" is English "kale", blind32): not
+    consent, as an unknown word may name something, but the read-back's own words to say again (the 1.5B, given the
+    turn, wrote no order, 4 of 4)."""
+    parts = [part for part in _INTERJECTION_PARTS.split(text) if part.strip()]
+    rest = [part for part in parts if not _aside(part, proposal)]
+    return 0 < len(rest) < len(parts) and _a_yes(text, proposal) and consent(". ".join(rest), proposal) is True
+
+
+def _aside(part: str, proposal: Mapping[str, Any]) -> bool:
+    """One or two words that say nothing this module knows: no yes or no, no count, no thing, nothing added."""
+    words = normalise(part).split()
+    return (
+        0 < len(words) <= 2
+        and yes_or_no(part) is None
+        and not any(w in _PLAIN or _number(w) is not None or _names(w, _item_words(proposal)) for w in words)
+        and not (_JOINED.search(" ".join(words)) or _NEW_THING.search(" ".join(words)))
     )
 
 
@@ -676,7 +702,8 @@ def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
 def _numbers(text: str) -> set[int]:
     """The numbers said on their own, but those of "the other three" (the rest, not what is asked for) and "not two"
     (taken back); three or more one after another are a code ("order 1 2 3 4 5")."""
-    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", MEASURE.sub(" ", SIZE.sub(" ", _said_as_numbers(text)))))
+    prices_out = PRICE_SAID.sub(" ", normalise(text))
+    said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", MEASURE.sub(" ", SIZE.sub(" ", _said_as_numbers(prices_out)))))
     found = _alone(said)
     # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.
     shared = _alone(_SHARED_ONE.sub(" ", said))

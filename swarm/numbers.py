@@ -31,6 +31,11 @@ MEASURE = re.compile(
     r"(?i)\b[\w-]+[\s-]+(?:hours?|minutes?|days?|weeks?|months?|years?|metres?|meters?|inch(?:es)?|watts?|litres?"
     r"|liters?|mm|cm|slices?|pounds?|quid|euros?|dollars?|pence|bucks)\b"
 )
+# A price said in words, its cents a second number: "Fourteen ninety?" said back to 14.90 euros is no fourteen cases
+# (blind32: 14 were ordered, 4 of 4), nor is "nine ninety-nine" nine.
+_UNIT_WORDS = "|".join(w for w, n in COUNT_WORDS.items() if n < 10)
+_TENS = "(?:" + "|".join(TENS_WORDS) + r")(?:[\s-]+(?:" + _UNIT_WORDS + "))?"
+PRICE_SAID = re.compile(r"(?i)\b(?:" + "|".join(COUNT_WORDS) + "|" + _TENS + r")[\s-]+" + _TENS + r"\b")
 # A size counts no items either, its number after it: "Size forty-four, black" (blind14's one pair of shoes).
 # So is a number of two digits after "a" or "the", but before a thing counted: "we're both a 42, black", "the 42 in
 # black" (blind23); not "the 12 cables".
@@ -44,4 +49,4 @@ TAKEN_BACK = re.compile(rf"\bnot (?:the )?{_A_COUNT}\b", re.IGNORECASE)
 
 def counting_nothing(text: str) -> str:
     """The words with the numbers that count no items (measures, times, sizes, numbers taken back) blanked out."""
-    return TAKEN_BACK.sub(" ", SIZE.sub(" ", MEASURE.sub(" ", text)))
+    return TAKEN_BACK.sub(" ", SIZE.sub(" ", MEASURE.sub(" ", PRICE_SAID.sub(" ", text))))

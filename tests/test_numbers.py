@@ -18,6 +18,10 @@ from swarm.numbers import counting_nothing
         ("One pair I take. Size forty-four, black.", "One pair I take. , black."),
         ("two pairs in size forty two", "two pairs in"),
         ("a size 9, one pair", "a , one pair"),
+        # Blind32 (Rotherham): a price said back in words is no count ("Fourteen ninety?" ordered 14 cases).
+        ("Fourteen ninety? Go on then, I'll have one.", "? Go on then, I'll have one."),
+        ("nine ninety-nine each, two please", "each, two please"),
+        ("twenty four of them", "twenty four of them"),
     ],
 )
 def test_counting_nothing_blanks_measures_and_numbers_taken_back(said: str, left: str) -> None:

@@ -4,15 +4,17 @@ is the model's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from callcenter.agents import AGENTS, ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
-from swarm.confirmations import consent
+from swarm.confirmations import agreed, consent
 from swarm.events import ToolCalled
-from swarm.messages import CompletionRequest
+from swarm.messages import CompletionRequest, Message
 from swarm.providers.offline import TAKE_YOUR_TIME
 from swarm.providers.scripted import ScriptedProvider, reply
 from swarm.session import Session
@@ -1162,6 +1164,52 @@ async def test_the_same_words_restating_a_return_said_again_to_its_read_back_wri
     said = "Just the one charger back, the one that buzzes. The young lad's keeping his, and leave the speaker alone."
     assert (await session.complete(said)).endswith("Shall I start a return for it?")
     assert (await session.complete(said)).startswith("Your return is registered")
+
+
+async def test_one_of_a_line_sent_back_beside_what_is_kept_is_read_back_with_its_count() -> None:
+    # Blind32 (Falmouth): two mats and a bottle; "send one mat back ... I keep my mat and the bottle" read back the
+    # bottle, and the same words said again to it wrote the bottle's return (4 of 4).
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order(CALLER, [("YM-620", 2), ("BT-630", 1)], days_ago=6)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_refund", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    said = (
+        "So I want to send one mat back, only one. I keep my mat and the bottle. The order number is"
+        f" {' '.join(order.order_number)}."
+    )
+    assert (await session.complete(said)).endswith("Shall I start a return of 1 Yoga mat?")
+    assert (await session.complete("Yes, that's right, one mat back. Go ahead.")).startswith("Your return is")
+    (made,) = [e.arguments for e in session.events if isinstance(e, ToolCalled) and e.name == "create_return"][-1:]
+    assert (made["sku"], made["quantity"], made.get("also")) == ("YM-620", 1, None)
+
+
+def test_the_same_words_keeping_the_read_back_s_item_said_again_do_not_agree_to_it() -> None:
+    proposal = {
+        "tool": "create_return",
+        "arguments": {"order_number": "12345", "sku": "BT-630", "quantity": 1},
+        "item": "Water bottle",
+    }
+    said = "Only one mat, my bird, one of the two. I keep the other mat and the bottle."
+    read_back = Message("tool", json.dumps({"say": "Shall I start a return for it?", "proposal": proposal}))
+    history = [Message("user", said), read_back, Message("user", said)]
+    assert not agreed(history, proposal)
+    restated = "Just the bottle back, the leaky one."
+    assert agreed([Message("user", restated), read_back, Message("user", restated)], proposal)
+
+
+async def test_a_yes_beside_words_not_understood_is_read_back_again_and_a_second_yes_orders() -> None:
+    # Blind32 (Kettering): Luganda "kale" is also English "kale", and the 1.5B, given the turn, ordered nothing (4 of 4).
+    search = ("search_products", {"query": "coffee grinder and kettle"})
+    model = ScriptedProvider(
+        lambda request: reply("", ("navigate_to_sales", {}) if request.agent == "triage" else search), name="model"
+    )
+    session = session_with(model)
+    said = "I want to buy the burr coffee grinder and the temperature kettle, on one order. One of each, please."
+    assert (await session.complete(said)).endswith("Shall I order one of each for you?")
+    yes = "Kale, yes, that's right. Please go ahead, webale nnyo."
+    asked = len(model.requests)
+    assert (await session.complete(yes)).endswith("Shall I place the order?")
+    assert (await session.complete(yes)).startswith("Your order is placed.") and len(model.requests) == asked
 
 
 async def test_a_purchase_after_then_in_the_sentence_asking_for_the_return_is_offered_once_it_is_written() -> None:

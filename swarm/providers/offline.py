@@ -38,6 +38,7 @@ from swarm.confirmations import (
     restates_quantity,
     same_action,
     turned_away,
+    yes_beside_asides,
     yes_or_no,
 )
 from swarm.headcount import headcount
@@ -329,7 +330,10 @@ class OfflineRouter:
         if last is None or last.role != "user" or proposal is None or consent(last.content, proposal) is not None:
             return None
         said = own_words(last.content) or last.content  # not another person's no ("the missus don't want no watch")
-        unchanged = (restates_quantity(said, proposal) or restates_item(said, proposal)) and not asks_more(said)
+        restated = (
+            restates_quantity(said, proposal) or restates_item(said, proposal) or yes_beside_asides(said, proposal)
+        )
+        unchanged = restated and not asks_more(said)
         changed = _read_back_again(proposal, said, request.tools, unchanged=unchanged)
         if changed is None:
             return None
