@@ -16,7 +16,7 @@ from typing import Protocol
 from callcenter.store.domain import OrderLine, Product
 from callcenter.store.spoken import number_tokens, words
 from callcenter.store.terms import query_terms
-from swarm.numbers import MEASURE, SIZE
+from swarm.numbers import KINDS, MEASURE, PRICE_SAID, SIZE
 from swarm.sentences import split_sentences
 
 MAX_SEARCHES = 12  # each part that names something is one catalogue search (an HTTP call to the shop's own system)
@@ -260,7 +260,7 @@ def said_count(text: str, name: str) -> int | None:
     """The first number of the words that is not part of the product's name ("27 inch monitor", "Two slice
     toaster"), if they say one."""
     own = {token for token, _ in number_tokens(words(name))}
-    for token, _ in number_tokens(words(MEASURE.sub(" ", SIZE.sub(" ", text)))):
+    for token, _ in number_tokens(words(MEASURE.sub(" ", SIZE.sub(" ", PRICE_SAID.sub(" ", KINDS.sub(" ", text)))))):
         if token.isdigit() and token not in own and 0 < int(token) <= MAX_QUANTITY:
             return int(token)
     return None

@@ -22,7 +22,7 @@ from typing import Any
 from swarm.english import foreign
 from swarm.headcount import headcount
 from swarm.messages import Message
-from swarm.numbers import COUNT_WORDS, MEASURE, PRICE_SAID, SIZE, TAKEN_BACK, TENS_WORDS
+from swarm.numbers import COUNT_WORDS, KINDS, MEASURE, PRICE_SAID, SIZE, TAKEN_BACK, TENS_WORDS
 from swarm.sentences import split_sentences
 
 # "I'll have one, please." (blind18, a Maltese grandmother: the 1.5B ordered the desk lamp her bulb was for).
@@ -152,6 +152,7 @@ _BOTH_ALONE = re.compile(
 _ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?(?:same|one) order|one of each)\b")
 # Words that ask for something beside what was read back: "both, and a mouse as well", "another one".
 _NEW_THING = re.compile(r"\b(?:and|plus|with) (?:a|an|some|another)\b|\banother\b|\bmore\b")
+_ONE_OF_EACH = re.compile(r"\bone of each\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
 _KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying|leave|already)\b")
 # What may stand beside a count said on its own: "One, then.", "Just the one, please."
@@ -458,10 +459,20 @@ def picked_lines(text: str, proposal: Mapping[str, Any]) -> dict[str, int] | Non
         sku: [words for words in said if any(_names(word, _name_words(name)) for word in words)]
         for sku, name in zip(lines, names, strict=True)
     }
-    named = [sku for sku, clauses in naming.items() if clauses]
+    # A thing left is not picked for being spoken of too: "the keyboard is dear, right enough. ... I'll take the mouse
+    # and the laptop stand, one of each, and leave the keyboard." ordered all three (blind31, 4 of 4).
+    gone = [normalise(c).split() for c, was in zip(clauses, left, strict=True) if was]
+    named = [
+        sku
+        for sku, name in zip(lines, names, strict=True)
+        if naming[sku] and not any(_names(word, _name_words(name)) for words in gone for word in words)
+    ]
     if len(named) == 1 and len(lines) > 1 and (people := headcount(text)) is not None:
         return {named[0]: people}  # "It's two lamps for each classroom, and there's three classrooms." (blind29)
-    return {sku: _count_said(naming[sku], lines[sku]) for sku in named} if 0 < len(named) < len(lines) else None
+    each = 1 if _ONE_OF_EACH.search(normalise(text)) else None
+    if not 0 < len(named) < len(lines):
+        return None
+    return {sku: _count_said(naming[sku], each or lines[sku]) for sku in named}
 
 
 def _name_words(name: str) -> frozenset[str]:
@@ -702,7 +713,7 @@ def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
 def _numbers(text: str) -> set[int]:
     """The numbers said on their own, but those of "the other three" (the rest, not what is asked for) and "not two"
     (taken back); three or more one after another are a code ("order 1 2 3 4 5")."""
-    prices_out = PRICE_SAID.sub(" ", normalise(text))
+    prices_out = KINDS.sub(" ", PRICE_SAID.sub(" ", normalise(text)))
     said = _OTHER.sub(" ", _THAT_ONE.sub(r"\1", MEASURE.sub(" ", SIZE.sub(" ", _said_as_numbers(prices_out)))))
     found = _alone(said)
     # "one for us and one for the kids" beside "two" shares the two out: it is no quantity of its own.

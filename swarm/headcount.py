@@ -34,6 +34,11 @@ _GROUP = re.compile(
     rf"|\b(?:my|our|the|all|there'?s|there is|there are|we'?re|we are|we'?ve got|we have(?: got)?) {_N}"
     rf" (?!euros?|pounds?|quid|pence|bucks|of each)[a-z]+"
 )
+# A group counted in its parts: "four in one group and three in the other", "two in the first van, three in the
+# second" (blind31: read back as ten, then four).
+_IN_PART = re.compile(
+    rf"(?i)\b{_N} (?:\w+ )?in (?:one|another|the (?:one|first|second|third|fourth|other|last|next|big|small))\b"
+)
 # A name or a person: "Mick", "me", "my nephew Andreas", "our Bilal", "the new lad".
 _PERSON = r"(?:me|myself|I|(?:my|our|the) (?:new )?(?!own\b|rest\b|others?\b)[a-z]+(?: [A-Z][a-z]+)?|[A-Z][a-z]+)"
 _PEOPLE = rf"{_PERSON}(?:(?:,| and|, and) {_PERSON})*"
@@ -58,9 +63,10 @@ def headcount(text: str) -> int | None:
     if each is None or _told_of(each.group(), text):
         return None
     groups = [next(g for g in match.groups() if g) for match in _GROUP.finditer(SIZE.sub(" ", text))]
-    if not groups:
+    parts = [_count(match.group(1)) for match in _IN_PART.finditer(text)]
+    if not groups and len(parts) < 2:
         return None
-    people = _count(groups[0])
+    people = sum(parts) if len(parts) >= 2 else _count(groups[0])
     people -= sum(_people(m.group(1)) for m in _LESS.finditer(text))
     people -= sum(_people(m.group(1)) for m in _OWN.finditer(text))
     people += sum(_people(m.group(1)) for m in _PLUS.finditer(text))

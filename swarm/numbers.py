@@ -47,6 +47,12 @@ SIZE = re.compile(
 TAKEN_BACK = re.compile(rf"\bnot (?:the )?{_A_COUNT}\b", re.IGNORECASE)
 
 
+# Kinds counted, not things: "the prices of three things: the mouse, the stand and the keyboard" asks for no three
+# mice (blind31), nor "two things together, on one order" for two grinders.
+KINDS = re.compile(rf"(?i)\b{_A_COUNT} (?:different |other |more )?(?:things|items|products|prices|questions)\b")
+
+
 def counting_nothing(text: str) -> str:
-    """The words with the numbers that count no items (measures, times, sizes, numbers taken back) blanked out."""
-    return TAKEN_BACK.sub(" ", SIZE.sub(" ", MEASURE.sub(" ", PRICE_SAID.sub(" ", text))))
+    """The words with the numbers that count no items (measures, times, sizes, prices, kinds counted, numbers taken
+    back) blanked out."""
+    return TAKEN_BACK.sub(" ", SIZE.sub(" ", MEASURE.sub(" ", PRICE_SAID.sub(" ", KINDS.sub(" ", text)))))

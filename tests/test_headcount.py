@@ -29,6 +29,9 @@ CALLER = "+4930123456"
         ("Two for each classroom, and we've got three classrooms.", 6),
         ("It's two lamps for each classroom, and there is three classrooms.", 6),
         ("Two per room, there are four rooms.", 8),
+        # Blind31: a group counted in its parts.
+        ("One for every young person going. There's two groups, four in one group and three in the other.", 7),
+        ("It's one for every kid: four in the first group and three in the second, and none for me.", 7),
         # The total the caller worked out themselves (blind30: read back as one).
         ("One in every room, a lounge and two bedrooms in each of the three vans. That's nine bulbs altogether.", 9),
         ("A total of six, please.", 6),
@@ -70,6 +73,10 @@ def test_a_thing_named_then_left_is_not_picked() -> None:
     )
     assert picked_lines(said, three) == {"PB-130": 1, "CH-120": 1}
     assert consent(said, three) is None  # read back again, as picked
+    # Blind31: spoken of, then left, with "one of each" of three offered for a count of kinds ("three things").
+    three = {**three, "arguments": {"sku": "PB-130", "quantity": 3, "also": {"CH-120": 1, "CB-140": 1}}}
+    said = "The cable is dear, right enough. I'll take the power bank and the charging pad, one of each, and leave the cable."
+    assert picked_lines(said, three) == {"PB-130": 1, "CH-120": 1}
 
 
 def test_the_one_thing_picked_of_several_takes_the_count_worked_out() -> None:

@@ -22,6 +22,7 @@ from swarm.numbers import counting_nothing
         ("Fourteen ninety? Go on then, I'll have one.", "? Go on then, I'll have one."),
         ("nine ninety-nine each, two please", "each, two please"),
         ("twenty four of them", "twenty four of them"),
+        ("the prices of three things: the mouse, the stand", "the prices of : the mouse, the stand"),  # blind31
     ],
 )
 def test_counting_nothing_blanks_measures_and_numbers_taken_back(said: str, left: str) -> None:
