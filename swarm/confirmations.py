@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from swarm.english import foreign
+from swarm.english import foreign, rare
 from swarm.headcount import headcount
 from swarm.messages import Message
 from swarm.numbers import COUNT_WORDS, KINDS, MEASURE, PRICE_SAID, SIZE, TAKEN_BACK, TENS_WORDS
@@ -404,12 +404,16 @@ def yes_beside_asides(text: str, proposal: Mapping[str, Any]) -> bool:
 
 
 def _aside(part: str, proposal: Mapping[str, Any]) -> bool:
-    """One or two words that say nothing this module knows: no yes or no, no count, no thing, nothing added."""
+    """A short part whose one or two words beside plain ones are rare or no English ("Kale", "that's bostin", "webale
+    nnyo"): no yes or no, no count, no thing named, nothing added."""
     words = normalise(part).split()
+    odd = [w for w in words if w not in _PLAIN]
     return (
-        0 < len(words) <= 2
+        0 < len(odd) <= 2
+        and len(words) <= 3
+        and all(rare(w) for w in odd)
         and yes_or_no(part) is None
-        and not any(w in _PLAIN or _number(w) is not None or _names(w, _item_words(proposal)) for w in words)
+        and not any(_number(w) is not None or _names(w, _item_words(proposal)) for w in words)
         and not (_JOINED.search(" ".join(words)) or _NEW_THING.search(" ".join(words)))
     )
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 # Counts below this are names, borrowings and typos of the subtitles ("oui" 325, "dobro" 50); "humidifier" is 169.
 _SAID = 100
+# Below this, a word is rare: a dialect's or another language's homograph more often than an answer's word.
+_RARE = 1000
 # Each half of a compound is a common word: "web" + "cam", "ear" + "buds".
 _HALF_SAID = 1000
 _HALF_LETTERS = 3
@@ -34,3 +36,9 @@ def foreign(word: str) -> bool:
         return False
     halves = range(_HALF_LETTERS, len(word) - _HALF_LETTERS + 1)
     return not any(counts.get(word[:i], 0) >= _HALF_SAID and counts.get(word[i:], 0) >= _HALF_SAID for i in halves)
+
+
+def rare(word: str) -> bool:
+    """A word of letters that is no English word or a rare one ("kale", "bach", "webale"): beside a yes, more likely
+    the caller's other language or dialect than a word that changes it."""
+    return word.isalpha() and (foreign(word) or _counts().get(word, 0) < _RARE)

@@ -12,7 +12,7 @@ from callcenter.agents import AGENTS, ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
-from swarm.confirmations import agreed, consent
+from swarm.confirmations import agreed, consent, yes_beside_asides
 from swarm.events import ToolCalled
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.offline import TAKE_YOUR_TIME
@@ -1195,6 +1195,22 @@ def test_the_same_words_keeping_the_read_back_s_item_said_again_do_not_agree_to_
     assert not agreed(history, proposal)
     restated = "Just the bottle back, the leaky one."
     assert agreed([Message("user", restated), read_back, Message("user", restated)], proposal)
+
+
+@pytest.mark.parametrize(
+    ("said", "again"),
+    [
+        ("Kale, yes, that's right. Please go ahead, webale nnyo.", True),  # blind32: Luganda
+        ("Ar, that's bostin. Go on, order them for me. Webale nnyo.", True),  # blind31: the Black Country
+        ("Yes, go on, bach.", True),  # blind32: Welsh
+        ("Yes, that's wrong.", False),  # English words: the model's
+        ("Yes, that's too dear.", False),
+        ("Yes, kettle.", False),
+    ],
+)
+def test_a_yes_beside_rare_or_foreign_words_is_read_back_again(said: str, again: bool) -> None:
+    proposal = {"tool": "place_order", "arguments": {"sku": "PB-130", "quantity": 7}, "item": "Power bank"}
+    assert yes_beside_asides(said, proposal) is again
 
 
 async def test_a_yes_beside_words_not_understood_is_read_back_again_and_a_second_yes_orders() -> None:
