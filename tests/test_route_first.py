@@ -605,6 +605,22 @@ async def test_a_caller_asking_where_their_order_is_hears_its_status_and_a_yes_p
     assert session.escalated() is not None and len(model.requests) == ("order?" in said)
 
 
+@pytest.mark.parametrize(
+    ("said", "answer"),
+    [
+        # Heard latency: "replacement" named a return beside "order", and the 1.5B sent it to refunds (5.7 s).
+        ("I want to order a replacement charger because I lost mine.", "We have the USB-C phone charger"),
+        ("My grinder is broken, I want a replacement.", "I found your order"),
+    ],
+)
+async def test_a_replacement_names_neither_a_purchase_nor_a_return_on_its_own(said: str, answer: str) -> None:
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("CF-420", 1)], days_ago=6)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete(said)).startswith(answer) and model.requests == []
+
+
 async def test_a_caller_whose_order_never_came_and_who_wants_a_refund_is_read_back_its_return() -> None:
     shop = Shop(":memory:")
     shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=5, status="placed")
