@@ -152,6 +152,12 @@ _BOTH_ALONE = re.compile(
 _ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?(?:same|one) order|one of each)\b")
 # Words that ask for something beside what was read back: "both, and a mouse as well", "another one".
 _NEW_THING = re.compile(r"\b(?:and|plus|with) (?:a|an|some|another)\b|\banother\b|\bmore\b")
+# A price said back as a question, which asks nothing: "Fourteen ninety? Vala, that's not bad at all. Go on then, I'll
+# have one" (blind32: the 1.5B's, 5-11 s).
+_PRICE_ECHO = re.compile(
+    rf"(?i)(?:^|(?<=[.!?]))\s*(?:{PRICE_SAID.pattern.removeprefix('(?i)')}|\d+[.,]\d\d)"
+    r"(?: (?:euros?|pounds?|quid))?\s*\?"
+)
 _ONE_OF_EACH = re.compile(r"\bone of each\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
 _KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying|leave|already)\b")
@@ -222,6 +228,7 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     for a no (a no anywhere wins, but in what they tell before a last sentence that agrees), None for anything
     else. A yes inside a changed request ("I want 100 ... yes", "yes but make it two") is None: a new request, to be
     read back again, never the old one's consent."""
+    text = _PRICE_ECHO.sub(" ", text).strip() or text
     answer = yes_or_no(text)
     if answer is False and (_told_then_agreed(text, proposal) or _money_back_wanted(text, proposal)):
         return True

@@ -257,6 +257,9 @@ def test_a_yes_inside_a_changed_request_is_read_back_again(said: str, routed: di
         # ... but English words, and product names joined of two, are: read back again.
         ("Yes, blue.", None, False),
         ("Yes, webcam.", None, False),
+        # Blind32: a price said back as a question asks nothing ("Fourteen ninety?" went to the 1.5B).
+        ("Fourteen ninety? Go on then, order them.", True, False),
+        ("Two? No, just the one.", None, True),  # a count questioned stays: the change is read back
         ("Yes, the smartwatch.", None, False),
     ],
 )
