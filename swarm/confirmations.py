@@ -158,6 +158,7 @@ _PRICE_ECHO = re.compile(
     rf"(?i)(?:^|(?<=[.!?]))\s*(?:{PRICE_SAID.pattern.removeprefix('(?i)')}|\d+[.,]\d\d)"
     r"(?: (?:euros?|pounds?|quid))?\s*\?"
 )
+_JOINING = frozenset({"and", "with", "the", "for"})
 _ONE_OF_EACH = re.compile(r"\bone of each\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
 _KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying|leave|already)\b")
@@ -581,7 +582,12 @@ def _in_other_language(part: str) -> bool:
 def _item_words(proposal: Mapping[str, Any]) -> frozenset[str]:
     """The words of the name the read-back said (its proposal's "item"), as they name it: "Electric kettle"."""
     item = proposal.get("item")
-    return frozenset(w for w in normalise(item).split() if len(w) > 2) if isinstance(item, str) else frozenset()
+    # Not the "and" that joins several: "Smart light bulb and Desk lamp" is not named by every "and" said.
+    return (
+        frozenset(w for w in normalise(item).split() if len(w) > 2 and w not in _JOINING)
+        if isinstance(item, str)
+        else frozenset()
+    )
 
 
 def _names(word: str, item: frozenset[str]) -> bool:

@@ -414,7 +414,9 @@ async def test_an_offer_left_for_another_act_is_not_turned_into_another_offer(sh
     session = session_with(shop, answers("The model answers."))
     assert (await session.complete("I'd like to buy a webcam.")).startswith("We have the HD webcam")
     instead = "Actually, I changed my mind. I want to return the kettle I bought instead."
-    assert await session.complete(instead) == "The model answers."
+    answer = await session.complete(instead)
+    # Handed to returns (blind33: a return asked for over an offer), where this caller has no kettle's order.
+    assert not answer.startswith("We have") and session.get_agent_name() == "refund"
 
 
 def test_what_the_caller_does_not_want_is_not_searched_for(shop: Shop) -> None:

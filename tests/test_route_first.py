@@ -1182,6 +1182,23 @@ async def test_the_same_words_restating_a_return_said_again_to_its_read_back_wri
     assert (await session.complete(said)).startswith("Your return is registered")
 
 
+async def test_a_return_asked_for_over_an_offer_hands_over_and_is_no_change_to_the_offer() -> None:
+    # Blind33 (Monaghan): "... I want to send back the webcam ... the two microphones only hiss" to a bulb and a lamp
+    # offered was read back as two bulbs and a lamp: every "and" named the offer's "Smart light bulb and Desk lamp".
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("WC-240", 1)], days_ago=7)
+    model = ScriptedProvider(lambda request: reply("", ("navigate_to_sales", {})), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    offer = await session.complete("Does the smart colour bulb go in an ordinary lamp, or do you need a desk lamp?")
+    assert offer.endswith("Shall I order one of each for you?")
+    said = (
+        "Right, grand. Now, the real reason I rang: I want to send back the webcam I got last week. The picture's "
+        "grainy and the two microphones only hiss."
+    )
+    assert (await session.complete(said)).endswith("with the HD webcam. Shall I start a return for it?")
+    assert session.get_agent_name() == "refund"
+
+
 async def test_one_of_a_line_sent_back_beside_what_is_kept_is_read_back_with_its_count() -> None:
     # Blind32 (Falmouth): two mats and a bottle; "send one mat back ... I keep my mat and the bottle" read back the
     # bottle, and the same words said again to it wrote the bottle's return (4 of 4).

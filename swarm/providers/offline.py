@@ -227,7 +227,9 @@ class OfflineRouter:
             return None
         proposal = pending_proposal(request.messages)
         if proposal is not None and (answer := consent(last.content, proposal)) is not False:
-            return self.aside_call(request, proposal) if answer is None else None
+            if answer is not None:
+                return None
+            return self.aside_call(request, proposal) or self.handed_elsewhere(request, proposal)
         if proposal is not None and holds_off(last.content) and "?" in last.content:
             # They ask about what is read back before they answer it: "wait, not yet ... it is real glass, yes? Not
             # plastic? My last one was ... all scratched" asks for no return (blind16 was handed to refunds).
@@ -281,6 +283,21 @@ class OfflineRouter:
         ]
         return ToolCall("router_0", hand_overs[0], {}) if len(hand_overs) == 1 else None
 
+    def handed_elsewhere(self, request: CompletionRequest, proposal: Mapping[str, Any]) -> ToolCall | None:
+        """The one hand-over the words over a read-back ask for, when they leave it for another wish and do not name
+        what it offers: "Right, grand. Now, the real reason I rang: I want to send back the webcam ..." to a bulb and
+        a lamp offered was read back as two bulbs and a lamp, its "two microphones" taken for a count (blind33)."""
+        said = request.messages[-1].content
+        if mentions_item(said, proposal) or restates_quantity(said, proposal):
+            return None
+        words = self.undoubted(normalise(said))
+        named = [t for t in request.tools if any(p in words for p in self._examples.get(t.name, ()))]
+        if len(named) != 1 or not named[0].name.startswith(NAVIGATE_PREFIX):
+            return None
+        if self._classifier is not None and self.asked_against(request, named[0].name):
+            return None
+        return ToolCall("router_0", named[0].name, {})
+
     def asked_against(self, request: CompletionRequest, tool: str) -> bool:
         """Whether the classifier hears the end of the caller's words ask for another of the tools it tells apart than
         `tool`, the phrases' pick: the scene set before the ask named the pick ("our kettle is dead ... the button is
@@ -329,6 +346,8 @@ class OfflineRouter:
         proposal = pending_proposal(request.messages)
         if last is None or last.role != "user" or proposal is None or consent(last.content, proposal) is not None:
             return None
+        if self.handed_elsewhere(request, proposal) is not None:
+            return None  # another agent's wish: its hand-over (sure_call), not a change to this read-back
         said = own_words(last.content) or last.content  # not another person's no ("the missus don't want no watch")
         restated = (
             restates_quantity(said, proposal) or restates_item(said, proposal) or yes_beside_asides(said, proposal)
