@@ -58,6 +58,11 @@ _NO_THING = re.compile(
     r"|\bflat \d|\b\d+[a-z]? [a-z]+ (?:street|road|lane|avenue|close|drive|way|terrace|crescent|place|gardens|court)\b"
     r"|\b[a-z]{1,2}\d[a-z\d]? ?\d[a-z]{2}\b"
 )
+# What a thing is charged or plugged with describes it, and is not asked for: "the front and back lights you charge
+# with a cable" offered a USB-C cable beside the bike lights (blind33).
+_USED_WITH = re.compile(
+    r"(?i)\b(?:you|it|they|that|which)(?: can| could)? (?:charge|charges|plug|plugs|connect|connects|power|powers)\b.*$"
+)
 # The word after these is a verb.
 _VERB = re.compile(r"(?i)\b(?:can|could|to|will|would|you|we|they|i)\s+(?=([a-z]+))")
 # All of what was bought goes back: "I want give back everything" (blind8).
@@ -121,7 +126,7 @@ def wanted_parts(text: str) -> list[str]:
     """The parts of the words that may ask for a product: not those that keep one, tell of one they had, or ask
     about the one named ("does it have a USB port so that I can charge my phone from it?")."""
     return [
-        part
+        _USED_WITH.sub("", part)
         for part in _parts(text)
         if not (_KEPT.search(part) or _NOT_WANTED.search(part) or _HAD.search(part) or _ABOUT_IT.search(part))
     ]

@@ -30,8 +30,9 @@ _TOTAL = re.compile(
 _PAST = re.compile(r"(?i)\b(?:ordered|bought|got them|had them|returned)\b")
 # A group counted: "six of us", "the four lads", "my three boys", "six on the shift", "eight in the class".
 _GROUP = re.compile(
-    rf"(?i)\b{_N} (?:of (?:us|them|you|my|our|the)\b|(?:on|in) the \w+|people\b|folk\b)"
-    rf"|\b(?:my|our|the|all|there'?s|there is|there are|we'?re|we are|we'?ve got|we have(?: got)?) {_N}"
+    rf"(?i)\b{_N} (?:of (?:us|them|you|my|our|the)\b|(?:[a-z]+ )?(?:on|in) the \w+|people\b|folk\b)"
+    rf"|\b(?:my|our|the|all|there'?s|there is|there are|we'?re|we are|we'?ve got|we have(?: got)?|i'?ve got|i have"
+    rf"(?: got)?|i got) {_N}"
     rf" (?!euros?|pounds?|quid|pence|bucks|of each)[a-z]+"
 )
 # A group counted in its parts: "four in one group and three in the other", "two in the first van, three in the
@@ -48,6 +49,12 @@ _LESS = re.compile(rf"\b(?:less|minus|except|bar|but not|not counting|apart from
 _OWN = re.compile(
     rf"\b({_PEOPLE})(?:'ve| have| has| had)?(?: already)? (?:got|have|has|bring|brings|brought|had|use|uses)"
     rf"(?: already)? (?:(?:their|his|her|my|our) own|theirs|his|hers|mine|ours)\b"
+)
+# So many of the group left out by their number: "but the two new Toyotas, the wire is already built in the car, so
+# not for them", "the two Toyotas don't need it" (blind33: read back as three of six cars, less two, plus one).
+_LESS_COUNTED = re.compile(
+    rf"(?i)\bthe {_N} (?:[a-z]+ ){{0,3}}?(?:don'?t|do not|doesn'?t|won'?t) need\b"
+    rf"|\bthe {_N} [^.?!]*?\bnot for (?:them|those|these)\b"
 )
 # People added to it: "plus Andreas", "and one for my nephew Andreas".
 _PLUS = re.compile(rf"\bplus ({_PEOPLE})")
@@ -69,6 +76,7 @@ def headcount(text: str) -> int | None:
     people = sum(parts) if len(parts) >= 2 else _count(groups[0])
     people -= sum(_people(m.group(1)) for m in _LESS.finditer(text))
     people -= sum(_people(m.group(1)) for m in _OWN.finditer(text))
+    people -= sum(_count(next(g for g in m.groups() if g)) for m in _LESS_COUNTED.finditer(text))
     people += sum(_people(m.group(1)) for m in _PLUS.finditer(text))
     total = _count(next(g for g in each.groups() if g)) * people + len(_ONE_MORE.findall(text))
     return total if 0 < total <= _MOST else None

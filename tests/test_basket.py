@@ -64,6 +64,12 @@ def shop() -> Shop:
         ),
         # blind11: a question about the one named asks for no second product
         ("I saw you have a desk lamp. Does it have a USB port so that I can charge my phone from it?", []),
+        # blind33: what a thing is charged with describes it
+        (
+            "How much is the bike light set, the front and back lights you charge with a cable? And how much is the "
+            "steel water bottle?",
+            [("BK-640", 1), ("BT-630", 1)],
+        ),
     ],
 )
 def test_the_products_a_caller_lists(shop: Shop, said: str, listed: list[tuple[str, int]]) -> None:

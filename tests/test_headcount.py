@@ -29,6 +29,15 @@ CALLER = "+4930123456"
         ("Two for each classroom, and we've got three classrooms.", 6),
         ("It's two lamps for each classroom, and there is three classrooms.", 6),
         ("Two per room, there are four rooms.", 8),
+        # Blind33: a group's members left out by their number, and "I got six cars on the firm".
+        (
+            "One for every car. I got six cars on the firm, but the two new Toyotas have it built in, so not for them.",
+            4,
+        ),
+        (
+            "Six cars on the firm, the two Toyotas don't need it, so one for each other car, and one more for the office.",
+            5,
+        ),
         # Blind31: a group counted in its parts.
         ("One for every young person going. There's two groups, four in one group and three in the other.", 7),
         ("It's one for every kid: four in the first group and three in the second, and none for me.", 7),
