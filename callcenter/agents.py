@@ -248,7 +248,7 @@ def build_registry(
     shop_side = shop_tools(shop, verification, status_only=status_only)
     known = {t.name: t for t in shop_side}
     control = [
-        *(_hand_over_tool(agent, known) for agent in targets),
+        *(_hand_over_tool(agent, known, targets) for agent in targets),
         navigate_back_tool(),
         transfer_to_operator_tool(frozenset(a.name for a in swarm.agents.values() if a.tool_only)),
         end_call_tool(),
@@ -310,9 +310,14 @@ def _order_tools(swarm: SwarmFile, tools: Sequence[Tool]) -> tuple[str, ...]:
     return (*lookups, *(f"{HAND_OVER_PREFIX}{name}" for name in agents))
 
 
-def _hand_over_tool(agent: AgentSpec, known: Mapping[str, Tool]) -> Tool:
+def _hand_over_tool(agent: AgentSpec, known: Mapping[str, Tool], targets: Sequence[AgentSpec]) -> Tool:
+    """The hand-over to `agent`, with its own phrases, or else its tool's less those another agent names as its own:
+    find_order's "where is my" is the order-status agent's "where is my order" in a file that has one."""
     source = known.get(agent.hand_over_phrases_from)
-    phrases = agent.hand_over_phrases or (source.examples if source is not None else ())
+    if agent.hand_over_phrases or source is None:
+        return navigate_tool(agent.name, agent.hand_over, agent.hand_over_phrases)
+    claimed = [p for other in targets if other is not agent for p in other.hand_over_phrases]
+    phrases = tuple(p for p in source.examples if not any(p in c or c in p for c in claimed))
     return navigate_tool(agent.name, agent.hand_over, phrases)
 
 

@@ -73,6 +73,8 @@ _PLAIN = frozenset(
     # "Iva, I'll have one, please." (blind18). Guernsey's "Yes my love, three toasters, that's it, eh. Go ahead."
     # (blind28: read back again, 4 of 4).
     "have eh "
+    # Ulster's tag: "That's right, go ahead, hi." (blind34: the 1.5B greeted him back, "Hi! How can I help you today?").
+    "hi "
     # Agreement in the languages callers here grow up with, said beside an English yes: "Dobro, good. Yes, now you can
     # order it." (blind17, Croatian), "Eshi, eshi. Okay." (Amharic), "Iva, yes" (Maltese), "Haanji, yes" (Punjabi).
     "dobro dobrze tak da bine haan haanji ji theek achha acha eshi iva evet tamam si vale bene sim oui bon ja gut "
@@ -111,8 +113,11 @@ _DEFERS = re.compile(
 )
 # Words that ask for something else beside the time asked for: "hang on, I want the blue one instead".
 # And words that say the read-back is wrong: "Hang on, cariad, that's not right." (blind26 was told to take her time).
+# Words that ask for more than time: "wait, before you do it: put also one of those water bottles on the same order"
+# (blind34: "take your time", 4 of 4).
 _ELSE = re.compile(
-    r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it|not right|wrong|mistake)\b"
+    r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it|not right|wrong|mistake|also|too"
+    r"|as well|add|same order)\b"
 )
 _LEADING_NO = re.compile(r"^ (?:no|nope)\b")
 _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")

@@ -119,6 +119,10 @@ class RouterSteps:
             told = bool(result.get("described")) and holds_off(said) and "?" in said
             if not isinstance(offered, dict) or not result.get(tool.finds):
                 found = False
+            elif offered.get("tool") != proposal.get("tool"):
+                # Another act than the one offered: "And the other thing: the electric kettle I bought last week, I want
+                # to send it back." to a colleague offered for a late parcel went to the 1.5B (blind34).
+                found = True
             elif refused:
                 found = told or not same_action(offered, proposal)
             else:

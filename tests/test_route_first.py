@@ -621,6 +621,34 @@ async def test_a_replacement_names_neither_a_purchase_nor_a_return_on_its_own(sa
     assert (await session.complete(said)).startswith(answer) and model.requests == []
 
 
+async def test_of_two_orders_named_the_one_named_last_is_read_back_and_a_wait_asked_first_is_told_its_status() -> None:
+    # Blind34 (Weston): the earbuds asked after, then the kettle sent back; the kettle's return read back the earbuds,
+    # and "hi" beside the yes went to the 1.5B, which greeted him back.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-200", 1)], days_ago=2, status="placed")
+    shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=8)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    asked = "I ordered some earbuds, the cheap wired ones, two days ago, and nothing come yet. Where's it to?"
+    assert "with the Wired earbuds. Its status is placed." in await session.complete(asked)
+    said = "And the other thing: the electric kettle I bought last week, I want to send it back."
+    assert (await session.complete(said)).endswith("with the Electric kettle. Shall I start a return for it?")
+    assert (await session.complete("That's right, go ahead, hi.")).startswith("Your return is registered")
+    assert model.requests == []
+
+
+async def test_a_wait_beside_another_thing_added_is_no_wish_for_time() -> None:
+    # Blind34 (Keswick): "wait, before you do it: put also one of those water bottles on the same order" was given time.
+    search = ("search_products", {"query": "running shoes"})
+    model = ScriptedProvider(
+        lambda request: reply("", ("navigate_to_sales", {}) if request.agent == "triage" else search), name="model"
+    )
+    session = session_with(model)
+    assert (await session.complete("I want the running shoes, one pair.")).endswith("Shall I order one for you?")
+    said = "Wait, before you do it: put also one of those water bottles on the same order, please."
+    assert await session.complete(said) != TAKE_YOUR_TIME
+
+
 async def test_a_caller_whose_order_never_came_and_who_wants_a_refund_is_read_back_its_return() -> None:
     shop = Shop(":memory:")
     shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=5, status="placed")

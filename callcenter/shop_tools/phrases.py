@@ -116,6 +116,11 @@ WHERE_PHRASES = (
     "when will it arrive",
     "when will it come",
     "when will my",
+    "nothing come",
+    "nothing came",
+    "nothing's come",
+    "where is it",
+    "where's it",
 )
 OPERATOR_PHRASES = (
     "human",

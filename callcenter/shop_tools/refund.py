@@ -42,9 +42,13 @@ from callcenter.verification import (
 from swarm import Escalated, Event, Tool, ToolContext, UserText, tool_from_function
 from swarm.confirmations import cannot_answer, defers, yes_or_no
 from swarm.numbers import MEASURE
+from swarm.sentences import split_sentences
 
 # Words of a return beside a question about where an order is: a return, not a status ("it never came, refund me").
-_RETURNING = ("return", "refund", "money back", "send it back", "send them back", "exchange", "replace")
+_RETURNING = (
+    *("return", "refund", "money back", "send back", "send it back", "send them back", "sent back", "take it back"),
+    *("take them back", "give it back", "exchange", "replace", "swap"),
+)
 # "haven't had it", "still not had a tracking number", "didn't get it": an order not yet come.
 _NOT_HAD = re.compile(
     r" (?:haven't|have not|hasn't|has not|not|never|didn't|did not) (?:yet )?(?:had|got|get|come|came|arrived?) "
@@ -441,11 +445,16 @@ def _named_first(orders: list[Order], product: str | None) -> list[Order]:
     phone charger's order by "phone" (blind13); "... the robot hoover ... I want to send it back, refund. The keyboard
     I bought for my son, that one is fine, he keeps it." was read back the newer keyboard (blind14)."""
     said = query_terms(product or "").words
+    sentences = [query_terms(sentence).words for sentence in split_sentences(product or "")]
 
-    def rank(order: Order) -> tuple[bool, bool]:
+    def rank(order: Order) -> tuple[bool, bool, int]:
         kept = kept_lines(order.lines, product or "")
-        named = any(names(said, line.name) for line in order.lines if line.sku not in kept)
-        return not named, all(line.sku in kept for line in order.lines)
+        going = [line for line in order.lines if line.sku not in kept]
+        named = any(names(said, line.name) for line in going)
+        # Of several named, the one named last: "I ordered some earbuds ... nothing come yet. ... And the other thing:
+        # the electric kettle I bought last week, I want to send it back." read back the earbuds (blind34).
+        last = max((i for i, words in enumerate(sentences) for line in going if names(words, line.name)), default=-1)
+        return not named, all(line.sku in kept for line in order.lines), -last
 
     return sorted(orders, key=rank)
 
