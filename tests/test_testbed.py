@@ -17,7 +17,7 @@ from callcenter.shop import Shop
 from callcenter.testbed.llms import OpenLLM, open_llm
 from callcenter.testbed.report import baseline_diff, pass_hat_k, summarise
 from callcenter.testbed.rules import SpeakingRules
-from callcenter.testbed.runner import TrialResult, run_trial
+from callcenter.testbed.runner import TrialResult, _parts_of, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_scenario, load_suite
 from callcenter.testbed.state import expected_state, prepare_shop, read_state
 from swarm.providers.base import ProviderError
@@ -161,6 +161,15 @@ def test_catalogue_prices_and_totals_may_be_said():
     assert rules.violations("We have it for 24 euros 90, or 24.90 EUR. Two cost 49 euros 80.") == []
     assert rules.violations("Your total is 52 euros 50.") == []
     assert rules.violations("That is 25 euros 10.") != []
+
+
+def test_what_some_lines_of_an_order_come_to_may_be_said():
+    # Blind34: "the refund of 311 euros" for the monitor and the stand of three lines was taken for a made-up price.
+    with Shop(":memory:") as shop:
+        order = shop.place_order("+4930123456", [("MN-230", 1), ("LP-250", 1), ("MS-210", 2)], "k1")
+    parts = _parts_of(order)
+    assert {27900 + 3200, 27900 + 3200 + 2100, 2 * 2100, order.total_cents} <= parts
+    assert 3 * 2100 not in parts and 0 not in parts
 
 
 def test_a_line_the_prompt_tells_the_agent_to_say_is_no_leak():

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from callcenter.agents import DEFAULT_SWARM, SWARM
 from callcenter.app import App, agents_registry
 from callcenter.config import Config
-from callcenter.shop import Shop
+from callcenter.shop import Order, Shop
 from callcenter.swarm_file import SwarmFile
 from callcenter.testbed import checks
 from callcenter.testbed.llms import OpenLLM
@@ -118,7 +118,7 @@ async def run_trial(
             await asyncio.to_thread(opened.products),
             registry.tools,
             _prompts(registry),
-            [o.total_cents for o in orders],
+            [cents for o in orders for cents in _parts_of(o)],
             [*(a.unclear for a in swarm.agents.values()), *config.session.placeholders, config.session.apology],
         )
     finally:
@@ -268,6 +268,15 @@ def score_events(scenario: Scenario, call: Caller, values: dict[str, str], rules
     for text in checks.said(events):
         found += rules.violations(text)
     return found
+
+
+def _parts_of(order: Order) -> set[int]:
+    """What some of an order's lines come to, each line whole or in part: a refund of two lines of three ("the monitor
+    and the laptop stand go back ... the refund of 311 euros") is a sum no one product costs (blind34)."""
+    sums = {0}
+    for line in order.lines:
+        sums = {s + line.unit_price_cents * k for s in sums for k in range(line.quantity + 1)}
+    return sums - {0}
 
 
 def trial_metrics(scenario: Scenario, events: list[Event]) -> dict[str, int]:
