@@ -166,7 +166,8 @@ _PRICE_ECHO = re.compile(
 _JOINING = frozenset({"and", "with", "the", "for"})
 _ONE_OF_EACH = re.compile(r"\bone of each\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
-_KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying|leave|already)\b")
+# And what has not come yet: "The earbuds I'm still waiting for." (blind34 wrote their return, said twice).
+_KEEPS = re.compile(r"\b(?:keep|keeps|keeping|kept|stay|stays|staying|leave|already|waiting)\b")
 # What may stand beside a count said on its own: "One, then.", "Just the one, please."
 _COUNT_FILLER = frozenset("then please thanks thank you just only the of them it so and".split())
 # Words that join one thing to another: "keyboard and webcam", "the case too".

@@ -275,7 +275,10 @@ def refund_tools(
         if not caller:
             return None
         events = context.session.events
-        said = " ".join(e.text for e in events if isinstance(e, UserText))
+        # Not what they asked after: "I ordered some earbuds ... nothing come yet. Where's it to?" then the kettle sent
+        # back offered the earbuds' return next (blind34).
+        sentences = [s for e in events if isinstance(e, UserText) for s in split_sentences(e.text)]
+        said = " ".join(s for s in sentences if not _where(s))
         asked = proposed_orders(events) | {done}
         for order in shop.find_orders(customer_phone=caller):
             if order.order_number in asked:
@@ -408,7 +411,11 @@ def _returned(made: Sequence[Return]) -> dict[str, Any]:
 def _asks_where(events: Sequence[Event]) -> bool:
     """Whether the caller's last words ask where an order is, and not for a return: "I ordered the extension lead last
     Tuesday and I still haven't had a tracking number." was offered a return of it (heard latency)."""
-    words = re.findall(r"[a-z']+", _last_said(events).lower().replace("\u2019", "'"))
+    return _where(_last_said(events))
+
+
+def _where(text: str) -> bool:
+    words = re.findall(r"[a-z']+", text.lower().replace("\u2019", "'"))
     said = f" {' '.join(words)} "
     asked = any(f" {phrase}" in said for phrase in WHERE_PHRASES) or bool(_NOT_HAD.search(said))
     return asked and not any(f" {phrase} " in said for phrase in _RETURNING)
