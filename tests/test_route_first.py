@@ -534,6 +534,18 @@ async def test_a_no_to_the_read_back_that_asks_for_another_agent_hands_over() ->
     assert session.get_agent_name() == "sales" and model.requests == []
 
 
+async def after_a_return() -> Session:
+    """A caller's session just after their headphones' return was registered, the router taking every step."""
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("I want to return my headphones")).endswith("Shall I start a return for it?")
+    assert (await session.complete("Yes, please.")).startswith("Your return is registered")
+    return session
+
+
 @pytest.mark.parametrize(
     ("said", "thanked"),
     [
@@ -546,13 +558,7 @@ async def test_a_no_to_the_read_back_that_asks_for_another_agent_hands_over() ->
 async def test_a_code_said_to_no_question_is_thanked_without_the_model(said: str, thanked: bool) -> None:
     # Blind10, blind11: "... You'll get a prepaid label by email ..." - "margaret dot hale at example dot org.": the
     # 1.5B took 20 s over it, and the call ended in an apology.
-    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    shop = Shop(":memory:")
-    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
-    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
-    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
-    assert (await session.complete("I want to return my headphones")).endswith("Shall I start a return for it?")
-    assert (await session.complete("Yes, please.")).startswith("Your return is registered")
+    session = await after_a_return()
     answer = await session.complete(said)
     assert (answer == "Thank you. Is there anything else I can help with?") is thanked
 
@@ -568,13 +574,7 @@ async def test_a_code_said_to_no_question_is_thanked_without_the_model(said: str
     ],
 )
 async def test_words_that_ask_again_for_what_was_just_done_are_told_it_is_done(said: str, told: bool) -> None:
-    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    shop = Shop(":memory:")
-    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=6)
-    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
-    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
-    assert (await session.complete("I want to return my headphones")).endswith("Shall I start a return for it?")
-    assert (await session.complete("Yes, please.")).startswith("Your return is registered")
+    session = await after_a_return()
     answer = await session.complete(said)
     assert answer.startswith("That's all done. You'll get a prepaid label by email, and the refund of") is told
     assert answer.endswith("follows when the item arrives. Is there anything else I can help with?") is told
