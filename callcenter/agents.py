@@ -232,12 +232,14 @@ def build_registry(
     verification: Verification | None = None,
     swarm: SwarmFile | None = None,
     classifier: Classifier | None = None,
+    operator: bool = True,
 ) -> Registry:
     """The registry for the swarm of `swarm` (default: the demo shop's file); an agent whose provider is None is
     served by the offline router, and with `route_first` an LLM's agents take the steps the router is sure of
     from it (Agent.router). The shop's tools serve orders to callers identified or verified as `verification`
     says (callcenter.verification); `classifier` is the router's second opinion on triage's hand-over
-    (callcenter.triage_classifier). Raises SwarmFileError naming the file's line of each wrong name."""
+    (callcenter.triage_classifier); `operator`: a colleague can take calls (voice.operator names one). Raises
+    SwarmFileError naming the file's line of each wrong name."""
     swarm = swarm or DEFAULT_SWARM
     registry = Registry()
     targets = [a for a in swarm.agents.values() if any(a.name in b.hand_overs for b in swarm.agents.values())]
@@ -245,7 +247,7 @@ def build_registry(
     status_only = frozenset(
         a.name for a in swarm.agents.values() if "find_order" in a.tools and "create_return" not in a.tools
     )
-    shop_side = shop_tools(shop, verification, status_only=status_only)
+    shop_side = shop_tools(shop, verification, status_only=status_only, operator=operator)
     known = {t.name: t for t in shop_side}
     control = [
         *(_hand_over_tool(agent, known, targets) for agent in targets),

@@ -52,6 +52,7 @@ def agents_registry(
         verification=config.callers,
         swarm=swarm,
         classifier=shared_classifier() if config.llm.triage_classifier else None,
+        operator=bool(config.voice.operator.strip()),
     )
 
 

@@ -8,7 +8,9 @@ import json
 
 import pytest
 
-from callcenter.agents import AGENTS, ASKED_AGAIN, NOT_UNDERSTOOD, SWARM, build_registry
+from callcenter.agents import AGENTS, ASKED_AGAIN, DEFAULT_SWARM, NOT_UNDERSTOOD, SWARM, build_registry
+from callcenter.app import agents_registry
+from callcenter.config import Config, VoiceConfig
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
@@ -603,6 +605,24 @@ async def test_a_caller_asking_where_their_order_is_hears_its_status_and_a_yes_p
     assert answer.endswith(f"Its status is {status}. Shall I put you through to a colleague who can look into it?")
     assert (await session.complete("Yes, please.")).startswith("Of course. I'll put you through")
     assert session.escalated() is not None and len(model.requests) == ("order?" in said)
+
+
+@pytest.mark.parametrize(("operator", "offered"), [("", False), ("sip:queue@pbx.example", True)])
+async def test_a_colleague_is_offered_for_a_late_order_only_when_someone_takes_calls(
+    operator: str, offered: bool
+) -> None:
+    # The demo has no operator: a yes to the colleague offered heard "no colleague can take your call ... Goodbye."
+    shop = Shop(":memory:")
+    order = shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=5, status="placed")
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    config = Config(voice=VoiceConfig(operator=operator))
+    registry = agents_registry(config, shop, dict.fromkeys(AGENTS, model), DEFAULT_SWARM)
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    answer = await session.complete("Where's my kettle? I ordered it last week and nothing has come.")
+    assert answer.startswith(f"I found your order {' '.join(order.order_number)}")
+    assert answer.endswith("Shall I put you through to a colleague who can look into it?") is offered
+    assert answer.endswith("Its status is placed. Is there anything else I can help with?") is not offered
+    assert session.escalated() is None and model.requests == []
 
 
 @pytest.mark.parametrize(

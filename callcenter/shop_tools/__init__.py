@@ -24,7 +24,12 @@ __all__ = [
 
 
 def shop_tools(
-    shop: ShopBackend, verification: Verification | None = None, *, status_only: frozenset[str] = frozenset()
+    shop: ShopBackend,
+    verification: Verification | None = None,
+    *,
+    status_only: frozenset[str] = frozenset(),
+    operator: bool = True,
 ) -> list[Tool]:
-    """The sales and refund tools, bound to one shop (callcenter.shop_tools.refund says who may read an order)."""
-    return [*sales_tools(shop), *refund_tools(shop, verification, status_only=status_only)]
+    """The sales and refund tools, bound to one shop (callcenter.shop_tools.refund says who may read an order, and
+    what is said without an `operator` to transfer to)."""
+    return [*sales_tools(shop), *refund_tools(shop, verification, status_only=status_only, operator=operator)]

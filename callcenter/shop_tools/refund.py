@@ -62,17 +62,23 @@ ORDER_NUMBER_MAX_DIGITS = 10  # the shop's numbers are shorter; # ends a shorter
 
 
 def refund_tools(
-    shop: ShopBackend, verification: Verification | None = None, *, status_only: frozenset[str] = frozenset()
+    shop: ShopBackend,
+    verification: Verification | None = None,
+    *,
+    status_only: frozenset[str] = frozenset(),
+    operator: bool = True,
 ) -> list[Tool]:
     """find_order and create_return, bound to one shop; orders are read and returned only for a caller identified or
     verified as `verification` says (callcenter.verification). To the agents in `status_only` (they take no returns)
-    find_order says the order's status instead of proposing a return."""
+    find_order says the order's status instead of proposing a return. Without an `operator` (nobody to transfer to)
+    a caller asking where an order is hears its status and no offer of a colleague."""
     policy = verification or Verification()
 
     def _read_back(orders: list[Order], product: str | None, context: ToolContext, **how: Any) -> dict[str, Any]:
         events = context.session.events
         if context.agent in status_only or _asks_where(events):
-            return _said_back(orders, product, status=True, where=context.agent not in status_only, **how)
+            where = context.agent not in status_only
+            return _said_back(orders, product, status=True, where=where, colleague=where and operator, **how)
         return _said_back(orders, product, going=_going_back(orders[0], product, events), **how)
 
     async def find_order(
@@ -360,10 +366,12 @@ def _said_back(
     guessed: bool = False,
     status: bool = False,
     where: bool = False,
+    colleague: bool = False,
     going: Sequence[tuple[OrderLine, int]] = (),
 ) -> dict[str, Any]:
     """The order found, read back with the line (or `going`: the lines, and how many of each) the caller's words
-    name, and the return proposed; or its `status`, and, to a caller asking `where` it is, a colleague offered."""
+    name, and the return proposed; or its `status`, and, to a caller asking `where` it is, a `colleague` offered
+    when there is one to put them through to."""
     order = orders[0]
     lines = list(going) or [(_matching_line(order, product), 1)]
     # Some of a line is counted too: "a return of 1 Yoga mat" of two bought.
@@ -376,7 +384,8 @@ def _said_back(
     found += "." if several else f" with the {lines[0][0].name}."
     if status:
         # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
-        if not where:
+        if not colleague:
+            # Nobody to put them through to: the status is all, never a transfer promised that ends the call.
             say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
             return {"orders": [order_json(o) for o in orders], "say": say}
         # The status is all the shop tells; a parcel late or lost is a colleague's to trace, and a yes puts them through.
