@@ -82,6 +82,7 @@ class Session:
         # The server reading the history while the caller hears a say line (PromptCache): the next turn waits
         # for it rather than racing it to another of the server's slots, where the prompt is not cached.
         self._warming: asyncio.Future[None] | None = None
+        self._reads: set[asyncio.Future[None]] = set()  # every read not ended, the chain's earlier ones too
         # The sentences the model's attempts spoke in the running turn: a retry that says one again says it silently
         # (the 1.5B, sent back, said "Understood. I'll send the Running shoes back for now." three times: blind4).
         self._spoken_in_turn: list[str] = []
@@ -305,8 +306,9 @@ class Session:
 
     def dispose(self) -> None:
         self._disposed = True
-        if self._warming is not None:
-            self._warming.cancel()
+        # Each read of the chain: a later one not started yet would not pass its cancellation to the one it waits for.
+        for read in self._reads:
+            read.cancel()
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
@@ -462,6 +464,8 @@ class Session:
         if isinstance(provider, PromptCache):
             read = functools.partial(provider.warm, self.completion_request(agent))  # the history as it is now
             self._warming = asyncio.ensure_future(_after(self._warming, read))
+            self._reads.add(self._warming)
+            self._warming.add_done_callback(self._reads.discard)
 
     async def _warmed(self) -> None:
         """Wait for this session's warm read before asking the model, so the two do not race for the server's

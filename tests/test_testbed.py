@@ -3,6 +3,7 @@ conditions and slow turns each fail a trial that the right expectations pass."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import textwrap
 from pathlib import Path
@@ -20,8 +21,9 @@ from callcenter.testbed.rules import SpeakingRules
 from callcenter.testbed.runner import TrialResult, _parts_of, run_trial
 from callcenter.testbed.scenario import Scenario, ScenarioError, load_scenario, load_suite
 from callcenter.testbed.state import expected_state, prepare_shop, read_state
+from swarm.messages import CompletionRequest
 from swarm.providers.base import ProviderError
-from swarm.providers.scripted import ScriptedProvider, Step
+from swarm.providers.scripted import ScriptedProvider, Step, reply
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "shop"
 
@@ -400,3 +402,29 @@ def test_the_demo_suite_loads_and_the_offline_router_passes_its_core(tmp_path, c
     ]
     args = ["eval", str(SUITE), "--quiet", "--min-pass", "1"] + [a for c in core for a in ("--only", c)]
     assert main(args) == 0, capsys.readouterr().out
+
+
+class WarmedProvider(ScriptedProvider):
+    """A model whose server reads each warm-up until it is cancelled, as a long prompt would."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda request: reply("The model answers."), name="model")
+        self.reads, self.cancelled = 0, 0
+
+    async def warm(self, request: CompletionRequest) -> None:
+        self.reads += 1
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+async def test_a_text_trial_ends_as_a_hang_up_does_and_stops_its_last_warm_read(tmp_path):
+    # Blind34 (Port Talbot): the last turn's read went on 10 s into the next trial, whose first model turn timed out.
+    model = WarmedProvider()
+    llm = OpenLLM(LLMSpec("scripted:test", "scripted"), "warmed", lambda values: dict.fromkeys(AGENTS, model))
+    result = await trial(tmp_path, BUY, llm)
+    await asyncio.sleep(0)  # the cancellation reaches the read
+    assert result.passed, result.failures
+    assert model.reads >= 1 and model.cancelled == 1

@@ -98,7 +98,13 @@ async def run_trial(
                 f"eval-{scenario.id}-{trial}", SWARM, metadata={"caller": scenario.caller}, config=config.session
             )
             call = TextCall(session)
-            await _play(scenario, call, values, failures, latencies)
+            try:
+                await _play(scenario, call, values, failures, latencies)
+            finally:
+                # The caller has hung up, as a phone call's end disposes it: the warm read of its last turn is
+                # cancelled, not left to hold the server through the next trial's first turns (blind34 Port
+                # Talbot: a read of 1,916 tokens 10 s into the next trial, whose first model turn timed out).
+                session.dispose()
         else:
             try:
                 # The voice server's App holds a built-in store; over HTTP it is an empty one the tools never see.
