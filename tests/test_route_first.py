@@ -264,6 +264,8 @@ async def test_a_lookup_that_asks_the_security_question_is_said_without_the_mode
         ("I'm not asking for card details. Just confirm the item, yes or no. Was it a laptop? A phone?", "again"),
         # Cannot answer: the asking ends, nothing of the order said (blind8: the 1.5B timed out).
         ("I don't know his new postcode or his email, love, that's the whole point.", "refused"),
+        # Sent elsewhere "instead" is more of this order, not another wish (blind34 Port Talbot: 26 s, or a timeout).
+        ("Well at least tell me what she ordered. Or send it to my flat instead, that'd be lush.", "again"),
     ],
 )
 async def test_an_answer_to_the_security_question_is_checked_without_the_model(said: str, heard: str) -> None:

@@ -77,8 +77,10 @@ _NO_YES_OR_NO = re.compile(rf"(?i)^{_OPEN_QUESTION.pattern.removeprefix('(?i)')}
 _NOT_WANTED = re.compile(
     r"\b(?:nothing to|nowt to|naught to|no need to|(?:don'?t|do not|never) (?:want|need)(?: to)?)(?: [a-z']+){1,2}"
 )
-# Words that leave an order's open question for another thing.
+# Words that leave an order's open question for another thing. Not "instead" after sending in the same sentence: "Or
+# send it to my flat instead" asks more of the same order (blind34 Port Talbot: the 1.5B's 26 s, or the timeout).
 _LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|forget (?:it|that|the order))\b")
+_SENT_INSTEAD = re.compile(r"(?i)\b(?:send|sent|deliver|post|ship|redirect)\w*\b[^.?!]{0,40}\binstead\b")
 # Words that withdraw what the question was asked for: a no at their start, or a wish taken back. Not any "not":
 # "I'm not asking for anything unusual. Simply confirm the item, the price" withdraws nothing (blind17).
 _WITHDRAWS = re.compile(r"(?i)^\W*(?:no|nope|nah)\b|\b(?:don'?t|do not) want\b|\bchanged my mind\b")
@@ -483,7 +485,7 @@ class OfflineRouter:
         asked = str(arguments.get("order_number", "")) if isinstance(arguments, Mapping) else ""
         if (number := said_order_number(text)) is not None and number != asked:
             return False
-        if _LEAVING.search(text) or _WITHDRAWS.search(text):
+        if _LEAVING.search(_SENT_INSTEAD.sub(" ", text)) or _WITHDRAWS.search(text):
             return False  # "Fine, forget it. Just the cable then.", "No, I don't want to return it any more."
         tool = self.best_tool(self.undoubted(text), request.tools)
         if tool is None or tool.name == question.get("tool") or fill_arguments(tool, text) is None:
