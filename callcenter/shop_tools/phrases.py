@@ -12,6 +12,9 @@ SALES_PHRASES = (
     "cost",
     "cheapest",
     "in stock",
+    # When a thing comes back: "when are you getting more of the nespresso pods" (heard latency: the 1.5B's "buy or
+    # return?" after 6.3 s).
+    *("back in stock", "restock", "getting more of", "get more of", "get any more"),
     "available",
     "do you have",
     "have you got",
