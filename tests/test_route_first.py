@@ -1292,6 +1292,9 @@ def test_the_same_words_keeping_the_read_back_s_item_said_again_do_not_agree_to_
         ("Yes, that's wrong.", False),  # English words: the model's
         ("Yes, that's too dear.", False),
         ("Yes, kettle.", False),
+        ("Sin, yes, that's right. Go ahead, obrigadu barak.", True),  # blind35: Tetum's yes is an English word
+        ("Two, yes, go ahead.", False),  # a count: the model's
+        ("Well, yes, go ahead.", False),  # plain: agreed at once
     ],
 )
 def test_a_yes_beside_rare_or_foreign_words_is_read_back_again(said: str, again: bool) -> None:
@@ -1410,4 +1413,29 @@ async def test_a_question_of_when_a_thing_comes_back_is_a_question_for_sales(sai
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
     session = session_with(model)
     assert (await session.complete(said)).startswith(answer)
+    assert session.get_agent_name() == "sales" and model.requests == []
+
+
+async def test_what_the_caller_keeps_beside_a_return_is_offered_for_no_purchase() -> None:
+    # Blind35 (Dungannon): "... I'm keeping them." beside the speaker's return was offered two more bulbs.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("SP-300", 1), ("LB-520", 2)], days_ago=6)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    said = (
+        "I want to return the speaker, it cuts out. The two colour bulbs on the same order are grand, I'm keeping them."
+    )
+    assert (await session.complete(said)).endswith("with the Portable speaker. Shall I start a return for it?")
+    done = await session.complete("Yes, go ahead.")
+    assert done.startswith("Your return is registered") and "bulb" not in done
+    assert session.get_agent_name() == "refund" and model.requests == []
+
+
+async def test_a_features_word_names_no_question_of_where_an_order_is() -> None:
+    # Blind35 (Frome): "the heart rate and the sleep tracking and the GPS" was a where-question, 4 of 4 to refunds.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    said = "I'm after one of those smartwatches, with the sleep tracking and the GPS. Could you have a look?"
+    assert (await session.complete(said)).startswith("We have the Smartwatch")
     assert session.get_agent_name() == "sales" and model.requests == []

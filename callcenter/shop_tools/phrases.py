@@ -98,7 +98,8 @@ RETURN_PHRASES = (
 )
 # Where an order is: the call centre's commonest question ("where is my order"), answered by the order's status.
 WHERE_PHRASES = (
-    "tracking",
+    # Not "tracking" alone: "the heart rate and the sleep tracking" is a smartwatch's (blind35 Frome, 4 of 4 to refunds).
+    *("tracking number", "tracking code", "tracking link", "tracking info", "the tracking", "any tracking"),
     "track my",
     "track the",
     "where is my",
