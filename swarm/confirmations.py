@@ -48,7 +48,7 @@ _NOT_A_NO = re.compile(f"{_SAYINGS.pattern}|{TAKEN_BACK.pattern}")
 # The only words a plain yes is made of: agreement, politeness, and "it"/"them" for the thing read back.
 _PLAIN = frozenset(
     "yes yeah yep yup aye sure correct okay ok absolutely right confirm please do it go ahead that's that "
-    "great perfect lovely fine good sounds thanks thank you i'll i'd i will i would like take them order is "
+    "great perfect lovely fine good well sounds thanks thank you i'll i'd i will i would like take them order is "
     "for me the and buy return start place of with put through just only make process proceed "
     # How people across these islands agree, and whom they call it to: "Yes, that's grand, go ahead." (Cork), "Aye,
     # that's the one. On you go." (Glasgow), "Go ahead, my love." (Cornwall) were read back again, and again.
@@ -413,19 +413,21 @@ def yes_beside_asides(text: str, proposal: Mapping[str, Any]) -> bool:
     consent, as an unknown word may name something, but the read-back's own words to say again (the 1.5B, given the
     turn, wrote no order, 4 of 4)."""
     parts = [part for part in _INTERJECTION_PARTS.split(text) if part.strip()]
-    rest = [part for part in parts if not _aside(part, proposal)]
+    rest = [part for i, part in enumerate(parts) if not _aside(part, proposal, opening=i == 0)]
     return 0 < len(rest) < len(parts) and _a_yes(text, proposal) and consent(". ".join(rest), proposal) is True
 
 
-def _aside(part: str, proposal: Mapping[str, Any]) -> bool:
+def _aside(part: str, proposal: Mapping[str, Any], *, opening: bool = False) -> bool:
     """A short part whose one or two words beside plain ones are rare or no English ("Kale", "that's bostin", "webale
-    nnyo"): no yes or no, no count, no thing named, nothing added."""
+    nnyo"), or one word of any kind that `opening` the words: another language's yes is often an English word too
+    ("Sin, yes, that's right.": Tetum's yes, blind35, where the 1.5B took 15-39 s). No yes or no, no count, no thing
+    named, nothing added."""
     words = normalise(part).split()
     odd = [w for w in words if w not in _PLAIN]
     return (
         0 < len(odd) <= 2
         and len(words) <= 3
-        and all(rare(w) for w in odd)
+        and (all(rare(w) for w in odd) or (opening and len(words) == 1))
         and yes_or_no(part) is None
         and not any(_number(w) is not None or _names(w, _item_words(proposal)) for w in words)
         and not (_JOINED.search(" ".join(words)) or _NEW_THING.search(" ".join(words)))

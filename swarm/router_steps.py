@@ -253,6 +253,8 @@ class RouterSteps:
         for said in [*said_yes, *_entering_turn(history, agent.name)]:
             sentences = [part for sentence in split_sentences(said.strip()) for part in _THEN.split(sentence) if part]
             for i, sentence in enumerate(sentences):
+                if _KEPT.search(sentence):
+                    continue
                 rest = " ".join(sentences[i:])
                 hand_over = router.sure_call(
                     replace(self.session.completion_request(agent), messages=(*history, Message("user", sentence)))
@@ -353,6 +355,9 @@ def _entering_turn(history: Sequence[Message], agent: str) -> list[str]:
 # Where one wish ends and the next begins inside a sentence: "I want to send it back, please, and then buy the little
 # fitness band instead" (blind25: the band was never offered, 4 of 4).
 _THEN = re.compile(r"(?i),?\s+(?=(?:and )?then\b|after that\b|once that'?s (?:sorted|done)\b)")
+# What the caller keeps is no wish for more of it: "The two wee colour bulbs that came on the same order are dead on,
+# I'm keeping them." beside a return was offered two more bulbs (blind35 Dungannon, 3 of 4).
+_KEPT = re.compile(r"(?i)\b(?:keep|keeping|kept|hang(?:ing)? on to|hold(?:ing)? on to)\b")
 
 
 def _in_passing(said: str, proposal: Mapping[str, Any]) -> bool:
