@@ -369,10 +369,12 @@ class OfflineRouter:
 
     def named_call(self, request: CompletionRequest, phrases: Mapping[str, tuple[str, ...]]) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
-        if last is None or last.role != "user" or yes_or_no(_answer_no_removed(request)) is False:
-            return None  # "I don't want a person, just do it"
-        said = normalise(last.content)
-        named = [t for t in request.tools if any(f" {p} " in said for p in phrases.get(t.name, ()))]
+        if last is None or last.role != "user":
+            return None
+        # Named in a sentence with no no in it: not "I don't want a person, just do it", but "I'm not buying anything
+        # today, my love. Is there a manager, or a real person ...?" (blind35 Whitstable: the 1.5B's 6-15 s).
+        meant = [normalise(s) for s in split_sentences(_answer_no_removed(request)) if yes_or_no(s) is not False]
+        named = [t for t in request.tools if any(f" {p} " in s for s in meant for p in phrases.get(t.name, ()))]
         if not named and (leaving := self._no_more(request, phrases)) is not None:
             named = [leaving]
         arguments = fill_arguments(named[0], last.content) if len(named) == 1 else None
