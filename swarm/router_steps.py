@@ -81,11 +81,15 @@ class RouterSteps:
         it found something or asks the caller a question, or ran on the caller's first words; else, finding nothing, it
         is dropped unrecorded, and the model answers."""
         passed = self._passed_offer(agent) if agent.tool_on_entry and not entered else None
-        if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None))):
+        # After "Is there anything else I can help with?" the caller starts afresh, as if just handed over: "Ah no,
+        # it'll turn up. The other thing is the wireless charging pad ... I want to send it back. The order number for
+        # the pad is ..." after a late cable's status went to the 1.5B (blind35 Bray).
+        afresh = agent.tool_on_entry and not entered and passed is None and self._asked_anything_else(agent)
+        if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None or afresh))):
             return self._sure_hand_over(agent)
         request = self.session.completion_request(agent, entered=entered)
         call = self.sure_call(agent, request)
-        if call is None and agent.tool_on_entry and (entered or passed is not None):
+        if call is None and agent.tool_on_entry and (entered or passed is not None or afresh):
             call = self._likely_lookup(agent, request)
         tool = self.session.registry.tools[call.name] if call is not None else None
         if call is None or tool is None:
@@ -132,6 +136,8 @@ class RouterSteps:
                 named = names_item(said, offered) and (same_action(offered, proposal) or narrows(offered, proposal))
                 recounted = recounts(offered, proposal) and changes_quantity(said, proposal)
                 found = told or adds_to(offered, proposal) or named or recounted
+        if afresh and isinstance(result, dict) and result.get("guessed"):
+            found = False  # "how long does the refund take?" after "anything else?" names no order to offer back
         kept = found or (entered and self._first_words())
         if not kept and control == (self.session.escalated(), self.session.ended()):
             return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
@@ -148,6 +154,12 @@ class RouterSteps:
             return None
         log.info("event=routed client=%s agent=%s tool=%s", self.session.client_id, agent.name, call.name)
         return Outcome((call,))
+
+    def _asked_anything_else(self, agent: Agent) -> bool:
+        """Whether the agent's last words before the caller's asked if there is anything else."""
+        history = self.session.get_agent_history(agent.name)
+        said = next((m.content for m in reversed(history[:-1]) if m.role == "assistant" and m.content), "")
+        return bool(_ANYTHING_ELSE.search(said))
 
     def _passed_offer(self, agent: Agent) -> tuple[dict[str, Any], bool] | None:
         """The pending read-back the caller's last words do not agree to, and whether they say no to it."""
@@ -355,6 +367,7 @@ def _entering_turn(history: Sequence[Message], agent: str) -> list[str]:
 # Where one wish ends and the next begins inside a sentence: "I want to send it back, please, and then buy the little
 # fitness band instead" (blind25: the band was never offered, 4 of 4).
 _THEN = re.compile(r"(?i),?\s+(?=(?:and )?then\b|after that\b|once that'?s (?:sorted|done)\b)")
+_ANYTHING_ELSE = re.compile(r"(?i)\banything else\b[^.?!]*\?\s*$")
 # What the caller keeps is no wish for more of it: "The two wee colour bulbs that came on the same order are dead on,
 # I'm keeping them." beside a return was offered two more bulbs (blind35 Dungannon, 3 of 4).
 _KEPT = re.compile(r"(?i)\b(?:keep|keeping|kept|hang(?:ing)? on to|hold(?:ing)? on to)\b")

@@ -799,15 +799,18 @@ async def test_a_yes_with_a_size_and_a_colour_is_read_back_saying_neither_is_not
 
 
 @pytest.mark.parametrize(
-    ("said", "ends"),
+    ("said", "ends", "model_asked"),
     [
-        ("No, that's everything. Thank you for your help.", True),  # blind14: the 1.5B's 20 s, then an apology
-        ("No thanks, that's all. Bye!", True),
-        ("That's all, but can I also return the mouse?", False),
-        ("No. What's the total of the order, that's all I need.", False),
+        ("No, that's everything. Thank you for your help.", True, False),  # blind14: the 1.5B's 20 s, then an apology
+        ("No thanks, that's all. Bye!", True, False),
+        # A new request after "anything else?" is routed as on entry: no mouse among the orders, its number is asked.
+        ("That's all, but can I also return the mouse?", False, False),
+        ("No. What's the total of the order, that's all I need.", False, True),
     ],
 )
-async def test_a_goodbye_to_anything_else_ends_the_call_without_the_model(said: str, ends: bool) -> None:
+async def test_a_goodbye_to_anything_else_ends_the_call_without_the_model(
+    said: str, ends: bool, model_asked: bool
+) -> None:
     shop = Shop(":memory:")
     shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=4)
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
@@ -820,7 +823,8 @@ async def test_a_goodbye_to_anything_else_ends_the_call_without_the_model(said: 
     )
     answer = await session.complete(said)
     assert (session.ended() is not None) is ends and (answer == "Thank you for calling. Goodbye!") is ends
-    assert (model.requests == []) is ends
+    assert (model.requests != []) is model_asked
+    assert answer.startswith("I couldn't find that order. Could you tell me the order number?") is ("mouse" in said)
 
 
 async def test_a_question_about_a_purchase_made_is_no_wish_to_buy() -> None:
@@ -1439,3 +1443,46 @@ async def test_a_features_word_names_no_question_of_where_an_order_is() -> None:
     said = "I'm after one of those smartwatches, with the sleep tracking and the GPS. Could you have a look?"
     assert (await session.complete(said)).startswith("We have the Smartwatch")
     assert session.get_agent_name() == "sales" and model.requests == []
+
+
+async def test_a_person_asked_for_beside_a_no_to_something_else_is_put_through_at_once() -> None:
+    # Blind35 (Whitstable): the no of "I'm not buying anything today" kept the person asked for from the router, and
+    # the 1.5B took 6-15 s to transfer.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    said = "I'm not buying anything today, my love. Is there a manager, or a real person, you could put me through to?"
+    assert (await session.complete(said)).startswith("Of course. I'll put you through")
+    assert session.escalated() is not None and model.requests == []
+    kept = session_with(model)
+    assert not (await kept.complete("I don't want a person, just tell me the price of the kettle.")).startswith("Of")
+
+
+async def test_after_anything_else_a_new_request_is_routed_as_on_entry() -> None:
+    # Blind35 (Bray): a late cable's status, then "... no need to put me on to anyone about the cable ... the wireless
+    # charging pad ... I want to send it back" with its order number went to the 1.5B.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("CB-140", 1)], days_ago=2, status="placed")
+    pad = shop.seed_demo_order(CALLER, [("CH-120", 1)], days_ago=8)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), operator=False)
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    late = "I ordered a USB-C cable two days ago and there's no sign of it. Do you know where it is?"
+    assert (await session.complete(late)).endswith("Its status is placed. Is there anything else I can help with?")
+    spoken = " ".join(pad.order_number)
+    said = f"Ah no, it'll turn up. The other thing is the charging pad, it gets hot. I want to send it back. It's {spoken}."
+    assert (await session.complete(said)).startswith(f"I found your order {spoken}")
+    assert model.requests == []
+
+
+async def test_after_anything_else_words_that_name_no_order_are_offered_no_return() -> None:
+    # A lookup on "how long does the refund take?" found no order by its words: the latest was offered back, once
+    # new requests after "anything else?" were routed. The guess is the model's to make.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("KT-410", 1)], days_ago=9)
+    shop.seed_demo_order(CALLER, [("HP-100", 1)], days_ago=4)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model)).session("c1", SWARM, metadata={"caller": CALLER})
+    assert (await session.complete("I want to return my headphones.")).endswith("Shall I start a return for it?")
+    assert (await session.complete("Yes, please.")).startswith("Your return is registered")
+    assert (await session.complete("margaret dot hale at example dot org.")).endswith("anything else I can help with?")
+    assert await session.complete("Yes, how long does the refund take?") == "The model answers."

@@ -125,6 +125,8 @@ WHERE_PHRASES = (
     "nothing's come",
     "where is it",
     "where's it",
+    # "... two days ago, and there's no sign of it, nothing. Do you know where it is?" was offered a return (blind35).
+    *("no sign of", "where it is", "where they are", "where are they"),
 )
 OPERATOR_PHRASES = (
     "human",

@@ -78,8 +78,11 @@ def refund_tools(
         events = context.session.events
         if context.agent in status_only or _asks_where(events):
             where = context.agent not in status_only
-            return _said_back(orders, product, status=True, where=where, colleague=where and operator, **how)
-        return _said_back(orders, product, going=_going_back(orders[0], product, events), **how)
+            said = _said_back(orders, product, status=True, where=where, colleague=where and operator, **how)
+        else:
+            said = _said_back(orders, product, going=_going_back(orders[0], product, events), **how)
+        # The model, and the router's steps, see that the words named none of the caller's orders.
+        return {**said, "guessed": True} if how.get("guessed") else said
 
     async def find_order(
         context: ToolContext,
@@ -163,8 +166,11 @@ def refund_tools(
         guessed = not orders and bool(product) and bool(caller)
         if guessed:
             # Product words none of their orders matches, often misheard ("handphone" for "headphones", seen
-            # with a hard caller): their latest order, read back by its own product, for them to say yes or no.
-            orders = shop.find_orders(customer_phone=caller)
+            # with a hard caller): their latest order with something left to send back, read back by its own
+            # product, for them to say yes or no (not the headphones just returned, for "can I also return the mouse?").
+            orders = [
+                o for o in shop.find_orders(customer_phone=caller) if any(line.returnable_quantity for line in o.lines)
+            ]
         if not orders and not ask:
             return {"orders": [], "say": "I'm sorry, without the order number I can't find that order."}
         if not orders:
