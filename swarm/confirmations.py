@@ -117,7 +117,13 @@ _DEFERS = re.compile(
 # (blind34: "take your time", 4 of 4).
 _ELSE = re.compile(
     r"\b(but|instead|rather|different|another|else|cancel|never mind|forget it|not right|wrong|mistake|also|too"
-    r"|as well|add|same order)\b"
+    r"|as well|add|same order|one order|each)\b"
+)
+# A no that is no wish for time, beside one: "Oh, hang on, my bird, don't order it. ... So not today, thanks, I'll leave
+# it." was given time (blind36 Truro); not "don't do it yet".
+_DECLINED = re.compile(
+    r"\b(?:not today|(?:i'll|i will|we'll|we will) leave it|(?:don't|do not) (?:order|buy|place|book|send|process)"
+    r"\b(?!(?: it| them| that| one)? yet\b))"
 )
 _LEADING_NO = re.compile(r"^ (?:no|nope)\b")
 _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")
@@ -833,7 +839,7 @@ def defers(text: str) -> bool:
     words ("I'll wait for your wife to confirm."), and the read-back was no longer pending: the yes that came next was
     the model's to take, and it missed it 2 to 3 times in 4 (blind13)."""
     said = normalise(text)
-    return bool(_DEFERS.search(said)) and not _ELSE.search(said) and "?" not in text
+    return bool(_DEFERS.search(said)) and not (_ELSE.search(said) or _DECLINED.search(said)) and "?" not in text
 
 
 def _read_back_repeated(earlier: Sequence[Message], said: str) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from callcenter.config import Config, VoiceConfig
 from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
-from swarm.confirmations import agreed, consent, yes_beside_asides
+from swarm.confirmations import agreed, consent, defers, yes_beside_asides
 from swarm.events import ToolCalled
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.offline import TAKE_YOUR_TIME
@@ -670,6 +670,28 @@ async def test_a_wait_beside_another_thing_added_is_no_wish_for_time() -> None:
     assert (await session.complete("I want the running shoes, one pair.")).endswith("Shall I order one for you?")
     said = "Wait, before you do it: put also one of those water bottles on the same order, please."
     assert await session.complete(said) != TAKE_YOUR_TIME
+
+
+async def test_a_wait_that_adds_a_thing_or_turns_the_offer_down_is_no_wish_for_time() -> None:
+    # Blind36 (Folkestone): "Ay, wait, before you do — add a mouse as well ... One of each, ... vale?" was told the
+    # stand again, and "Hold on — it's the laptop stand and the silent wireless mouse, one of each" was given time.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    assert (await session.complete("I'd like to buy the laptop stand that folds flat.")).startswith("We have the Lap")
+    said = (
+        "Ay, wait, before you do, add a mouse as well, the silent wireless one. One of each, on the same order, vale?"
+    )
+    both = await session.complete(said)
+    assert "Wireless mouse" in both and "Laptop stand" in both and both.endswith("Shall I order one of each for you?")
+    # Blind36 (Truro): "hang on ... don't order it ... So not today, thanks, I'll leave it." was given time.
+    declined = (
+        "Oh, hang on, my bird, don't order it. They've all chipped in for one. So not today, thanks, I'll leave it."
+    )
+    assert await session.complete(declined) != TAKE_YOUR_TIME
+    assert model.requests == [] and not defers(
+        "Hold on, it's the laptop stand and the mouse, one of each, on the one order."
+    )
+    assert defers("Hold on, don't order it yet, let me think.")
 
 
 async def test_a_caller_whose_order_never_came_and_who_wants_a_refund_is_read_back_its_return() -> None:

