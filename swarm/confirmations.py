@@ -126,6 +126,7 @@ _DECLINED = re.compile(
     r"\b(?!(?: it| them| that| one)? yet\b))"
 )
 _LEADING_NO = re.compile(r"^ (?:no|nope)\b")
+_PRICE_OFFERED = re.compile(r"\bfor (\d+)(?:\.\d\d)? euros\b")
 _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")
 # A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."
 _THANKS = re.compile(
@@ -752,6 +753,18 @@ def _numbers(text: str) -> set[int]:
     return shared if shared else found
 
 
+def price_weighed(text: str, proposal: Mapping[str, Any], said_back: str) -> str | None:
+    """The price of the offer or read-back `said_back` ("... for 149 euros ...") when the caller's words say it back
+    with no question, no yes or no to `proposal` and no other number: "Aue — a hundred and forty-nine. Right. Mm. He's
+    worth it, I s'pose... most days." weighs it (blind36 Truro: the 1.5B took 10 s to read the order back). Else None."""
+    price = _PRICE_OFFERED.search(said_back)
+    if price is None or "?" in text or consent(text, proposal) is not None or yes_or_no(text) is False:
+        return None
+    euros = int(price.group(1))
+    said = {int(n) for n in re.findall(r"\b\d+\b", _said_as_numbers(text))}
+    return price.group(0).removeprefix("for ") if euros in said and _numbers(text) <= {euros} else None
+
+
 def _said_as_numbers(text: str) -> str:
     """The words, normalised, with numbers said in words over nine as digits ("sixty-nine", "a hundred and two")."""
     return _HUNDRED.sub(_hundreds, _COMPOUND.sub(_compound, normalise(text)))
@@ -843,14 +856,18 @@ def defers(text: str) -> bool:
 
 
 def _read_back_repeated(earlier: Sequence[Message], said: str) -> dict[str, Any] | None:
-    """The latest tool result's proposal when `said` repeats its read-back (its say line) word for word."""
+    """The latest tool result's proposal when `said` repeats its read-back (its say line) word for word, or ends in
+    its question ("That's 149 euros. Shall I order one for you?")."""
     last = next((m for m in reversed(earlier) if m.role == "tool"), None)
     proposal = proposal_in(last) if last is not None else None
     try:
         say = json.loads(last.content).get("say") if proposal is not None and last is not None else None
     except (ValueError, AttributeError):
         return None
-    return proposal if isinstance(say, str) and say and say in said else None
+    if not isinstance(say, str) or not say:
+        return None
+    question = split_sentences(say.strip())[-1]
+    return proposal if say in said or (question.endswith("?") and said.strip().endswith(question)) else None
 
 
 def proposal_in(message: Message) -> dict[str, Any] | None:

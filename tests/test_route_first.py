@@ -1508,3 +1508,35 @@ async def test_after_anything_else_words_that_name_no_order_are_offered_no_retur
     assert (await session.complete("Yes, please.")).startswith("Your return is registered")
     assert (await session.complete("margaret dot hale at example dot org.")).endswith("anything else I can help with?")
     assert await session.complete("Yes, how long does the refund take?") == "The model answers."
+
+
+async def test_a_price_said_back_and_weighed_is_asked_again_and_a_no_then_declines() -> None:
+    # Blind36 (Truro): "Aue — a hundred and forty-nine. Right. Mm. He's worth it..." to the smartwatch's offer went to
+    # the 1.5B (10 s), which read it back through place_order; then "hang on ... don't order it ... not today" was
+    # given time.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = session_with(model)
+    offer = await session.complete("Have you got a smartwatch with the GPS? And what does it cost?")
+    assert offer.startswith("We have the Smartwatch for 149 euros")
+    weighed = await session.complete("Ooh, a hundred and forty-nine. Right. Mm. He's worth it, I suppose.")
+    assert weighed == "That's 149 euros. Shall I order one for you?"
+    declined = await session.complete("Hang on, don't order it. They've all chipped in for one. Not today, thanks.")
+    assert declined.startswith("All right, I won't do that.")
+    assert model.requests == [] and not any(
+        e.name == "place_order" for e in session.events if isinstance(e, ToolCalled)
+    )
+
+
+async def test_a_plain_yes_to_anything_else_is_asked_what() -> None:
+    # Heard latency: "Yes, please." to a late parcel's status and "anything else?" (no operator to offer) cost the
+    # 1.5B 3-4 s, and it offered a return of the order.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("CF-420", 1)], days_ago=5, status="delivered")
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model), operator=False).session(
+        "c1", SWARM, metadata={"caller": CALLER}
+    )
+    said = "The parcel says delivered, but there's nothing on my doorstep."
+    assert (await session.complete(said)).endswith("Is there anything else I can help with?")
+    assert await session.complete("Yes, please.") == "Of course. What else can I help you with?"
+    assert model.requests == []

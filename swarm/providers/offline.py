@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -33,6 +33,7 @@ from swarm.confirmations import (
     pending_question,
     picked_lines,
     plain_yes,
+    price_weighed,
     proposal_in,
     restates_item,
     restates_quantity,
@@ -42,7 +43,7 @@ from swarm.confirmations import (
     yes_or_no,
 )
 from swarm.headcount import headcount
-from swarm.messages import CompletionRequest, ToolCall, ToolSpec
+from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
 from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, MEASURE, counting_nothing
 from swarm.providers.base import Classifier, Completion, Delta
 from swarm.registry import NAVIGATE_PREFIX
@@ -117,6 +118,7 @@ _ASKS_INSTRUCTIONS = re.compile(
 INSTRUCTIONS_REFUSED = "I can't share that. I can help you buy something, or return something you bought."
 # To a caller who asks for time before answering a read-back; the read-back stays pending (confirmations.defers).
 TAKE_YOUR_TIME = "Of course, take your time. Just tell me when you're ready."
+ANYTHING_ELSE_WHAT = "Of course. What else can I help you with?"
 # The words beside a tool's phrases that ask for nothing more: "A refund, please, just my money back."
 _ASKING_AGAIN = frozenset(
     "a an the my me i i'd i'll i'm we we'd want wanted would like please just only full all that's it's it them so "
@@ -413,6 +415,9 @@ class OfflineRouter:
         # to a change said after it: "Ah hang on ... Make it just the one pair" (blind23).
         if proposal and defers(said) and not changes_quantity(said, proposal):
             return TAKE_YOUR_TIME
+        if proposal and (offer := _last_offer(messages)) and (price := price_weighed(said, proposal, offer)):
+            # The price said back, weighed: the offer's question again, its price first (blind36 Truro).
+            return f"That's {price}. {split_sentences(offer.strip())[-1]}"
         if len(messages) < 2 or proposal or pending_question(messages):
             return None
         asked, last = messages[-2], messages[-1]
@@ -425,6 +430,10 @@ class OfflineRouter:
             return "Thank you. Is there anything else I can help with?"
         if (done := self._done_again(request)) is not None:
             return done
+        if "anything else" in question.lower() and question.endswith("?") and plain_yes(last.content):
+            # "Yes, please." to "Is there anything else I can help with?" names nothing: the 1.5B took 3-4 s to guess
+            # a return of the order just told about (heard latency, a late parcel's status without an operator).
+            return ANYTHING_ELSE_WHAT
         if not (_OPEN_QUESTION.match(question) and question.endswith("?") and plain_yes(last.content)):
             return None
         return f"Sure. {question}"
@@ -521,6 +530,16 @@ class OfflineRouter:
         scores = self.scores(text, [t.name for t in tools])
         best = max(tools, key=lambda t: (scores[t.name], self._precedence.get(t.name, 0)), default=None)
         return best if best is not None and scores[best.name] > 0 else None
+
+
+def _last_offer(messages: Sequence[Message]) -> str:
+    """The say line of the last tool result, when it ends in a question (an offer or a read-back)."""
+    result = next((m for m in reversed(messages) if m.role == "tool"), None)
+    try:
+        say = json.loads(result.content).get("say") if result is not None else None
+    except (ValueError, AttributeError):
+        return ""
+    return say if isinstance(say, str) and say.rstrip().endswith("?") else ""
 
 
 def _answer_no_removed(request: CompletionRequest) -> str:
