@@ -126,6 +126,7 @@ _DECLINED = re.compile(
     r"\b(?!(?: it| them| that| one)? yet\b))"
 )
 _LEADING_NO = re.compile(r"^ (?:no|nope)\b")
+# A price in an offer's or read-back's say line, as the shop's tools write it: "... for 149 euros."
 _PRICE_OFFERED = re.compile(r"\bfor (\d+)(?:\.\d\d)? euros\b")
 _REFUNDING = re.compile(r"\b(?:refund\w*|return\w*|money back|send (?:it|them) back|give (?:it|them) back)\b")
 # A sentence that only thanks: "Thank you, you've been very patient with me.", "Cheers, you're a star."

@@ -367,6 +367,7 @@ def _entering_turn(history: Sequence[Message], agent: str) -> list[str]:
 # Where one wish ends and the next begins inside a sentence: "I want to send it back, please, and then buy the little
 # fitness band instead" (blind25: the band was never offered, 4 of 4).
 _THEN = re.compile(r"(?i),?\s+(?=(?:and )?then\b|after that\b|once that'?s (?:sorted|done)\b)")
+# The agent's "Is there anything else I can help with?" (or any question that asks it), ending its words.
 _ANYTHING_ELSE = re.compile(r"(?i)\banything else\b[^.?!]*\?\s*$")
 # What the caller keeps is no wish for more of it: "The two wee colour bulbs that came on the same order are dead on,
 # I'm keeping them." beside a return was offered two more bulbs (blind35 Dungannon, 3 of 4).

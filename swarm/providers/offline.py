@@ -118,6 +118,7 @@ _ASKS_INSTRUCTIONS = re.compile(
 INSTRUCTIONS_REFUSED = "I can't share that. I can help you buy something, or return something you bought."
 # To a caller who asks for time before answering a read-back; the read-back stays pending (confirmations.defers).
 TAKE_YOUR_TIME = "Of course, take your time. Just tell me when you're ready."
+# To a plain yes to "Is there anything else I can help with?", which names nothing yet.
 ANYTHING_ELSE_WHAT = "Of course. What else can I help you with?"
 # The words beside a tool's phrases that ask for nothing more: "A refund, please, just my money back."
 _ASKING_AGAIN = frozenset(
