@@ -265,7 +265,8 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         return answer
     if picked_lines(text, proposal) is not None or _other_action(text, proposal):
         return None  # some of several picked out, or a yes to another act: read back again, or the model decides
-    if plain_yes(text, quantities(proposal), _item_words(proposal)) or _yes_with_thanks(text, proposal):
+    unpriced = _without_price(text, proposal)
+    if plain_yes(unpriced, quantities(proposal), _item_words(proposal)) or _yes_with_thanks(unpriced, proposal):
         return True
     if _what(proposal).get("also") and _ALL_OF_THEM.search(normalise(text)) and _a_yes(text, proposal):
         # A yes to all of several read back, each in the caller's own words: "Okay, that's fine, li bon. And the stand,
@@ -741,6 +742,19 @@ def _asked(text: str, proposal: Mapping[str, Any]) -> set[int]:
     spoken = _alone(_said_as_numbers(said)) if isinstance(said, str) else set()
     echoed = {n for n in spoken if n >= _ECHO_FROM}
     return _numbers(text) - echoed
+
+
+def _without_price(text: str, proposal: Mapping[str, Any]) -> str:
+    """The words without the read-back's own price said back, which is no count: "Yes, a hundred and forty-nine, go
+    ahead." to one smartwatch for 149 euros was left to the model as a change to 149 of them."""
+    said = proposal.get("said")
+    echoed = sorted(n for n in _alone(_said_as_numbers(said)) if n >= _ECHO_FROM) if isinstance(said, str) else []
+    if not echoed:
+        return text
+    # As _said_as_numbers, but keeping the punctuation that parts a yes from what stands beside it.
+    digits = _HUNDRED.sub(_hundreds, _COMPOUND.sub(_compound, text.lower().replace("-", " ")))
+    price = rf"\b(?:{'|'.join(map(str, echoed))})(?:[.,]00)?(?: (?:euros?|pounds?|quid))?\b"
+    return re.sub(price, " ", digits)
 
 
 def _numbers(text: str) -> set[int]:

@@ -270,6 +270,26 @@ def test_consent_is_for_the_read_back_and_a_changed_quantity_is_seen(said: str, 
 
 
 @pytest.mark.parametrize(
+    ("said", "agreed"),
+    [
+        ("Yes, a hundred and forty-nine, go ahead.", True),  # the read-back's own price, said back beside a yes
+        ("Yes please, 149 euros, fine.", True),
+        # Blind5's, read back once more until the price said back was no count: agreed at once.
+        ("A hundred and forty-nine, that's canny. Aye, I'll have one of them then.", True),
+        ("Yes, a hundred and forty-nine, make it two.", None),  # a change all the same
+        ("Yes, forty-nine, go ahead.", None),  # a number the read-back did not say
+    ],
+)
+def test_the_read_backs_own_price_beside_a_yes_is_no_count(said: str, agreed: bool | None) -> None:
+    proposal = {
+        "tool": "place_order",
+        "arguments": {"sku": "SW-410", "quantity": 1},
+        "said": "We have the Smartwatch for 149 euros. Shall I order one for you?",
+    }
+    assert consent(said, proposal) is agreed
+
+
+@pytest.mark.parametrize(
     ("said", "again"),
     [
         ("Yes, go ahead. Just the kettles now, I'm keeping the toaster.", True),  # blind3's: 7 s of the 1.5B
@@ -304,7 +324,6 @@ def test_words_that_name_the_read_backs_item_read_it_back_again(said: str, again
 @pytest.mark.parametrize(
     ("said", "again"),
     [
-        ("Sixty-nine, that's canny. Aye, I'll have one of them then.", True),  # the price said back (blind5)
         ("Sixty-nine? Aye, I'll have one.", False),  # a question: the model answers it
         ("Aye, I'll have nine of them.", False),  # a change, read back as one
         ("Aye, twenty-nine, I'll have one.", False),  # a number the read-back did not say
