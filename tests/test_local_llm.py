@@ -612,6 +612,15 @@ def test_a_warm_read_ends_where_the_callers_words_go() -> None:
     assert ahead_of_the_caller(asked) is asked
 
 
+def test_prompts_are_read_in_small_chunks_so_a_cancelled_read_frees_the_server_soon() -> None:
+    from swarm.providers import llama_server
+
+    params = llama_server.params_of(llama_server.parse(ServerSpec(Path("m.gguf")).argv()[3:]))
+    assert (params.n_batch, params.n_ubatch) == (64, 64)  # llama.cpp's own default is 2,048
+    params = llama_server.params_of(llama_server.parse(ServerSpec(Path("m.gguf"), batch=256).argv()[3:]))
+    assert params.n_batch == 256
+
+
 def test_speculation_reaches_llama_cpp_as_its_server_would_take_it() -> None:
     from swarm.providers import llama_server
 

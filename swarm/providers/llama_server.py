@@ -1,6 +1,6 @@
 """llama.cpp's server (the `xllamacpp` wheel) in a process of its own; `LocalServer` runs it, not people.
 
-    python -m swarm.providers.llama_server --model M.gguf [--chat-template T.jinja] --threads 1 --batch-threads 2 --ctx 4096 --nice 10 --max-tokens 512
+    python -m swarm.providers.llama_server --model M.gguf [--chat-template T.jinja] --threads 1 --batch-threads 2 --ctx 4096 --nice 10 --max-tokens 512 --batch 64
 
 A child process, so that the server's threads never hold the GIL of the process that paces RTP, can run
 at a lower priority than the calls' media and Whisper, and can be restarted when it dies. It prints one
@@ -45,6 +45,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch-threads", type=int, default=0, help="threads that read the prompt; 0: --threads")
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=64, help="prompt tokens read between two looks at the queue")
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument(
         "--max-tokens", type=int, default=-1, help="per reply, unless a request asks for fewer; -1: no limit"
@@ -72,10 +73,9 @@ def params_of(args: argparse.Namespace) -> Any:
     params.n_parallel = args.parallel
     params.n_predict = args.max_tokens
     # The server works through a prompt in chunks of n_batch tokens, and only between chunks does it take up
-    # a cancelled request's end, or write the next token of another slot's reply. 256 instead of 2,048: a warm
-    # read of a call that hung up stops within a chunk, at the same speed (23.0 against 22.9 tokens/s, median
-    # of 5 interleaved reads of a 500-token prompt on 2 busy cores).
-    params.n_batch = params.n_ubatch = 256
+    # a cancelled request's end. A read is cancelled when a call hangs up, and an early reply when the caller
+    # goes on talking: the turn that follows waits for the chunk. See ServerSpec.batch.
+    params.n_batch = params.n_ubatch = args.batch
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.batch_threads or args.threads
     params.hostnames = ["127.0.0.1"]

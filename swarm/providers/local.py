@@ -64,6 +64,11 @@ class ServerSpec:
     # A reply is one to three spoken sentences or one tool call (<200 tokens): a model that loops or never
     # stops is cut here instead of generating until the context is full (seen: 120 s on the 0.5B).
     max_tokens: int = 512
+    # Prompt tokens read in one chunk: a cancelled read ends only at a chunk's end (2,048 by default). At 64, a
+    # short turn right after a cancelled read waited 2.0 s against 4.3 s at 256, and prompts were read as fast
+    # (16.2 against 18.0 s for ~750 tokens, medians of 3 interleaved runs on 2 busy cores;
+    # benchmarks/llm_chunks.py).
+    batch: int = 64
     name: str = "local"  # for logs and the provider's name
     # Draftless speculative decoding (llama_server.SPECULATION): drafts copied from the slot's own tokens, with
     # a match of `spec_n` tokens, at most `spec_m` drafted.
@@ -93,6 +98,8 @@ class ServerSpec:
             str(self.parallel),
             "--max-tokens",
             str(self.max_tokens),
+            "--batch",
+            str(self.batch),
         ]
         if self.spec_type != "none":
             argv += ["--spec-type", self.spec_type, "--spec-ngram-size-n", str(self.spec_n)]
