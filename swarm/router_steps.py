@@ -262,12 +262,14 @@ class RouterSteps:
         users = [m.content for m in history if m.role == "user"]
         said_yes = [said for said in reversed(users[-2:]) if yes_or_no(said) is True]
         # Not beside a yes: "Wait, not yet ... My last one was plastic and all scratched."
-        for said in [*said_yes, *_entering_turn(history, agent.name)]:
-            sentences = [part for sentence in split_sentences(said.strip()) for part in _THEN.split(sentence) if part]
-            for i, sentence in enumerate(sentences):
-                if _KEPT.search(sentence):
+        entering = _entering_turn(history, agent.name)
+        for said in [*said_yes, *entering]:
+            # Each part, with the whole sentence it is part of ("I want to send it back, and then buy ...").
+            parts = [(part, whole) for whole in split_sentences(said.strip()) for part in _THEN.split(whole) if part]
+            for i, (sentence, whole) in enumerate(parts):
+                if _KEPT.search(sentence) or (said in entering and not _WISH.search(whole)):
                     continue
-                rest = " ".join(sentences[i:])
+                rest = " ".join(part for part, _ in parts[i:])
                 hand_over = router.sure_call(
                     replace(self.session.completion_request(agent), messages=(*history, Message("user", sentence)))
                 )
@@ -367,6 +369,13 @@ def _entering_turn(history: Sequence[Message], agent: str) -> list[str]:
 # Where one wish ends and the next begins inside a sentence: "I want to send it back, please, and then buy the little
 # fitness band instead" (blind25: the band was never offered, 4 of 4).
 _THEN = re.compile(r"(?i),?\s+(?=(?:and )?then\b|after that\b|once that'?s (?:sorted|done)\b)")
+# A sentence that asks for something. Of the words that brought the caller to an agent, only such a one is a wish
+# beside the one served: "My phone ... fall in a box of ice ... the corner of the screen is cracked already. I need the
+# clear case ..." had the case just bought offered for return (blind38 Penzance, 2 of 4).
+_WISH = re.compile(
+    r"(?i)\?|\b(?:want|wants|wanted to|wanna|would like|'d like|like to|need|needs|can i|could i|can you|could you"
+    r"|may i|please|i'll|i will|going to|gonna|looking for|have to|got to|help)\b"
+)
 # The agent's "Is there anything else I can help with?" (or any question that asks it), ending its words.
 _ANYTHING_ELSE = re.compile(r"(?i)\banything else\b[^.?!]*\?\s*$")
 # What the caller keeps is no wish for more of it: "The two wee colour bulbs that came on the same order are dead on,

@@ -776,3 +776,19 @@ async def test_were_wanting_is_a_wish_to_buy() -> None:
     session = build_registry(Shop(":memory:"), {}).session("c1", SWARM, metadata={"caller": "+4915100000"})
     said = "Sorry, the heating's not come on yet. Right. Em, we're wanting webcams, the HD ones, for the meetings."
     assert (await session.complete(said)).startswith("We have the HD webcam")
+
+
+@pytest.mark.parametrize(
+    ("said", "refund"),
+    [
+        ("I want to send the wireless mouse back, it clicks.", True),  # the thing between "send" and "back"
+        ("Can you take the two bulbs back?", True),
+        ("I'm after buying a mouse from you, and it clicks.", False),  # Ireland's "after buying": no wish to buy
+        ("I don't want to send the mouse back, I'd like a new one.", False),
+    ],
+)
+def test_a_thing_sent_back_in_the_callers_words_names_a_return(said: str, refund: bool) -> None:
+    router = build_registry(Shop(":memory:"), {}).providers["offline"]
+    assert isinstance(router, OfflineRouter)
+    scores = router.scores(router.undoubted(said), ["navigate_to_sales", "navigate_to_refund"])
+    assert (scores["navigate_to_refund"] > 0) is refund and scores["navigate_to_sales"] == 0

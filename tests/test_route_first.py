@@ -1458,6 +1458,57 @@ async def test_what_the_caller_keeps_beside_a_return_is_offered_for_no_purchase(
     assert session.get_agent_name() == "refund" and model.requests == []
 
 
+@pytest.mark.parametrize(
+    ("said", "days"),
+    [
+        # Blind37 (Drogheda): Ireland's "I'm after buying" is a purchase made, and "my one back" a return; it went to
+        # sales, 4 of 4, which offered two more mice. Of two orders of the mouse, "the first one" is the older.
+        (
+            "I'm after buying two of the wireless mice from yous, one last week and one for my young lad a couple of "
+            "days ago. Mine, the first one, clicks like a cricket. I want to send my one back, the first one.",
+            9,
+        ),
+        ("I bought the wireless mouse twice. I want to send the older one back, it clicks.", 9),
+        ("I bought the wireless mouse twice. I want to send the newer one back, it clicks.", 2),
+        ("I want to return the wireless mouse, it clicks.", 2),  # no word of which: the latest, as before
+    ],
+)
+async def test_the_first_of_two_orders_of_a_thing_is_the_older_one(said: str, days: int) -> None:
+    shop = Shop(":memory:")
+    older = shop.seed_demo_order(CALLER, [("MS-210", 1)], days_ago=9)
+    newer = shop.seed_demo_order(CALLER, [("MS-210", 1)], days_ago=2)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier(None))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    found = await session.complete(said)
+    number = (older if days == 9 else newer).order_number
+    assert found.startswith(f"I found your order {' '.join(number)}") and found.endswith(
+        "Shall I start a return for it?"
+    )
+    assert session.get_agent_name() == "refund" and model.requests == []
+
+
+async def test_a_thing_told_of_before_buying_is_no_return_of_what_was_bought() -> None:
+    # Blind38 (Penzance, 2 of 4): "the corner of the screen is cracked" in the words that asked for a phone case was a
+    # return beside the yes, and the order just placed was offered for return, and returned.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(
+        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
+    )
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    said = (
+        "My phone, this morning it fall in a box of ice, and the corner of the screen is cracked already. I need the "
+        "clear case and the glass for the screen, the protector. How much is each one?"
+    )
+    assert (await session.complete(said)).endswith("Shall I order one of each for you?")
+    placed = await session.complete("Yes, that's right. One case, one pack of protectors. Go ahead, please.")
+    assert placed.startswith("Your order is placed.") and "return" not in placed
+    number = placed.split("The order number is ")[1].split(",")[0]
+    # Nor is it sent back when the caller asks: it has not even come yet.
+    again = await session.complete("Actually, I want to return the smartphone case.")
+    assert number not in again and "Shall I start a return" not in again
+
+
 async def test_a_features_word_names_no_question_of_where_an_order_is() -> None:
     # Blind35 (Frome): "the heart rate and the sleep tracking and the GPS" was a where-question, 4 of 4 to refunds.
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")

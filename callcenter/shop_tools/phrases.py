@@ -55,6 +55,8 @@ RETURN_PHRASES = (
     "send them back",
     "them back",
     "it back",
+    # "I want to send my one back, the first one." (blind37 Drogheda: to sales, 4 of 4).
+    *("one back", "ones back"),
     "give back",
     "goes back",
     "going back",

@@ -22,6 +22,7 @@ from callcenter.shop_tools.results import (
     more_items,
     offered_lines,
     order_json,
+    placed_orders,
     proposed,
     proposed_orders,
     system_down,
@@ -162,14 +163,27 @@ def refund_tools(
         return _needs_verification(context, number, product)
 
     def _own_orders(context: ToolContext, caller: str, product: str | None, ask: bool = True) -> dict[str, Any]:
-        orders = _named_first(shop.find_orders(customer_phone=caller, product_text=product), product) if caller else []
+        # Not an order placed in this call: it has not come yet, and a caller's words never send it back (blind38
+        # Penzance: a phone case just bought was offered for return, for a cracked screen told of before buying it).
+        placed = placed_orders(context.session.events)
+
+        def earlier(found: list[Order]) -> list[Order]:
+            return [order for order in found if order.order_number not in placed]
+
+        orders = (
+            _named_first(earlier(shop.find_orders(customer_phone=caller, product_text=product)), product)
+            if caller
+            else []
+        )
         guessed = not orders and bool(product) and bool(caller)
         if guessed:
             # Product words none of their orders matches, often misheard ("handphone" for "headphones", seen
             # with a hard caller): their latest order with something left to send back, read back by its own
             # product, for them to say yes or no (not the headphones just returned, for "can I also return the mouse?").
             orders = [
-                o for o in shop.find_orders(customer_phone=caller) if any(line.returnable_quantity for line in o.lines)
+                o
+                for o in earlier(shop.find_orders(customer_phone=caller))
+                if any(line.returnable_quantity for line in o.lines)
             ]
         if not orders and not ask:
             return {"orders": [], "say": "I'm sorry, without the order number I can't find that order."}
@@ -461,6 +475,11 @@ def _going_back(order: Order, product: str | None, events: Sequence[Event]) -> l
     return [(line, count)] if lines or count > 1 else []
 
 
+# Words that point at the older of two orders of the same thing, or at the newer one.
+_OLDER = re.compile(r"(?i)\b(?:the|my) (?:first|older|earlier|old|original) (?:one|order)\b")
+_NEWER = re.compile(r"(?i)\b(?:the|my) (?:second|newer|newest|latest|later|last|new|most recent) (?:one|order)\b")
+
+
 def _named_first(orders: list[Order], product: str | None) -> list[Order]:
     """The orders with a line the words name (by its kind or two of its words) first, and those whose every line the
     words keep last, each kept newest first: "I bought a power bank ... calling from the same phone" matched the newer
@@ -478,7 +497,14 @@ def _named_first(orders: list[Order], product: str | None) -> list[Order]:
         last = max((i for i, words in enumerate(sentences) for line in going if names(words, line.name)), default=-1)
         return not named, all(line.sku in kept for line in order.lines), -last
 
-    return sorted(orders, key=rank)
+    ranked = sorted(orders, key=rank)
+    if ranked and _OLDER.search(product or "") and not _NEWER.search(product or ""):
+        # Of the orders that tie first, the oldest: "I'm after buying two of the wireless mice ... Mine, the first
+        # one ... I want to send my one back, the first one." was read back the newer mouse (blind37 Drogheda).
+        tied = [order for order in ranked if rank(order) == rank(ranked[0])]
+        oldest = min(tied, key=lambda order: order.created_at)
+        ranked = [oldest, *(order for order in ranked if order is not oldest)]
+    return ranked
 
 
 def _matching_line(order: Order, product: str | None) -> Any:

@@ -110,6 +110,20 @@ def proposed_orders(events: Sequence[Event]) -> set[str]:
     return {n for p in proposals if isinstance(n := p["arguments"].get("order_number"), str)}
 
 
+def placed_orders(events: Sequence[Event]) -> set[str]:
+    """The numbers of the orders placed in the call."""
+    numbers: set[str] = set()
+    for event in events:
+        if isinstance(event, ToolCalled) and event.name.startswith("place_order"):
+            try:
+                result = json.loads(event.result)
+            except ValueError:
+                continue
+            found = [result.get("order_number"), *result.get("order_numbers", ())] if isinstance(result, dict) else []
+            numbers.update(n for n in found if isinstance(n, str))
+    return numbers
+
+
 def product_json(p: Product) -> dict[str, Any]:
     return {"sku": p.sku, "name": p.name, "price": euros(p.price_cents), "stock": p.stock, "description": p.description}
 

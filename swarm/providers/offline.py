@@ -78,6 +78,12 @@ _NO_YES_OR_NO = re.compile(rf"(?i)^{_OPEN_QUESTION.pattern.removeprefix('(?i)')}
 _NOT_WANTED = re.compile(
     r"\b(?:nothing to|nowt to|naught to|no need to|(?:don'?t|do not|never) (?:want|need)(?: to)?)(?: [a-z']+){1,2}"
 )
+# A thing named between sending and "back": "send the wireless mouse back", "take the two bulbs back"; not "send me
+# a ring back", "give you a call back".
+_SENT_BACK = re.compile(
+    r"\b(?:send|sending|take|taking|bring|bringing|post|posting)(?! (?:me|you|us)\b)(?: (?!call\b|ring\b)[a-z']+){1,4}"
+    r" back\b"
+)
 # Words that leave an order's open question for another thing. Not "instead" after sending in the same sentence: "Or
 # send it to my flat instead" asks more of the same order (blind34 Port Talbot: the 1.5B's 26 s, or the timeout).
 _LEAVING = re.compile(r"(?i)\b(?:buy|purchase|instead|new one|something else|forget (?:it|that|the order))\b")
@@ -208,6 +214,8 @@ class OfflineRouter:
     def scores(self, text: str, names: list[str]) -> dict[str, float]:
         """How many of each tool's phrases occur in the text (fuzzily, to survive transcription slips)."""
         said = _NOT_WANTED.sub(" ", normalise(text))
+        if _SENT_BACK.search(said):
+            said += " send back"  # "send the wireless mouse back", as its phrase says it
         return {name: float(sum(self._occurs(p, said) for p in self._examples.get(name, ()))) for name in names}
 
     def _occurs(self, phrase: str, said: str) -> bool:
