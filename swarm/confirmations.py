@@ -244,6 +244,8 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     else. A yes inside a changed request ("I want 100 ... yes", "yes but make it two") is None: a new request, to be
     read back again, never the old one's consent."""
     text = _PRICE_ECHO.sub(" ", text).strip() or text
+    if proposal.get("tool") == "create_return":
+        text = _refund_wished(text)
     answer = yes_or_no(text)
     if answer is False and (_told_then_agreed(text, proposal) or _money_back_wanted(text, proposal)):
         return True
@@ -273,6 +275,25 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         # I take it also. So one camera and one stand, on the same order." to the webcam and the stand (blind18).
         return not _NEW_THING.search(normalise(text)) or None
     return None
+
+
+# What a yes to a return may say of how it is paid back, and of the new one it does not want: "Yes, please, go ahead
+# with the return. The refund for these, no new pair." (blind38 Llanberis, 4 of 4 to the 1.5B, which answered "I'm
+# sorry, I don't understand"); "Go ahead with the return, please, the refund to my card." (blind38 Navan, 28 s).
+_REFUND_WAY = re.compile(
+    r"(?i)\b(?:(?:just|only|for) )?(?:(?:a|the|my|your) )?(?:full )?(?:refund|money back)"
+    r"(?: (?:for (?:these|them|it|this|that|those)|(?:to|on|onto) (?:my|the) (?:card|account|bank(?: account)?)))*\b"
+)
+_NO_NEW_ONE = re.compile(
+    r"(?i)\b(?:no|not (?:a|an|another)|don'?t want (?:a|an|another)|without (?:a|an)) (?:new (?:one|ones|pair|pairs)"
+    r"|replacement|exchange|swap)\b"
+)
+
+
+def _refund_wished(text: str) -> str:
+    """Words to a return without what they say of the refund and of no new one, when no other no is left."""
+    kept = _REFUND_WAY.sub(" ", _NO_NEW_ONE.sub(" ", text))
+    return kept if kept != text and yes_or_no(kept) is not False else text
 
 
 def _other_action(text: str, proposal: Mapping[str, Any]) -> bool:

@@ -792,3 +792,22 @@ def test_a_thing_sent_back_in_the_callers_words_names_a_return(said: str, refund
     assert isinstance(router, OfflineRouter)
     scores = router.scores(router.undoubted(said), ["navigate_to_sales", "navigate_to_refund"])
     assert (scores["navigate_to_refund"] > 0) is refund and scores["navigate_to_sales"] == 0
+
+
+@pytest.mark.parametrize(
+    ("said", "agreed"),
+    [
+        # Blind38: how the money comes back, and the new one not wanted, beside a yes to a return (Llanberis: 4 of
+        # 4 to the 1.5B, which did not understand; Navan: the 1.5B's 28 s).
+        ("Yes, please, go ahead with the return. The refund for these, no new pair.", True),
+        ("Yes, that's it. Go ahead with the return, please, the refund to my card.", True),
+        ("Yes, go ahead, a refund please.", True),
+        ("No new ones, thank you. The blue running shoes go back for a refund.", None),  # no no to the return
+        ("No, I don't want a refund.", False),
+        ("No, not a refund, a replacement.", False),
+        ("Yes, but I'd rather have a replacement.", None),
+    ],
+)
+def test_a_refund_and_no_new_one_beside_a_yes_to_a_return_agree_to_it(said: str, agreed: bool | None) -> None:
+    proposal = {"tool": "create_return", "arguments": {"order_number": "40781", "sku": "RS-610", "quantity": 1}}
+    assert consent(said, {**proposal, "item": "Running shoes"}) is agreed
