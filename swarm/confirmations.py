@@ -244,10 +244,15 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     else. A yes inside a changed request ("I want 100 ... yes", "yes but make it two") is None: a new request, to be
     read back again, never the old one's consent."""
     text = _PRICE_ECHO.sub(" ", text).strip() or text
-    if proposal.get("tool") == "create_return":
+    returning = proposal.get("tool") == "create_return"
+    # "Actually, forget the swap. Just give me my money back, please." (blind38 Llanberis: the 1.5B's 17 s)
+    money_asked = returning and _refund_asked(text)
+    if returning:
         text = _refund_wished(text)
     answer = yes_or_no(text)
     if answer is False and (_told_then_agreed(text, proposal) or _money_back_wanted(text, proposal)):
+        return True
+    if answer is None and money_asked:
         return True
     if (own := own_words(text)) != text and own and yes_or_no(own) is not False:
         # Another person's no is not the caller's: "Er, I'll have one of 'em, then. Just the one, mind, for me. The
@@ -288,6 +293,17 @@ _NO_NEW_ONE = re.compile(
     r"(?i)\b(?:no|not (?:a|an|another)|don'?t want (?:a|an|another)|without (?:a|an)) (?:new (?:one|ones|pair|pairs)"
     r"|replacement|exchange|swap)\b"
 )
+
+
+# The money asked back in so many words.
+_MONEY_ASKED = re.compile(
+    r"(?i)\b(?:give me|i'?ll take|i want|i'?d like|i'?ll have|just)(?: (?:my|the|a|a full))? (?:money back|refund)\b"
+)
+
+
+def _refund_asked(text: str) -> bool:
+    """Words to a return read back that ask for the money back, and for nothing more."""
+    return bool(_MONEY_ASKED.search(text)) and "?" not in text and not _NEW_THING.search(normalise(text))
 
 
 def _refund_wished(text: str) -> str:

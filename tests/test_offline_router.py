@@ -806,6 +806,11 @@ def test_a_thing_sent_back_in_the_callers_words_names_a_return(said: str, refund
         ("No, I don't want a refund.", False),
         ("No, not a refund, a replacement.", False),
         ("Yes, but I'd rather have a replacement.", None),
+        # The money asked back is a yes to the return (Llanberis: 17 s of the 1.5B), unless more is asked.
+        ("Actually, forget the swap. Just give me my money back, please. A shop in town has black ones.", True),
+        ("Just the refund, thanks.", True),
+        ("I want a refund and a new pair.", None),
+        ("I'll take the refund, but can I also buy a new pair?", None),
     ],
 )
 def test_a_refund_and_no_new_one_beside_a_yes_to_a_return_agree_to_it(said: str, agreed: bool | None) -> None:

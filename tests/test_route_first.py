@@ -1488,6 +1488,20 @@ async def test_the_first_of_two_orders_of_a_thing_is_the_older_one(said: str, da
     assert session.get_agent_name() == "refund" and model.requests == []
 
 
+async def test_the_other_of_two_orders_of_a_thing_picked_out_is_not_offered_for_return_after() -> None:
+    # Blind37 (Drogheda, 4 of 4 once the first was found): the younger mouse was offered, and sent back too.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("MS-210", 1)], days_ago=9)
+    shop.seed_demo_order(CALLER, [("MS-210", 1)], days_ago=2)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier(None))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    said = "I bought the wireless mouse twice. I want to send the first one back, it clicks. The other one is grand."
+    assert (await session.complete(said)).endswith("Shall I start a return for it?")
+    done = await session.complete("Yes, that's the one, go ahead.")
+    assert done.startswith("Your return is registered") and "also found" not in done and model.requests == []
+
+
 async def test_a_thing_told_of_before_buying_is_no_return_of_what_was_bought() -> None:
     # Blind38 (Penzance, 2 of 4): "the corner of the screen is cracked" in the words that asked for a phone case was a
     # return beside the yes, and the order just placed was offered for return, and returned.

@@ -306,11 +306,14 @@ def refund_tools(
         sentences = [s for e in events if isinstance(e, UserText) for s in split_sentences(e.text)]
         said = " ".join(s for s in sentences if not _where(s))
         asked = proposed_orders(events) | {done}
+        # One of two orders of a thing picked out ("the first one"): the other is not sent back too (blind37 Drogheda).
+        picked = _OLDER.search(said) or _NEWER.search(said)
+        returned = {line.sku for line in written.lines} if picked and (written := _named(done)) is not None else set()
         for order in shop.find_orders(customer_phone=caller):
             if order.order_number in asked:
                 continue
             kept = kept_lines(order.lines, said)
-            named = [line for line, _ in named_lines(order.lines, said) if line.sku not in kept]
+            named = [line for line, _ in named_lines(order.lines, said) if line.sku not in kept | returned]
             if any(line.returnable_quantity > 0 for line in named):
                 found = _read_back([order], named[0].name, context)
                 return {**found, "say": found["say"].replace("I found", "I also found", 1)}
