@@ -65,9 +65,9 @@ class ServerSpec:
     # stops is cut here instead of generating until the context is full (seen: 120 s on the 0.5B).
     max_tokens: int = 512
     # Prompt tokens read in one chunk: a cancelled read ends only at a chunk's end (2,048 by default). At 64, a
-    # short turn right after a cancelled read waited 2.0 s against 4.3 s at 256, and prompts were read as fast
-    # (16.2 against 18.0 s for ~750 tokens, medians of 3 interleaved runs on 2 busy cores;
-    # benchmarks/llm_chunks.py).
+    # short turn right after a cancelled read waited 1.5 s against 3.0 s at 256 (2.0 against 4.3 s on busy cores),
+    # for a cold read of ~750 tokens 6% slower (11.7 against 11.0 s; 16.2 against 18.0 s busy). Medians of 3
+    # interleaved runs, benchmarks/llm_chunks.py.
     batch: int = 64
     name: str = "local"  # for logs and the provider's name
     # Draftless speculative decoding (llama_server.SPECULATION): drafts copied from the slot's own tokens, with
