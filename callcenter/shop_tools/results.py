@@ -114,7 +114,7 @@ def placed_orders(events: Sequence[Event]) -> set[str]:
     """The numbers of the orders placed in the call."""
     numbers: set[str] = set()
     for event in events:
-        if isinstance(event, ToolCalled) and event.name.startswith("place_order"):
+        if isinstance(event, ToolCalled) and event.name == "place_order":
             try:
                 result = json.loads(event.result)
             except ValueError:
