@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from swarm.confirmations import agreed, changes_quantity, pending_proposal, yes_or_no
+from swarm.events import Event, ToolCalled
 from swarm.messages import Message, ToolCall
 from swarm.numbers import DIGIT_WORDS
 from swarm.providers.base import Completion
@@ -31,6 +33,23 @@ _WILL_DO = re.compile(
     r"|\b(get back to you|call you back)\b",
     re.I,
 )
+# A write said to be done: an order placed, a return registered, a refund issued. Only a write's own result may say
+# so. The 1.5B answered "So one case and one of the screen protector packs, please, both together on the one order.
+# My phone is six inches, so the case will fit, no?" with "Thank you for your order. ... Your order will be placed and
+# you will receive it shortly." and called nothing (blind38 Penzance): the caller would hang up, sure of an order.
+_DONE = re.compile(
+    r"\bthanks? (?:you )?for (?:your|the) (?:order|purchase)\b"
+    # Not what a lookup tells of an order made before ("Your order was placed on 3 December") nor what happens next
+    # ("Your return will be processed once the item arrives").
+    r"|\byour (?:order|purchase|return|exchange)s? (?:(?:has|have) been|is|are) (?:now )?"
+    r"(?:placed|confirmed|processed|registered|booked|submitted|created|arranged|put through)\b"
+    r"|\byour (?:order|purchase)s? will be placed\b(?! (?:once|when|as soon|after|if|on your|with your)\b)"
+    r"|\b(?:i|we)(?:'ve| have) (?:now |just )?(?:placed|processed|registered|booked|submitted|created|arranged|"
+    r"put through)\b",
+    re.I,
+)
+# The one refusal the session rescues with the read-back again: a write claimed that no tool made.
+CLAIMED_DONE = "no tool placed or registered anything"
 # Facts a reply may only repeat, never make up: numbers of two digits or more (an order, a postcode, a price, a
 # house number; digits said one by one count as one number) and e-mail addresses.
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -100,6 +119,31 @@ def action_claim_errors(sentence: str) -> list[str]:
     if found := _WILL_DO.search(sentence):
         return [f"the reply says {found.group()!r} but does nothing: call the tool that does it instead"]
     return []
+
+
+def done_claim_errors(sentence: str, written: bool) -> list[str]:
+    """A sentence that says a write is done (an order placed, a return registered) when no write ran in the call
+    (`written`): the caller hears it done, and nothing is."""
+    if written or not (found := _DONE.search(sentence)):
+        return []
+    return [f"the reply says {found.group()!r} but {CLAIMED_DONE}: read it back and ask the caller first"]
+
+
+def writes_done(events: Sequence[Event], tools: Mapping[str, Tool]) -> bool:
+    """Whether a write (a tool with a `confirmed` flag) ran in the call and did what it was asked: its result holds
+    no error, no read-back (a proposal) and no question."""
+    for event in events:
+        if not isinstance(event, ToolCalled) or (tool := tools.get(event.name)) is None:
+            continue
+        if "confirmed" not in tool.parameters.get("properties", {}):
+            continue
+        try:
+            result = json.loads(event.result)
+        except ValueError:
+            continue
+        if isinstance(result, dict) and not {"error", "proposal", "question"} & result.keys():
+            return True
+    return False
 
 
 def _looks_like_json(text: str) -> bool:

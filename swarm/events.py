@@ -66,7 +66,8 @@ class Rescued(Event):
     kind: ClassVar[str] = "rescue"
     agent: str
     # "flush" (completed again on a clean view), "placeholder" (a canned line was said), "provider_error", or
-    # "read_back_first" (a write the caller had not agreed to was run as its read-back: swarm.checks.asked_first).
+    # "read_back_first" (a write the caller had not agreed to was run as its read-back: swarm.checks.asked_first), or
+    # "read_back_again" (a reply said a write done that no tool made: the read-back the caller answered, again).
     stage: str
     detail: str = ""
 

@@ -13,12 +13,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import Any
 
 from swarm.checks import (
+    CLAIMED_DONE,
     action_claim_errors,
     asked_first,
+    done_claim_errors,
     promise_errors,
     spoken_text_errors,
     tool_call_errors,
     unfounded_errors,
+    writes_done,
 )
 from swarm.confirmations import pending_proposal
 from swarm.events import (
@@ -589,6 +592,8 @@ class _Attempt:
         # an e-mail address), also what the caller said.
         self.grounds = " ".join([agent.prompt, *agent.system, *(m.content for m in messages if m.role == "tool")])
         self.facts = " ".join([self.grounds, *(m.content for m in messages if m.role == "user")])
+        # Whether an order or a return was written in the call: only then may the reply say one is done.
+        self.written = writes_done(session.events, session.registry.tools)
 
     async def run(self) -> AsyncGenerator[str, None]:
         """Yield each sentence once it may be spoken; then judge the whole output."""
@@ -607,6 +612,8 @@ class _Attempt:
             return
         if not completion.tool_calls and (self.errors or self.held):
             completion = self._repaired(completion, tools)
+        if self.errors and all(CLAIMED_DONE in error for error in self.errors):
+            completion = self._claim_dropped(completion, tools)
         if not self.errors:
             context = self.session.tool_context(self.agent)
             self.errors = tool_call_errors(completion, tools, context)
@@ -619,6 +626,26 @@ class _Attempt:
             self.feedback = _feedback(self.agent.name, completion, self.errors)
         else:
             self.outcome = Outcome(completion.tool_calls)
+
+    def _claim_dropped(self, completion: Completion, tools: dict[str, Tool]) -> Completion:
+        """A write said done that no tool made is not said. Beside the tool calls that do it, they speak for it; else,
+        on a read-back the caller's words left unsettled, it is read back again (no generation: a repair cost the
+        1.5B another 5-10 s); else the model is told."""
+        if completion.tool_calls:
+            self.errors = []
+            return completion
+        history = self.session.get_agent_history(self.agent.name)
+        last = max((i for i, message in enumerate(history) if message.role == "user"), default=-1)
+        proposal = pending_proposal(history[: last + 1])  # the words said before the claim came after the caller's
+        if proposal is None:
+            return completion
+        arguments = {k: v for k, v in proposal.get("arguments", {}).items() if k != "confirmed"}
+        again = Completion(" ".join(self.said), (ToolCall("again_0", str(proposal["tool"]), arguments),))
+        if tool_call_errors(again, tools, self.session.tool_context(self.agent)):
+            return completion
+        self.session._record(Rescued(self.agent.name, "read_back_again", "; ".join(self.errors)))
+        self.errors = []
+        return again
 
     def _repaired(self, completion: Completion, tools: dict[str, Tool]) -> Completion:
         """A reply held back from the speaker may be a tool call written as text: take it if it is one."""
@@ -694,6 +721,7 @@ class _Attempt:
             or promise_errors(sentence, self.grounds)
             or unfounded_errors(sentence, self.facts)
             or action_claim_errors(sentence)
+            or done_claim_errors(sentence, self.written)
         )
         if problems:
             self.errors = problems

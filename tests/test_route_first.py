@@ -15,7 +15,7 @@ from callcenter.shop import Shop
 from callcenter.store.domain import ShopUnavailable
 from callcenter.verification import call_state
 from swarm.confirmations import agreed, consent, defers, yes_beside_asides
-from swarm.events import ToolCalled
+from swarm.events import ToolCalled, ValidationFailed
 from swarm.messages import CompletionRequest, Message
 from swarm.providers.offline import TAKE_YOUR_TIME
 from swarm.providers.scripted import ScriptedProvider, reply
@@ -1605,3 +1605,47 @@ async def test_a_plain_yes_to_anything_else_is_asked_what() -> None:
     assert (await session.complete(said)).endswith("Is there anything else I can help with?")
     assert await session.complete("Yes, please.") == "Of course. What else can I help you with?"
     assert model.requests == []
+
+
+async def test_an_order_said_placed_that_no_tool_placed_is_read_back_again() -> None:
+    # Blind38 (Penzance): to a yes with a question beside it, the 1.5B said "Thank you for your order. ... Your order
+    # will be placed and you will receive it shortly." and called nothing. The caller hears the read-back again, with
+    # no second generation, and their yes places it.
+    claims = "Thank you for your order. Your order will be placed and you will receive it shortly."
+    model = ScriptedProvider(lambda request: reply(claims), name="model")
+    shop = Shop(":memory:")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")).session(
+        "c1", SWARM, metadata={"caller": CALLER}
+    )
+    offer = await session.complete("I need the smartphone case and the screen protector. How much is each one?")
+    assert offer.endswith("Shall I order one of each for you?")
+    again = await session.complete("Grand so, lovely. Will it come before Friday, do you think?")
+    assert (
+        again == "That is 1 Smartphone case and 1 Screen protector for 24.80 euros in total. Shall I place the order?"
+    )
+    assert len(model.requests) == 1 and shop.find_orders(customer_phone=CALLER) == []
+    assert (await session.complete("Yes, go ahead.")).startswith("Your order is placed.")
+    assert len(shop.find_orders(customer_phone=CALLER)) == 1
+
+
+async def test_a_write_said_done_beside_the_call_that_does_it_is_not_sent_back() -> None:
+    # The model's own words before its call ("Your order has been placed.") are not said; the call's result is, with
+    # no repair round for them.
+    def model_reply(request: CompletionRequest):
+        said = request.messages[-1].content
+        if "Go on" not in said:
+            return reply("The model answers.")
+        return reply(
+            "Your order has been placed.", ("place_order", {"sku": "PH-310", "quantity": 1, "confirmed": True})
+        )
+
+    model = ScriptedProvider(model_reply, name="model")
+    shop = Shop(":memory:")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")).session(
+        "c1", SWARM, metadata={"caller": CALLER}
+    )
+    assert (await session.complete("How much is the smartphone case?")).endswith("Shall I order one for you?")
+    said = await session.complete("Go on, I'll take it, if it fits a six inch phone?")
+    # Not a plain yes: the call is run as its read-back (swarm.checks.asked_first), and nothing is placed yet.
+    assert said == "That is 1 Smartphone case for 14.90 euros in total. Shall I place the order?"
+    assert len(model.requests) == 1 and not any(isinstance(e, ValidationFailed) for e in session.events)

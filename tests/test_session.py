@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from swarm.checks import action_claim_errors, promise_errors, unfounded_errors
+from swarm.checks import action_claim_errors, done_claim_errors, promise_errors, unfounded_errors
 from swarm.confirmations import agreed
 from swarm.events import CallEnded, DigitsRequested, Escalated, ValidationFailed, events_from_json, events_to_json
 from swarm.messages import Message
@@ -801,6 +801,24 @@ async def test_saying_it_will_act_without_acting_goes_back_to_the_model() -> Non
     # Nor a return (blind13: "I'll return the Screen protectors for you." and nothing was returned).
     assert action_claim_errors("I understand. I'll return the Screen protectors for you.")
     assert not action_claim_errors("Your return is registered.")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "claims"),
+    [
+        ("Thank you for your order.", True),  # blind38 Penzance, nothing placed
+        ("Your order will be placed and you will receive it shortly.", True),
+        ("Great, your return is registered.", True),
+        ("I've placed the order for you.", True),
+        ("Your order was placed on 3 December.", False),  # what a lookup tells of an earlier order
+        ("Your return will be processed once the item arrives.", False),  # what happens next
+        ("Your order will be placed once you say yes.", False),
+        ("Shall I place the order?", False),
+    ],
+)
+def test_a_write_said_done_is_a_claim_until_a_write_ran(sentence: str, claims: bool) -> None:
+    assert bool(done_claim_errors(sentence, written=False)) is claims
+    assert done_claim_errors(sentence, written=True) == []
 
 
 @pytest.mark.parametrize(
