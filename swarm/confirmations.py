@@ -228,9 +228,14 @@ def normalise(text: str) -> str:
     return " " + re.sub(r"[^a-z0-9' ]+", " ", text).strip() + " "
 
 
+# A "no" that tags a statement as a question: "My phone is six inches, so the case will fit, no?" (blind38 Penzance)
+# was a no to the read-back it asked about.
+_NO_TAG = re.compile(r"(?i)(?<=\w),\s*no\s*\?")
+
+
 def yes_or_no(text: str) -> bool | None:
     """True for a yes, False for a no (a no anywhere wins), None when neither is said."""
-    said = _NOT_A_NO.sub(" ", normalise(text))
+    said = _NOT_A_NO.sub(" ", normalise(_NO_TAG.sub("?", text)))
     if _NO.search(said):
         return False
     if _YES.search(said):

@@ -120,7 +120,10 @@ class RouterSteps:
             # Or the same offer told about ("described"), for a caller who holds off to ask about it: "Not yet,
             # please. Before you order it, um, does it fold flat?" (blind15, blind16: the 1.5B asked "What product are
             # you looking for?"; blind24: "Hang about ... Do thik watch need one of they smartphones to work?").
-            told = bool(result.get("described")) and holds_off(said) and "?" in said
+            # Or, to a question beside words that keep to the offer, the offer told about again: "So one case and one
+            # of the screen protector packs ... so the case will fit, no?" (blind38 Penzance: the 1.5B said the order
+            # was placed).
+            told = bool(result.get("described")) and (holds_off(said) or not refused) and "?" in said
             if not isinstance(offered, dict) or not result.get(tool.finds):
                 found = False
             elif offered.get("tool") != proposal.get("tool"):

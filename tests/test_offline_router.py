@@ -63,6 +63,9 @@ def test_triage_accuracy_on_sentences_never_tuned_on():
         ("Okay, that's not bad at all. Fine, I'll take one.", True),
         ("no problem, go ahead", True),
         ("not that one", False),
+        # A "no" that tags a question is none (blind38 Penzance); a no after a comma still is.
+        ("My phone is six inches, so the case will fit, no?", None),
+        ("Hmm, no.", False),
     ],
 )
 def test_yes_or_no(said, answer):

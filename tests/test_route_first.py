@@ -496,13 +496,18 @@ async def test_a_routing_agent_whose_model_keeps_failing_asks_its_own_question()
 
 async def test_words_that_name_the_product_on_offer_hear_the_offer_again() -> None:
     # Blind8: "Righto, no worries. ... I'll grab one of the quiet ones for the bedroom then, the ultrasonic humidifier."
-    # went to the 1.5B, which wrote a product code of its own and found nothing (4 of 4). A question is the model's.
+    # went to the 1.5B, which wrote a product code of its own and found nothing (4 of 4). A question of it hears what it
+    # is, and the offer again; one its description does not answer is the model's.
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
     session = session_with(model)
     assert (await session.complete("I'd like to buy a humidifier.")).startswith("We have the Air humidifier")
     said = "Righto, no worries. Look, I'll grab one of the quiet ones for the bedroom then, the ultrasonic humidifier."
     assert (await session.complete(said)).startswith("We have the Air humidifier") and model.requests == []
-    assert await session.complete("Is the humidifier loud?") == "The model answers."
+    assert await session.complete("Is the humidifier loud?") == (
+        "We have the Air humidifier for 54 euros. Quiet ultrasonic air humidifier for bedrooms. It's in stock. "
+        "Shall I order one for you?"
+    )
+    assert await session.complete("Can it come by Friday?") == "The model answers."
 
 
 async def test_a_tag_question_that_checks_the_read_backs_count_hears_it_again() -> None:
@@ -1645,7 +1650,47 @@ async def test_a_write_said_done_beside_the_call_that_does_it_is_not_sent_back()
         "c1", SWARM, metadata={"caller": CALLER}
     )
     assert (await session.complete("How much is the smartphone case?")).endswith("Shall I order one for you?")
-    said = await session.complete("Go on, I'll take it, if it fits a six inch phone?")
+    said = await session.complete("Go on, I'll take it, if you can send it today?")
     # Not a plain yes: the call is run as its read-back (swarm.checks.asked_first), and nothing is placed yet.
     assert said == "That is 1 Smartphone case for 14.90 euros in total. Shall I place the order?"
     assert len(model.requests) == 1 and not any(isinstance(e, ValidationFailed) for e in session.events)
+
+
+async def test_a_question_of_one_thing_on_offer_hears_what_it_is_and_the_offer_again() -> None:
+    # Blind38 (Penzance): "So one case and one of the screen protector packs, please, both together on the one order.
+    # My phone is six inches, so the case will fit, no?" went to the 1.5B (5-20 s), which said the order was placed.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    shop = Shop(":memory:")
+    session = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")).session(
+        "c1", SWARM, metadata={"caller": CALLER}
+    )
+    await session.complete("I need the smartphone case and the screen protector. How much is each one?")
+    said = (
+        "Right. One case and one of the protectors on the one order, please. It's a six inch phone, the case fits, no?"
+    )
+    assert await session.complete(said) == (
+        "We have the Smartphone case for 14.90 euros and the Screen protector for 9.90 euros. The Smartphone case: "
+        "Shock absorbing clear case for six inch phones. Shall I order one of each for you?"
+    )
+    assert (await session.complete("Yes, go ahead.")).startswith("Your order is placed.") and model.requests == []
+    assert len(shop.find_orders(customer_phone=CALLER)[0].lines) == 2
+
+
+@pytest.mark.parametrize(
+    ("asked", "told"),
+    [
+        ("Grand. Does it fit a six inch phone?", True),
+        ("Lovely, one please. Is the case see-through?", True),
+        ("Grand. Will it come before Friday?", False),  # its delivery: not in what it is
+        ("Grand. Can I pay with PayPal?", False),  # a payment
+    ],
+)
+async def test_a_question_of_the_one_thing_on_offer_hears_what_it_is(asked: str, told: bool) -> None:
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(
+        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
+    ).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("How much is the smartphone case?")
+    said = await session.complete(asked)
+    assert ("Shock absorbing clear case for six inch phones." in said) is told
+    assert (said == "The model answers.") is not told

@@ -40,6 +40,7 @@ from callcenter.store.terms import query_terms
 from swarm import Event, Tool, ToolContext, UserText, tool_from_function
 from swarm.confirmations import holds_off, mentions_item, turns_away, yes_or_no
 from swarm.numbers import SIZE
+from swarm.sentences import split_sentences
 
 # Words that put another thing on the offer, not "and" of a question about it ("And the USB-C, it connects?").
 _ADDS = re.compile(r"(?i)\b(?:add|as well|also|on the (?:same|one) order|one of each)\b")
@@ -72,11 +73,13 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if may_mean(query, p)]
         except ShopUnavailable as error:
             return system_down(context, error)
+        asked = _asked_of(context, [product for product, _ in listed])
         if len(listed) == 1:
-            return _found([listed[0][0]], listed[0][1])  # the one left of those named ("not the band, ...")
+            # The one left of those named ("not the band, ..."), told about if the caller asks about it.
+            return _found([listed[0][0]], listed[0][1], described=asked is not None)
         if listed:
-            return _basket(listed)
-        offered = _still_offered(context, found)
+            return _basket(listed, asked)
+        offered = _still_offered(context, found) or _asked_of_offer(context, found)
         if offered is not None:
             return _found([offered], quantity, described=True)
         if not found:
@@ -97,7 +100,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         events = context.session.events
         said = _last_said(context)
         offered = _offered_sku(events)
-        if offered is not None and not found and "?" in said and yes_or_no(said) is True:
+        if offered is not None and not found and _questions(said) and yes_or_no(said) is True:
             # A yes with a question nothing else answers: "Go on then, I'll have the one. Does he do bagels an' all?"
             # was searched for bagels, and the toaster agreed to was dropped (blind19).
             return shop.get_product(offered)
@@ -129,6 +132,33 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         product = shop.get_product(offered)
         named = product is not None and mentions_item(said, {"item": product.name})
         return product if _REFERS_BACK.search(said) or named else None
+
+    def _asked_of_offer(context: ToolContext, found: list[Product]) -> Product | None:
+        """The one product on offer when the caller's question is about it, and no other is found: "Grand. Does it
+        fit a six inch phone?" of the case went to the 1.5B (5-20 s)."""
+        offered = offered_lines(context.session.events, "place_order")
+        if len(offered) != 1 or (found and found[0].sku not in offered):
+            return None
+        product = shop.get_product(next(iter(offered)))
+        if product is None or _asked_of(context, [product]) is None:
+            return None
+        return product
+
+    def _asked_of(context: ToolContext, listed: list[Product]) -> Product | None:
+        """The one of the products listed again for the order on offer that the caller's question is about (not its
+        price): "So one case and one of the screen protector packs, please, both together on the one order. My phone
+        is six inches, so the case will fit, no?" went to the 1.5B, which said the order was placed and placed nothing
+        (blind38 Penzance). Its description answers, and the offer is made again."""
+        said = _last_said(context)
+        if not listed or _offered_sku(context.session.events) is None or turns_away(said) or yes_or_no(said) is False:
+            return None
+        named = {
+            p.sku: p
+            for q in _questions(said)
+            for p in listed
+            if mentions_item(q, {"item": p.name}) or (len(listed) == 1 and _REFERS_BACK.search(q))
+        }
+        return next(iter(named.values())) if len(named) == 1 else None
 
     def _added(context: ToolContext, query: str) -> list[tuple[Product, int]]:
         """The products on offer and one more the caller adds to them ("And the wireless mouse too, mind."), or []."""
@@ -294,10 +324,12 @@ def _orders_said(placed: Sequence[tuple[Product, Order]]) -> str:
     return f"Your orders are placed, one for each: {each}. The total is {euros(sum(o.total_cents for _, o in placed))}."
 
 
-def _basket(listed: Sequence[tuple[Product, int]]) -> dict[str, Any]:
-    """Several products found for the caller's list, as the caller hears them, and one order of those in stock
-    offered."""
+def _basket(listed: Sequence[tuple[Product, int]], asked: Product | None = None) -> dict[str, Any]:
+    """Several products found for the caller's list, as the caller hears them (the one `asked` about, with what it is),
+    and one order of those in stock offered."""
     prices = joined(f"{product.name} for {euros(product.price_cents)}" for product, _ in listed)
+    if asked is not None and asked.description:
+        prices += f". The {asked.name}: {asked.description.rstrip('.')}"
     short = [f"I'm afraid the {p.name} is out of stock." for p, q in listed if p.stock < max(1, q)]
     able = [(product, quantity) for product, quantity in listed if product.stock >= max(1, quantity)]
     products = [product_json(product) for product, _ in listed]
@@ -309,7 +341,8 @@ def _basket(listed: Sequence[tuple[Product, int]]) -> dict[str, Any]:
     say = " ".join([f"We have {prices}.", *short, f"Shall I order {ones} for you?"])
     item = joined((product.name for product, _ in able), article="")
     arguments = {"sku": first[0].sku, "quantity": first[1], "also": {p.sku: q for p, q in more}}
-    return {"products": products, "say": say, "proposal": proposed("place_order", item, **arguments)}
+    told = {"described": True} if asked is not None and asked.description else {}
+    return {"products": products, "say": say, **told, "proposal": proposed("place_order", item, **arguments)}
 
 
 def _stock_line(product: Product, quantity: int) -> str:
@@ -349,8 +382,19 @@ _COLOURS = re.compile(
 _PRICE_QUESTION = re.compile(
     r"(?i)\bhow much\b|\bwhat (?:does|do|would|will)\b[^?.]{1,60}?\bcost\b|\bprice (?:of|for)\b|\bwhat price\b"
 )
+# A question its description does not answer: its price (said already), its delivery, a return, a payment.
+_NOT_OF_IT = re.compile(
+    rf"{_PRICE_QUESTION.pattern}|\b(?:deliver\w*|arrive|ship\w*|post|send|return\w*|refund\w*|warranty|guarantee"
+    r"|pay\w*|card|when|discount|tomorrow|weekend|next day|in time|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
+    re.I,
+)
 # Words that point back at what is on offer: "off it", "the price of it", "that one".
 _REFERS_BACK = re.compile(r"(?i)\b(?:it|its|that one|this one)\b")
+
+
+def _questions(said: str) -> list[str]:
+    """The questions in the words that a product's description may answer."""
+    return [q for q in split_sentences(said) if q.rstrip().endswith("?") and not _NOT_OF_IT.search(q)]
 
 
 def _prices_asked(said: str) -> int:
