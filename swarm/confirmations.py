@@ -336,8 +336,15 @@ def _money_back_wanted(text: str, proposal: Mapping[str, Any]) -> bool:
         and not _REFUSAL.search(_NOT_A_NO.sub(" ", normalise(text)))
         and not _HELD.search(_LEADING_NO.sub(" ", said))
         and not _JOINED.search(normalise(text))  # "No, the money back, and for the toaster too."
+        and not _NOT_THE_MONEY.search(said)  # "No refund, I want a new pair."
+        and not _ANOTHER_ONE.search(said)  # "No, I want a refund for the other order."
         and "?" not in text
     )
+
+
+# The money back turned down, and another thing than the one read back.
+_NOT_THE_MONEY = re.compile(r"\b(?:no|not|don't want|without)(?: a| the| my| any)? (?:full )?(?:refund|money)\b")
+_ANOTHER_ONE = re.compile(r"\b(?:other|another|different)\b")
 
 
 def _yes_with_thanks(text: str, proposal: Mapping[str, Any]) -> bool:

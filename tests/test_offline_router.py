@@ -667,6 +667,8 @@ def test_money_counts_nothing_and_a_no_into_the_money_back_agrees_to_a_return() 
     assert consent("No, I don't want my money back, I want a new one.", kettle) is False
     assert consent("No, wait, money back? How long does that take?", kettle) is False
     assert consent("No, the money back, and for the toaster too.", kettle) is not True  # more than this return
+    assert consent("No refund, I want a new pair.", kettle) is False  # the money turned down
+    assert consent("No, I want a refund for the other order.", kettle) is False  # not this order
 
 
 def test_a_yes_to_all_of_several_read_back_in_the_callers_own_words_agrees() -> None:
