@@ -212,8 +212,9 @@ class Conversation:
             if not said.waited:
                 log.info("event=low_confidence call=%s chars=%d", self.call.call_id, len(text))
                 log.debug("event=low_confidence call=%s text=%r", self.call.call_id, text)
-            self._start_turn(self._run(self.rules.repeat()))
+            self._act(self.rules.unclear_words())
             return False
+        self.rules.understood()
         self._start_turn(self._reply(text, said.ended, said.timing, said.speculation))
         self._answered = AnsweredWords(said.words, self.transcript.lines[-1], said.timing, len(self.session.events))
         return True

@@ -96,7 +96,8 @@ class Flushed(Event):
 # "verification_failed": the caller gave a wrong security answer too often (the tool said so itself).
 # "backend_unavailable": the system behind a tool did not answer (or not usably); "staff_only": what the caller asks
 # for is done by a person in that system (an order system without a returns API); "not_understood": the caller
-# answered an agent's question of a choice three times without choosing (the tool said so itself).
+# answered an agent's question of a choice three times without choosing (the tool said so itself); "caller_unclear":
+# the caller's words were unclear twice in a row (a language the check missed, a bad line).
 EscalationReason = Literal[
     "caller_asked",
     "caller_pressed_0",
@@ -108,6 +109,7 @@ EscalationReason = Literal[
     "backend_unavailable",
     "staff_only",
     "not_understood",
+    "caller_unclear",
 ]
 # Why the call ends. "goodbye": an agent ended it (its end-call tool); the others are the voice layer's own:
 # "drained" (the node is going away), "caller_silent", "max_duration", "no_operator" (an escalation nobody took).

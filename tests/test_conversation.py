@@ -475,6 +475,26 @@ async def test_a_caller_who_says_no_more_after_unclear_words_is_asked_to_repeat_
     assert line.conversation.transcript.turns == []  # nothing reached the model
 
 
+async def test_a_caller_unclear_twice_in_a_row_reaches_a_person(app) -> None:
+    # The espeak-ng suite's French caller, scored just under the language check's bar, heard "Sorry, I didn't catch
+    # that." to each sentence and hung up unserved.
+    line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=None))
+    line.transcriber.mumbled = {"Mumble mumble.", "Mumble again."}
+    async with running(line.conversation) as call:
+        await line.agent_done()
+        await line.caller.say("Mumble mumble.")
+        await line.agent_done()
+        await line.caller.say("I want to return my headphones, they broke.")  # clear: the count starts again
+        await line.agent_done()
+        await line.caller.say("Mumble mumble.")
+        await line.agent_done()
+        assert line.session.escalated() is None and line.said().count(SETTINGS.repeat) == 2
+        await line.caller.say("Mumble again.")
+        await until(lambda: call.done(), what="the call handed over")
+    assert line.call.transfers == [OPERATOR] and call.result() == "transferred"
+    assert line.said()[-1] == SETTINGS.handover and line.session.escalated() == Escalated("caller_unclear")
+
+
 async def test_a_caller_who_goes_on_while_the_first_half_is_transcribed_is_waited_for(app) -> None:
     line = Line(app, settings=replace(SETTINGS, mid_sentence_wait_s=0.2))
     async with running(line.conversation):

@@ -25,7 +25,12 @@ from swarm import DigitsRequested, EndReason, EscalationReason
 DRAIN_GRACE_S = 5.0
 # Escalations nobody in the conversation announced yet: the caller hears the hand-over line first (an agent's
 # transfer tool comes with its own words, and an overloaded node's notice says it).
-ANNOUNCED_BY_US: frozenset[EscalationReason] = frozenset({"caller_pressed_0", "supervisor", "caller_language"})
+ANNOUNCED_BY_US: frozenset[EscalationReason] = frozenset(
+    {"caller_pressed_0", "supervisor", "caller_language", "caller_unclear"}
+)
+# Unclear words in a row before the caller goes to a person: a French caller the language check scored just under its
+# bar heard "Sorry, I didn't catch that." to each sentence and hung up unserved (the espeak-ng suite, french_buy).
+UNCLEAR_BEFORE_PERSON = 2
 
 Disposition = Literal["completed", "transferred", "abandoned", "failed"]
 
@@ -144,6 +149,7 @@ class CallRules:
         self.started = now
         self.last_activity = now  # the caller's last sound or key, or the agent's last turn
         self.reprompts = 0  # since the caller last said or typed something
+        self.unclear = 0  # the caller's unclear utterances since the last clear one
         self.keypad: Keypad | None = None  # a tool asked for digits and the caller may type them
         self.closing = False  # a goodbye or a hand-over is under way: the caller can no longer interrupt it
         self.drained = False  # ended by drain(): the node went away
@@ -201,8 +207,19 @@ class CallRules:
         return self._close_keypad("spoken")
 
     def repeat(self) -> tuple[Step, ...]:
-        """The caller's words were unclear (or the turn failed): they are asked to say them again."""
+        """The turn failed: the caller is asked to say it again."""
         return (Say(self.settings.repeat),)
+
+    def unclear_words(self) -> list[Action]:
+        """The caller's words were unclear: they are asked to say them again; unclear again, they go to a person."""
+        self.unclear += 1
+        if self.unclear >= UNCLEAR_BEFORE_PERSON and (person := self.person("caller_unclear")):
+            return person
+        return [StartTurn(self.repeat())]
+
+    def understood(self) -> None:
+        """The caller's words were clear: unclear ones before them no longer count."""
+        self.unclear = 0
 
     def after_turn(
         self, escalation: EscalationReason | None, ended: bool, digit_request: DigitsRequested | None
