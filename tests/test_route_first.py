@@ -1694,3 +1694,14 @@ async def test_a_question_of_the_one_thing_on_offer_hears_what_it_is(asked: str,
     said = await session.complete(asked)
     assert ("Shock absorbing clear case for six inch phones." in said) is told
     assert (said == "The model answers.") is not told
+
+
+async def test_what_the_words_name_by_its_kind_is_offered_before_a_near_match() -> None:
+    # The espeak-ng suite: Whisper heard "Do you have a smartwatch with GPS?" as "... with the air?", and the search
+    # offered the Air humidifier as the closest thing, which the caller's yes then ordered.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(
+        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
+    ).session("c1", SWARM, metadata={"caller": CALLER})
+    offer = await session.complete("Do you have a smartwatch with the air?")
+    assert offer == "We have the Smartwatch for 149 euros. It's in stock. Shall I order one for you?"

@@ -16,6 +16,7 @@ from callcenter.basket import (
     listed_products,
     may_mean,
     named_product,
+    names,
     near_match,
     without_taken_back,
 )
@@ -71,6 +72,10 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             listed = listed_products(shop, query)
             listed = (_added(context, query) or listed) if len(listed) <= 1 else listed
             found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if may_mean(query, p)]
+            # What the words name by its kind first: "Do you have a smartwatch with the air?" (Whisper, for "with GPS")
+            # offered the Air humidifier as the closest (the espeak-ng suite).
+            said = query_terms(query).words
+            found.sort(key=lambda product: not names(said, product.name))
         except ShopUnavailable as error:
             return system_down(context, error)
         asked = _asked_of(context, [product for product, _ in listed])
