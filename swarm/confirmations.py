@@ -254,6 +254,7 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     money_asked = returning and _refund_asked(text)
     if returning:
         text = _refund_wished(text)
+    text = _other_thing_refused(text, proposal)
     answer = yes_or_no(text)
     if answer is False and (_told_then_agreed(text, proposal) or _money_back_wanted(text, proposal)):
         return True
@@ -285,6 +286,24 @@ def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
         # I take it also. So one camera and one stand, on the same order." to the webcam and the stand (blind18).
         return not _NEW_THING.search(normalise(text)) or None
     return None
+
+
+# "not the band" of a thing other than the one read back: "Yes, that's it — one smartwatch, not the band. Go ahead."
+# to the smartwatch was a no (blind40 Ambleside, 4 of 4 to the 1.5B, 30-50 s).
+_NOT_THING = re.compile(r"(?i)\bnot (?:the|a|an|that|those|these|them) ([a-z][a-z-]*(?: [a-z][a-z-]*)?)\b")
+_NO_THING_WORDS = frozenset("one ones same thing things right way time moment day lot rest whole".split())
+
+
+def _other_thing_refused(text: str, proposal: Mapping[str, Any]) -> str:
+    """The words without "not the <thing>" of a thing the read-back does not name."""
+    item = _item_words(proposal)
+
+    def other(match: re.Match[str]) -> str:
+        words = normalise(match.group(1)).split()
+        named = any(_names(word, item) for word in words)
+        return match.group() if named or not item or words[-1] in _NO_THING_WORDS else " "
+
+    return _NOT_THING.sub(other, text)
 
 
 # What a yes to a return may say of how it is paid back, and of the new one it does not want: "Yes, please, go ahead
@@ -634,7 +653,7 @@ def plain_yes(text: str, quantity: int | Collection[int] | None = None, item: fr
 
 
 # Where a caller's words break into parts an interjection may fill: "Hari, yes", "Yes, go ahead. Vinaka."
-_INTERJECTION_PARTS = re.compile(r"[,.!?;:]+")
+_INTERJECTION_PARTS = re.compile(r"[,.!?;:\u2013\u2014]+| - ")  # a dash sets a word apart as a comma does
 # As many words as an interjection has ("mm goi", "theek hai", "go raibh maith agat" is listed).
 _INTERJECTION_WORDS = 3
 

