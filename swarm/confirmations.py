@@ -437,7 +437,7 @@ def agreed(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
     said_before = before[-1].content
     return (
         narrows(proposal, earlier)
-        and yes_or_no(said_before) is True
+        and yes_or_no(_other_thing_refused(said_before, proposal)) is True
         and picked_lines(said_before, earlier) == {str(_what(proposal).get("sku")): _what(proposal).get("quantity", 1)}
     )
 
@@ -474,6 +474,7 @@ def _done(messages: Sequence[Message], proposal: Mapping[str, Any]) -> bool:
 
 def _a_yes(text: str, proposal: Mapping[str, Any]) -> bool:
     """A yes with no no, no question, no "but" and no other number: consent in words that may not be listed."""
+    text = _other_thing_refused(text, proposal)
     return (
         yes_or_no(text) is True
         and not _other_action(text, proposal)
@@ -489,6 +490,7 @@ def yes_beside_asides(text: str, proposal: Mapping[str, Any]) -> bool:
     words ("Kale, yes, that is right. Please go ahead, webale nnyo.": Luganda "kale" is English "kale", blind32): not
     consent, as an unknown word may name something, but the read-back's own words to say again (the 1.5B, given the
     turn, wrote no order, 4 of 4)."""
+    text = _other_thing_refused(text, proposal)  # "... one smartwatch, not the band. Go ahead, asante sana." (blind40)
     parts = [part for part in _INTERJECTION_PARTS.split(text) if part.strip()]
     rest = [part for i, part in enumerate(parts) if not _aside(part, proposal, opening=i == 0)]
     return 0 < len(rest) < len(parts) and _a_yes(text, proposal) and consent(". ".join(rest), proposal) is True

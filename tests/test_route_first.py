@@ -1759,3 +1759,17 @@ def test_a_word_set_apart_by_a_dash_is_an_aside_beside_a_yes() -> None:
     # Blind40 (Eyemouth): "Aap — aye, that's right. Go ahead, qujanaq." (Greenlandic) went to the 1.5B, 17-90 s.
     webcam = {"tool": "create_return", "arguments": {"order_number": "12345", "sku": "WC-240", "quantity": 1}}
     assert yes_beside_asides("Aap — aye, that's right. Go ahead, qujanaq.", {**webcam, "item": "HD webcam"})
+
+
+async def test_a_yes_beside_another_thing_turned_down_and_foreign_words_is_read_back_then_orders() -> None:
+    # Blind40 (Ambleside, seen run): "Yes, that's it — one smartwatch, not the band. Go ahead, asante sana." heard the
+    # smartwatch's offer again each time it was said (4 of 4).
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(
+        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
+    ).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("I want one of the slim fitness bands. What does the band cost?")
+    await session.complete("Wait, the band has no GPS. So not the band, the smartwatch instead. Just one.")
+    yes = "Yes, that's it — one smartwatch, not the band. Go ahead, asante sana."
+    assert await session.complete(yes) == "That is 1 Smartwatch for 149 euros in total. Shall I place the order?"
+    assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
