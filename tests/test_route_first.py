@@ -1773,3 +1773,17 @@ async def test_a_yes_beside_another_thing_turned_down_and_foreign_words_is_read_
     yes = "Yes, that's it — one smartwatch, not the band. Go ahead, asante sana."
     assert await session.complete(yes) == "That is 1 Smartwatch for 149 euros in total. Shall I place the order?"
     assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
+
+
+async def test_a_price_said_back_as_a_question_asks_nothing_of_the_thing_on_offer() -> None:
+    # Blind39 (Pwllheli, after the session's description path): "Fifty-nine? Pues, that is fair ... I'll have one. Just
+    # the one, please." heard the speaker described and nine of them offered; the yes ordered nine.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = build_registry(
+        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
+    ).session("c1", SWARM, metadata={"caller": CALLER})
+    await session.complete("I need a portable speaker for outdoors. How much is it?")
+    said = await session.complete(
+        "Fifty-nine? That is fair, nearly half the music shop's. I'll have one. Just the one, please."
+    )
+    assert "Waterproof" not in said and " 9 " not in said and "nine" not in said.lower()

@@ -40,7 +40,7 @@ from callcenter.store.domain import OneProductPerOrder, ShopUnavailable
 from callcenter.store.terms import query_terms
 from swarm import Event, Tool, ToolContext, UserText, tool_from_function
 from swarm.confirmations import holds_off, mentions_item, turns_away, yes_or_no
-from swarm.numbers import SIZE
+from swarm.numbers import COUNT_WORDS, SIZE, TENS_WORDS
 from swarm.sentences import split_sentences
 
 # Words that put another thing on the offer, not "and" of a question about it ("And the USB-C, it connects?").
@@ -410,8 +410,21 @@ _REFERS_BACK = re.compile(r"(?i)\b(?:it|its|that one|this one)\b")
 
 
 def _questions(said: str) -> list[str]:
-    """The questions in the words that a product's description may answer."""
-    return [q for q in split_sentences(said) if q.rstrip().endswith("?") and not _NOT_OF_IT.search(q)]
+    """The questions in the words that a product's description may answer: not a price said back ("Fifty-nine? Pues,
+    that is fair ... I'll have one." was told what the speaker is, and offered nine: blind39 Pwllheli)."""
+    return [
+        q
+        for q in split_sentences(said)
+        if q.rstrip().endswith("?") and not _NOT_OF_IT.search(q) and not _number_only(q)
+    ]
+
+
+def _number_only(sentence: str) -> bool:
+    words = re.findall(r"[a-z]+|\d+", sentence.lower())
+    return all(w.isdigit() or w in COUNT_WORDS or w in TENS_WORDS or w in _MONEY_WORDS for w in words)
+
+
+_MONEY_WORDS = frozenset({"euro", "euros", "pound", "pounds", "quid", "and", "cents", "pence", "point", "hundred"})
 
 
 def _prices_asked(said: str) -> int:
