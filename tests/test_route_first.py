@@ -152,8 +152,8 @@ class Classifier:
         return self.sure if request.agent == "triage" else None
 
 
-def classified_session(classifier: Classifier, model: ScriptedProvider):
-    registry = build_registry(Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=classifier)
+def classified_session(classifier: Classifier, model: ScriptedProvider, shop: Shop | None = None):
+    registry = build_registry(shop or Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=classifier)
     return registry.session("c1", SWARM, metadata={"caller": CALLER})
 
 
@@ -1619,9 +1619,7 @@ async def test_an_order_said_placed_that_no_tool_placed_is_read_back_again() -> 
     claims = "Thank you for your order. Your order will be placed and you will receive it shortly."
     model = ScriptedProvider(lambda request: reply(claims), name="model")
     shop = Shop(":memory:")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")).session(
-        "c1", SWARM, metadata={"caller": CALLER}
-    )
+    session = classified_session(Classifier("navigate_to_sales"), model, shop)
     offer = await session.complete("I need the smartphone case and the screen protector. How much is each one?")
     assert offer.endswith("Shall I order one of each for you?")
     again = await session.complete("Grand so, lovely. Will it come before Friday, do you think?")
@@ -1646,9 +1644,7 @@ async def test_a_write_said_done_beside_the_call_that_does_it_is_not_sent_back()
 
     model = ScriptedProvider(model_reply, name="model")
     shop = Shop(":memory:")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")).session(
-        "c1", SWARM, metadata={"caller": CALLER}
-    )
+    session = classified_session(Classifier("navigate_to_sales"), model, shop)
     assert (await session.complete("How much is the smartphone case?")).endswith("Shall I order one for you?")
     said = await session.complete("Go on, I'll take it, if you can send it today?")
     # Not a plain yes: the call is run as its read-back (swarm.checks.asked_first), and nothing is placed yet.
@@ -1661,9 +1657,7 @@ async def test_a_question_of_one_thing_on_offer_hears_what_it_is_and_the_offer_a
     # My phone is six inches, so the case will fit, no?" went to the 1.5B (5-20 s), which said the order was placed.
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
     shop = Shop(":memory:")
-    session = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")).session(
-        "c1", SWARM, metadata={"caller": CALLER}
-    )
+    session = classified_session(Classifier("navigate_to_sales"), model, shop)
     await session.complete("I need the smartphone case and the screen protector. How much is each one?")
     said = (
         "Right. One case and one of the protectors on the one order, please. It's a six inch phone, the case fits, no?"
@@ -1687,9 +1681,7 @@ async def test_a_question_of_one_thing_on_offer_hears_what_it_is_and_the_offer_a
 )
 async def test_a_question_of_the_one_thing_on_offer_hears_what_it_is(asked: str, told: bool) -> None:
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    session = build_registry(
-        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
-    ).session("c1", SWARM, metadata={"caller": CALLER})
+    session = classified_session(Classifier("navigate_to_sales"), model)
     await session.complete("How much is the smartphone case?")
     said = await session.complete(asked)
     assert ("Shock absorbing clear case for six inch phones." in said) is told
@@ -1700,9 +1692,7 @@ async def test_what_the_words_name_by_its_kind_is_offered_before_a_near_match() 
     # The espeak-ng suite: Whisper heard "Do you have a smartwatch with GPS?" as "... with the air?", and the search
     # offered the Air humidifier as the closest thing, which the caller's yes then ordered.
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    session = build_registry(
-        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
-    ).session("c1", SWARM, metadata={"caller": CALLER})
+    session = classified_session(Classifier("navigate_to_sales"), model)
     offer = await session.complete("Do you have a smartwatch with the air?")
     assert offer == "We have the Smartwatch for 149 euros. It's in stock. Shall I order one for you?"
 
@@ -1713,8 +1703,7 @@ async def test_a_return_without_the_order_number_is_offered_not_told_its_status(
     shop = Shop(":memory:")
     shop.seed_demo_order(CALLER, [("VC-510", 1), ("LB-520", 2)], days_ago=6, status="delivered")
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    registry = build_registry(shop, dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_refund"))
-    session = registry.session("c1", SWARM, metadata={"caller": CALLER})
+    session = classified_session(Classifier("navigate_to_refund"), model, shop)
     said = (
         "I'm ringing about the robot vacuum cleaner I bought last week, it bangs about all afternoon. I want to send "
         "the robot vacuum back. The bulbs on that order I'm keeping. I haven't got the order number, sorry."
@@ -1728,9 +1717,7 @@ async def test_a_count_changed_beside_another_thing_listed_reads_back_both() -> 
     # Blind40 (Lampeter): "Then two of the lamps, please ... And while I'm on the phone, one laptop stand, the one
     # that folds ... Everything on the one order, please." to one desk lamp was read back as two lamps, three times.
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    session = build_registry(
-        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
-    ).session("c1", SWARM, metadata={"caller": CALLER})
+    session = classified_session(Classifier("navigate_to_sales"), model)
     await session.complete("How much is one of the desk lamps with the dimmer?")
     said = (
         "Twenty-seven each. That's fair. Then two of the lamps, please, one for each bench. And while I'm on the phone, "
@@ -1765,9 +1752,7 @@ async def test_a_yes_beside_another_thing_turned_down_and_foreign_words_is_read_
     # Blind40 (Ambleside, seen run): "Yes, that's it — one smartwatch, not the band. Go ahead, asante sana." heard the
     # smartwatch's offer again each time it was said (4 of 4).
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    session = build_registry(
-        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
-    ).session("c1", SWARM, metadata={"caller": CALLER})
+    session = classified_session(Classifier("navigate_to_sales"), model)
     await session.complete("I want one of the slim fitness bands. What does the band cost?")
     await session.complete("Wait, the band has no GPS. So not the band, the smartwatch instead. Just one.")
     yes = "Yes, that's it — one smartwatch, not the band. Go ahead, asante sana."
@@ -1779,9 +1764,7 @@ async def test_a_price_said_back_as_a_question_asks_nothing_of_the_thing_on_offe
     # Blind39 (Pwllheli, after the session's description path): "Fifty-nine? Pues, that is fair ... I'll have one. Just
     # the one, please." heard the speaker described and nine of them offered; the yes ordered nine.
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
-    session = build_registry(
-        Shop(":memory:"), dict.fromkeys(AGENTS, model), classifier=Classifier("navigate_to_sales")
-    ).session("c1", SWARM, metadata={"caller": CALLER})
+    session = classified_session(Classifier("navigate_to_sales"), model)
     await session.complete("I need a portable speaker for outdoors. How much is it?")
     said = await session.complete(
         "Fifty-nine? That is fair, nearly half the music shop's. I'll have one. Just the one, please."
