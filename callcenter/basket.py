@@ -34,8 +34,13 @@ _KEPT = re.compile(
 )
 # Where a sentence's clauses break: a keeping word reaches no further.
 _CLAUSES = re.compile(r"\s*[;,]+\s*|\s+but\s+")
-# A part that takes back a thing named before: "not the band", "Nah, hold up, not that", "Not yoga mat" (blind13).
-_TAKEN_BACK = re.compile(r"(?i)^\W*(?:(?:oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*not\b")
+# A part that takes back a thing named before: "not the band", "Nah, hold up, not that", "Not yoga mat" (blind13);
+# "without the charger"; a short "no charger" ("Make it the power bank instead ... and no charger." was offered both:
+# blind39 Bantry, 4 of 4), not "no, I want the power bank".
+_TAKEN_BACK = re.compile(
+    r"(?i)^\W*(?:(?:and|but|oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*(?:not|without)\b"
+    r"|^\W*(?:and\s+|but\s+)?no\s+(?:more\s+)?(?:the\s+|a\s+|an\s+)?[\w-]+(?:\s+[\w-]+){0,2}\W*$"
+)
 # A part that wants a thing no more is no wish to buy it: "I don't want the headphones, just the mouse".
 _NOT_WANTED = re.compile(r"(?i)\bdon'?t (?:want|need)\b")
 # A part that keeps what the part before it named: "The screen protectors are great, I'm keeping them" (blind10).

@@ -54,6 +54,8 @@ _PLAIN = frozenset(
     # that's the one. On you go." (Glasgow), "Go ahead, my love." (Cornwall) were read back again, and again.
     "grand brilliant cheers ta champion canny sound cracking super wonderful excellent fab smashing magic nice cool "
     "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam duck me wid di "
+    # Cork's "boy", Glasgow's "hen": "Waaw, that's it — the power bank, go ahead. Jërëjëf, boy." (blind39 Bantry).
+    "boy lad hen bud chief "
     # What the read-back's own quantity counts: "Yeah, three packs, sound. Go ahead." (Liverpool) to three.
     "pack packs pair pairs box boxes set sets piece pieces "
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).

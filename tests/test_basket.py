@@ -62,6 +62,13 @@ def shop() -> Shop:
             "14 Queen Street, Alnwick, NE66 1AB, and it's Jordan Robson, and thanks, pet.",
             [("KT-410", 1), ("TB-430", 1)],
         ),
+        # blind39 Bantry: "no charger" takes back the charger named before, and "without" the band
+        (
+            "Make it the power bank instead, the battery pack — just the one, and no charger.",
+            [("PB-130", 1)],
+        ),
+        ("The smartwatch, please, without the fitness band.", [("SW-330", 1)]),
+        ("No, I want the power bank and the USB-C charger.", [("PB-130", 1), ("CH-110", 1)]),
         # blind11: a question about the one named asks for no second product
         ("I saw you have a desk lamp. Does it have a USB port so that I can charge my phone from it?", []),
         # blind33: what a thing is charged with describes it

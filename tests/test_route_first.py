@@ -1760,6 +1760,18 @@ async def test_a_yes_beside_another_thing_turned_down_and_foreign_words_is_read_
     assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
 
 
+async def test_a_product_changed_with_no_to_the_other_is_offered_alone_and_a_yes_beside_its_name_orders() -> None:
+    # Blind39 (Bantry, 4 of 4): "Make it the power bank instead ... and no charger." heard both offered, "one of each";
+    # then "Waaw, that's it — the power bank, go ahead. Jërëjëf, boy." was read back again, and nothing was placed.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = classified_session(Classifier("navigate_to_sales"), model)
+    await session.complete("Have you the USB-C charger, the wall one, the fast one for the phone? Just the one.")
+    said = await session.complete("Make it the power bank instead, the battery pack — just the one, and no charger.")
+    assert said.startswith("We have the Power bank for 34.50 euros.") and "charger" not in said
+    yes = "Waaw, that's it — the power bank, go ahead. Jërëjëf, boy."
+    assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
+
+
 async def test_a_price_said_back_as_a_question_asks_nothing_of_the_thing_on_offer() -> None:
     # Blind39 (Pwllheli, after the session's description path): "Fifty-nine? Pues, that is fair ... I'll have one. Just
     # the one, please." heard the speaker described and nine of them offered; the yes ordered nine.
