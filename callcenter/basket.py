@@ -38,7 +38,8 @@ _CLAUSES = re.compile(r"\s*[;,]+\s*|\s+but\s+")
 # "without the charger"; a short "no charger" ("Make it the power bank instead ... and no charger." was offered both:
 # blind39 Bantry, 4 of 4), not "no, I want the power bank".
 _TAKEN_BACK = re.compile(
-    r"(?i)^\W*(?:(?:and|but|oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*(?:not|without)\b"
+    r"(?i)^\W*(?:(?:and|but|so|then|okay|ok|right|well|oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*"
+    r"(?:not|without)\b"
     r"|^\W*(?:and\s+|but\s+)?no\s+(?:more\s+)?(?:the\s+|a\s+|an\s+)?[\w-]+(?:\s+[\w-]+){0,2}\W*$"
 )
 # A part that wants a thing no more is no wish to buy it: "I don't want the headphones, just the mouse".

@@ -68,6 +68,8 @@ def shop() -> Shop:
             [("PB-130", 1)],
         ),
         ("The smartwatch, please, without the fitness band.", [("SW-330", 1)]),
+        # blind40 Ambleside: the band told of, then taken back after "So"
+        ("Wait, the band has no GPS. So not the band, the smartwatch instead. Just one.", [("SW-330", 1)]),
         ("No, I want the power bank and the USB-C charger.", [("PB-130", 1), ("CH-110", 1)]),
         # blind11: a question about the one named asks for no second product
         ("I saw you have a desk lamp. Does it have a USB port so that I can charge my phone from it?", []),
