@@ -16,7 +16,7 @@ from typing import Protocol
 from callcenter.store.domain import OrderLine, Product
 from callcenter.store.spoken import number_tokens, words
 from callcenter.store.terms import query_terms
-from swarm.numbers import KINDS, MEASURE, PRICE_SAID, SIZE
+from swarm.numbers import KINDS, MEASURE, PRICE_ECHO, PRICE_SAID, SIZE
 from swarm.sentences import split_sentences
 
 MAX_SEARCHES = 12  # each part that names something is one catalogue search (an HTTP call to the shop's own system)
@@ -35,11 +35,11 @@ _KEPT = re.compile(
 # Where a sentence's clauses break: a keeping word reaches no further.
 _CLAUSES = re.compile(r"\s*[;,]+\s*|\s+but\s+")
 # A part that takes back a thing named before: "not the band", "Nah, hold up, not that", "Not yoga mat" (blind13);
-# "without the charger"; a short "no charger" ("Make it the power bank instead ... and no charger." was offered both:
+# "without the charger", "never mind the grinder"; a short "no charger" ("Make it the power bank instead ... and no charger." was offered both:
 # blind39 Bantry, 4 of 4), not "no, I want the power bank".
 _TAKEN_BACK = re.compile(
     r"(?i)^\W*(?:(?:and|but|so|then|okay|ok|right|well|oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*"
-    r"(?:not|without)\b"
+    r"(?:not|without|never mind|forget(?: about)?)\b"
     r"|^\W*(?:and\s+|but\s+)?no\s+(?:more\s+)?(?:the\s+|a\s+|an\s+)?[\w-]+(?:\s+[\w-]+){0,2}\W*$"
 )
 # A part that wants a thing no more is no wish to buy it: "I don't want the headphones, just the mouse".
@@ -271,7 +271,8 @@ def said_count(text: str, name: str) -> int | None:
     """The first number of the words that is not part of the product's name ("27 inch monitor", "Two slice
     toaster"), if they say one."""
     own = {token for token, _ in number_tokens(words(name))}
-    for token, _ in number_tokens(words(MEASURE.sub(" ", SIZE.sub(" ", PRICE_SAID.sub(" ", KINDS.sub(" ", text)))))):
+    said = MEASURE.sub(" ", SIZE.sub(" ", PRICE_SAID.sub(" ", KINDS.sub(" ", PRICE_ECHO.sub(" ", text)))))
+    for token, _ in number_tokens(words(said)):
         if token.isdigit() and token not in own and 0 < int(token) <= MAX_QUANTITY:
             return int(token)
     return None

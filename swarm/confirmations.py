@@ -22,7 +22,7 @@ from typing import Any
 from swarm.english import foreign, rare
 from swarm.headcount import headcount
 from swarm.messages import Message
-from swarm.numbers import COUNT_WORDS, KINDS, MEASURE, PRICE_SAID, SIZE, TAKEN_BACK, TENS_WORDS
+from swarm.numbers import COUNT_WORDS, KINDS, MEASURE, PRICE_ECHO, PRICE_SAID, SIZE, TAKEN_BACK, TENS_WORDS
 from swarm.sentences import split_sentences
 
 # "I'll have one, please." (blind18, a Maltese grandmother: the 1.5B ordered the desk lamp her bulb was for).
@@ -167,12 +167,6 @@ _BOTH_ALONE = re.compile(
 _ALL_OF_THEM = re.compile(r"\b(?:both|also|too|as well|together|(?:the )?(?:same|one) order|one of each)\b")
 # Words that ask for something beside what was read back: "both, and a mouse as well", "another one".
 _NEW_THING = re.compile(r"\b(?:and|plus|with) (?:a|an|some|another)\b|\banother\b|\bmore\b")
-# A price said back as a question, which asks nothing: "Fourteen ninety? Vala, that's not bad at all. Go on then, I'll
-# have one" (blind32: the 1.5B's, 5-11 s).
-_PRICE_ECHO = re.compile(
-    rf"(?i)(?:^|(?<=[.!?]))\s*(?:{PRICE_SAID.pattern.removeprefix('(?i)')}|\d+[.,]\d\d)"
-    r"(?: (?:euros?|pounds?|quid))?\s*\?"
-)
 _JOINING = frozenset({"and", "with", "the", "for"})
 _ONE_OF_EACH = re.compile(r"\bone of each\b")
 # Words that keep a thing out of what is done: "The cable I keep", "the lamp stays".
@@ -245,12 +239,17 @@ def yes_or_no(text: str) -> bool | None:
     return None
 
 
+def unechoed(text: str) -> str:
+    """The words without a price said back as a question, which asks nothing."""
+    return PRICE_ECHO.sub(" ", text).strip() or text
+
+
 def consent(text: str, proposal: Mapping[str, Any]) -> bool | None:
     """The caller's answer to a read-back of `proposal`: True for a yes to exactly what was read back, False
     for a no (a no anywhere wins, but in what they tell before a last sentence that agrees), None for anything
     else. A yes inside a changed request ("I want 100 ... yes", "yes but make it two") is None: a new request, to be
     read back again, never the old one's consent."""
-    text = _PRICE_ECHO.sub(" ", text).strip() or text
+    text = unechoed(text)
     returning = proposal.get("tool") == "create_return"
     # "Actually, forget the swap. Just give me my money back, please." (blind38 Llanberis: the 1.5B's 17 s)
     money_asked = returning and _refund_asked(text)
@@ -374,8 +373,24 @@ def _yes_with_thanks(text: str, proposal: Mapping[str, Any]) -> bool:
     sentences = split_sentences(text.strip())
     yes = [s for s in sentences if plain_yes(s, quantities(proposal), _item_words(proposal))]
     rest = [s for s in sentences if s not in yes]
+    return bool(yes) and bool(rest) and all(_thanks_only(s) for s in rest)
+
+
+def _thanks_only(sentence: str) -> bool:
+    """Thanks, beside thanks in the caller's other language: "Merci villmols — thank you very much." (blind42 Oakham:
+    the yes before it went to the 1.5B, 11-16 s, 4 of 4), "Na gode, thanks very much." (Kilkeel)."""
+    said = " ".join(part for part in _INTERJECTION_PARTS.split(sentence) if not _thanks_aside(part))
+    return "?" not in sentence and bool(_THANKS.match(" ".join(normalise(said).split())))
+
+
+def _thanks_aside(part: str) -> bool:
+    """A few words beside English thanks, one of them no English and the others rare or short: "Na gode" (Hausa,
+    blind42 Kilkeel: the yes before it was read back again)."""
+    words = normalise(part).split()
     return (
-        bool(yes) and bool(rest) and all(_THANKS.match(" ".join(normalise(s).split())) and "?" not in s for s in rest)
+        0 < len(words) <= _INTERJECTION_WORDS
+        and any(foreign(w) for w in words)
+        and all(rare(w) or len(w) <= 2 for w in words)
     )
 
 
@@ -513,6 +528,20 @@ def _aside(part: str, proposal: Mapping[str, Any], *, opening: bool = False) -> 
         and not any(_number(w) is not None or _names(w, _item_words(proposal)) for w in words)
         and not (_JOINED.search(" ".join(words)) or _NEW_THING.search(" ".join(words)))
     )
+
+
+# Words that take a thing back: "Well — never mind the grinder, then. ... One of those kettles instead, please. Just the
+# one." restated the count of the grinder on offer, and it was read back (blind42 Tobermory).
+_TAKING_BACK = re.compile(
+    r"\b(?:not|never mind|forget(?: about)?|without|cancel|scrap)(?: the| that| this| those| these| a| an| my)?"
+    r" ([a-z][a-z-]*(?: [a-z][a-z-]*)?)\b"
+)
+
+
+def takes_back_item(text: str, proposal: Mapping[str, Any]) -> bool:
+    """The words take back the thing read back, by its name."""
+    item = _item_words(proposal)
+    return any(_names(w, item) for m in _TAKING_BACK.finditer(normalise(text)) for w in m.group(1).split())
 
 
 def turns_away(text: str) -> bool:
@@ -720,6 +749,7 @@ def new_quantity(text: str, proposal: Mapping[str, Any]) -> int | None:
 def restates_quantity(text: str, proposal: Mapping[str, Any]) -> bool:
     """A yes that says the read-back's own quantity and no other: "Yes, just the one bulb. The other three are
     fine." to one."""
+    text = unechoed(text)
     asked, own = _asked(text, proposal), quantities(proposal)
     several = len(own) > 1 or bool(_what(proposal).get("also"))  # "Just the one" may pick one of them out
     if not several and (people := headcount(text)) is not None:
@@ -779,7 +809,7 @@ def asks_more(text: str) -> bool:
 def names_item(text: str, proposal: Mapping[str, Any]) -> bool:
     """The words name the read-back's own item, and ask nothing: "I'll grab one of the quiet ones for the bedroom
     then, the ultrasonic humidifier." to a humidifier."""
-    return "?" not in text and mentions_item(text, proposal)
+    return "?" not in unechoed(text) and mentions_item(text, proposal)
 
 
 def mentions_item(text: str, proposal: Mapping[str, Any]) -> bool:
@@ -793,6 +823,7 @@ def restates_item(text: str, proposal: Mapping[str, Any]) -> bool:
     and more ("Yes, go ahead. Just the mat now, I'm keeping the bottles." to a return of an order's yoga mat), or
     only it and the read-back's own quantity ("Band then. One."). No question, no no, no "but" or "instead", no
     other number. Read back again, such words cost no model call (they cost the 1.5B 5-9 s)."""
+    text = unechoed(text)
     item = _item_words(proposal)
     said = _THAT_ONE.sub(r"\1", normalise(text)).split()
     if not any(_names(word, item) for word in said) or changes_quantity(text, proposal):

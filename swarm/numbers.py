@@ -36,6 +36,14 @@ MEASURE = re.compile(
 _UNIT_WORDS = "|".join(w for w, n in COUNT_WORDS.items() if n < 10)
 _TENS = "(?:" + "|".join(TENS_WORDS) + r")(?:[\s-]+(?:" + _UNIT_WORDS + "))?"
 PRICE_SAID = re.compile(r"(?i)\b(?:" + "|".join(COUNT_WORDS) + "|" + _TENS + r")[\s-]+" + _TENS + r"\b")
+# A price said back as a question, which asks nothing: "Fourteen ninety? Vala, that's not bad at all. Go on then, I'll
+# have one" (blind32: the 1.5B's, 5-11 s).
+PRICE_ECHO = re.compile(
+    rf"(?i)(?:^|(?<=[.!?]))\s*(?:{PRICE_SAID.pattern.removeprefix('(?i)')}|\d+[.,]\d\d"
+    # Or a whole price of 20 or more: "Forty-two? To — okay. ... I'll have it — the one blender." (blind42 Kilkeel).
+    rf"|{_TENS}|[2-9]\d|\d{{3}})"
+    r"(?: (?:euros?|pounds?|quid))?\s*\?"
+)
 # A size counts no items either, its number after it: "Size forty-four, black" (blind14's one pair of shoes).
 # So is a number of two digits after "a" or "the", but before a thing counted: "we're both a 42, black", "the 42 in
 # black" (blind23); not "the 12 cables".
@@ -48,11 +56,16 @@ TAKEN_BACK = re.compile(rf"\bnot (?:the )?{_A_COUNT}\b", re.IGNORECASE)
 
 
 # Kinds counted, not things: "the prices of three things: the mouse, the stand and the keyboard" asks for no three
-# mice (blind31), nor "two things together, on one order" for two grinders.
-KINDS = re.compile(rf"(?i)\b{_A_COUNT} (?:different |other |more )?(?:things|items|products|prices|questions)\b")
+# mice (blind31), nor "two things together, on one order" for two grinders. Nor do the parts a thing has: "the burr
+# grinder ..., the one with the fifteen settings. Can you send me one?" asked for fifteen (blind42 Tobermory).
+KINDS = re.compile(
+    rf"(?i)\b{_A_COUNT} (?:different |other |more )?(?:things|items|products|prices|questions)\b"
+    rf"|\b(?:with|has|have|having)(?: the| its| all the| all)? {_A_COUNT}(?: different)? (?!of\b)[a-z]+\b"
+)
 
 
 def counting_nothing(text: str) -> str:
     """The words with the numbers that count no items (measures, times, sizes, prices, kinds counted, numbers taken
     back) blanked out."""
+    text = PRICE_ECHO.sub(" ", text)
     return TAKEN_BACK.sub(" ", SIZE.sub(" ", MEASURE.sub(" ", PRICE_SAID.sub(" ", KINDS.sub(" ", text)))))

@@ -6,6 +6,7 @@ model asks; a plain no is answered. Each step returns None when it is unsure, an
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -85,11 +86,15 @@ class RouterSteps:
         # it'll turn up. The other thing is the wireless charging pad ... I want to send it back. The order number for
         # the pad is ..." after a late cable's status went to the 1.5B (blind35 Bray).
         afresh = agent.tool_on_entry and not entered and passed is None and self._asked_anything_else(agent)
-        if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None or afresh))):
+        # After a lookup that found only what cannot be had (sold out), the caller's next words are a new wish: "Ache!
+        # ... never mind the grinder, then. The kettle ... One of those kettles instead, please." went to the 1.5B,
+        # 8-30 s (blind42 Tobermory). Kept only if it offers something.
+        unoffered = agent.tool_on_entry and not (entered or passed is not None or afresh) and self._offered_none(agent)
+        if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None or afresh or unoffered))):
             return self._sure_hand_over(agent)
         request = self.session.completion_request(agent, entered=entered)
         call = self.sure_call(agent, request)
-        if call is None and agent.tool_on_entry and (entered or passed is not None or afresh):
+        if call is None and agent.tool_on_entry and (entered or passed is not None or afresh or unoffered):
             call = self._likely_lookup(agent, request)
         tool = self.session.registry.tools[call.name] if call is not None else None
         if call is None or tool is None:
@@ -139,6 +144,8 @@ class RouterSteps:
                 named = names_item(said, offered) and (same_action(offered, proposal) or narrows(offered, proposal))
                 recounted = recounts(offered, proposal) and changes_quantity(said, proposal)
                 found = told or adds_to(offered, proposal) or named or recounted
+        if unoffered and not (isinstance(result, dict) and isinstance(result.get("proposal"), dict)):
+            found = False
         if afresh and isinstance(result, dict) and result.get("guessed"):
             found = False  # "how long does the refund take?" after "anything else?" names no order to offer back
         kept = found or (entered and self._first_words())
@@ -163,6 +170,22 @@ class RouterSteps:
         history = self.session.get_agent_history(agent.name)
         said = next((m.content for m in reversed(history[:-1]) if m.role == "assistant" and m.content), "")
         return bool(_ANYTHING_ELSE.search(said))
+
+    def _offered_none(self, agent: Agent) -> bool:
+        """Whether the agent's last step before the caller's words was its lookup, which found something and offered
+        nothing (what it found cannot be had)."""
+        history = self.session.get_agent_history(agent.name)
+        if len(history) < 2 or history[-1].role != "user":
+            return False
+        last = next((m for m in reversed(history[:-1]) if m.role != "assistant" or m.tool_calls), None)
+        tool = self.session.tools_of(agent).get(last.tool_name or "") if last is not None else None
+        if last is None or last.role != "tool" or tool is None or tool.finds is None:
+            return False
+        try:
+            result = json.loads(last.content)
+        except ValueError:
+            return False
+        return isinstance(result, dict) and bool(result.get(tool.finds)) and "proposal" not in result
 
     def _passed_offer(self, agent: Agent) -> tuple[dict[str, Any], bool] | None:
         """The pending read-back the caller's last words do not agree to, and whether they say no to it."""

@@ -1742,6 +1742,15 @@ def test_another_thing_turned_down_beside_a_yes_is_no_no(said: str, answer: bool
     assert consent(said, smartwatch) is answer
 
 
+def test_thanks_beside_thanks_in_another_language_after_a_yes_is_consent() -> None:
+    # Blind42 (Oakham): "Yes, please, go ahead with the return. Merci villmols — thank you very much." to the order found
+    # went to the 1.5B (11-16 s, 4 of 4); the thanks alone after the yes were consent.
+    toaster = {"tool": "create_return", "arguments": {"order_number": "12345", "sku": "TB-430", "quantity": 1}}
+    toaster["item"] = "Toaster"
+    assert consent("Yes, please, go ahead with the return. Merci villmols — thank you very much.", toaster) is True
+    assert consent("Yes, please. Merci villmols — and the kettle too.", toaster) is None
+
+
 def test_a_word_set_apart_by_a_dash_is_an_aside_beside_a_yes() -> None:
     # Blind40 (Eyemouth): "Aap — aye, that's right. Go ahead, qujanaq." (Greenlandic) went to the 1.5B, 17-90 s.
     webcam = {"tool": "create_return", "arguments": {"order_number": "12345", "sku": "WC-240", "quantity": 1}}
@@ -1769,6 +1778,48 @@ async def test_a_product_changed_with_no_to_the_other_is_offered_alone_and_a_yes
     said = await session.complete("Make it the power bank instead, the battery pack — just the one, and no charger.")
     assert said.startswith("We have the Power bank for 34.50 euros.") and "charger" not in said
     yes = "Waaw, that's it — the power bank, go ahead. Jërëjëf, boy."
+    assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
+
+
+async def test_after_a_thing_sold_out_the_next_thing_named_is_looked_up_without_the_model() -> None:
+    # Blind42 (Tobermory, 4 of 4 to the 1.5B, 8-30 s): the grinder sold out, "Well — never mind the grinder, then. The
+    # kettle ... One of those kettles instead, please." Its "the one with the fifteen settings" asked for fifteen.
+    shop = Shop(":memory:")
+    grinder = shop.get_product("CF-420")
+    assert grinder is not None
+    shop.place_order("+10000000000", [("CF-420", grinder.stock)], "sold out")
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = classified_session(Classifier("navigate_to_sales"), model, shop)
+    said = await session.complete("I need the burr grinder you have, the one with the fifteen settings. Send me one?")
+    assert said == "We have the Coffee grinder for 69 euros. I'm afraid it's out of stock at the moment."
+    kettle = "Ache! Well — never mind the grinder, then. The kettle, the electric one. One of those kettles, please."
+    assert (await session.complete(kettle)).startswith("We have the Electric kettle for 45 euros. It's in stock.")
+    assert await session.complete("When will the grinder be back?") == "The model answers."  # it offers nothing
+    assert len(model.requests) == 1
+
+
+async def test_a_thing_on_offer_taken_back_by_name_is_not_read_back() -> None:
+    # Blind42 (Tobermory) with the grinder in stock: "never mind the grinder ... Just the one." read the grinder back.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = classified_session(Classifier("navigate_to_sales"), model)
+    await session.complete("I need the electric burr grinder you have. Can you send me one?")
+    said = await session.complete(
+        "Well — never mind the grinder, then. One of those kettles instead, please. Just the one."
+    )
+    assert said.startswith("We have the Electric kettle for 45 euros.") and model.requests == []
+
+
+async def test_a_whole_price_said_back_beside_a_yes_counts_nothing_and_thanks_in_hausa_are_thanks() -> None:
+    # Blind42 (Kilkeel, 4 of 4 to the 1.5B, 5-20 s): "Forty-two? ... I'll have it — the one blender. Just the one" was
+    # searched for two blenders; then "... go ahead. Na gode, thanks very much." was read back again.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = classified_session(Classifier("navigate_to_sales"), model)
+    await session.complete("Do youse have one of them wee personal blenders, the smoothie one? What does it cost?")
+    said = await session.complete(
+        "Forty-two? To — okay. Och, go on then, I'll have it — the one blender. Just the one."
+    )
+    assert said == "We have the Blender for 42 euros. It's in stock. Shall I order one for you?"
+    yes = "Yes, that's right, the one blender — go ahead. Na gode, thanks very much."
     assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
 
 

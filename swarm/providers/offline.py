@@ -38,13 +38,14 @@ from swarm.confirmations import (
     restates_item,
     restates_quantity,
     same_action,
+    takes_back_item,
     turned_away,
     yes_beside_asides,
     yes_or_no,
 )
 from swarm.headcount import headcount
 from swarm.messages import CompletionRequest, Message, ToolCall, ToolSpec
-from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, MEASURE, counting_nothing
+from swarm.numbers import COUNT_WORDS, DIGIT_WORDS, MEASURE, PRICE_ECHO, counting_nothing
 from swarm.providers.base import Classifier, Completion, Delta
 from swarm.registry import NAVIGATE_PREFIX
 from swarm.sentences import split_sentences
@@ -364,7 +365,7 @@ class OfflineRouter:
         said = own_words(last.content) or last.content  # not another person's no ("the missus don't want no watch")
         restated = (
             restates_quantity(said, proposal) or restates_item(said, proposal) or yes_beside_asides(said, proposal)
-        )
+        ) and not takes_back_item(said, proposal)
         unchanged = restated and not asks_more(said)
         changed = _read_back_again(proposal, said, request.tools, unchanged=unchanged)
         if changed is None:
@@ -707,7 +708,7 @@ def said_quantity(text: str) -> int | None:
     with its unit, else the first number that counts things."""
     if (people := headcount(text)) is not None:
         return people
-    said = normalise(text)
+    said = normalise(PRICE_ECHO.sub(" ", text))  # "Forty-two? ... I'll have it" asks for no two
     counted = _COUNTED.findall(said)
     said = _JUST_ONE.sub(" 1 ", said)
     count = counted[-1] if counted else next(iter(_COUNT.findall(_NOT_A_COUNT.sub(" ", counting_nothing(said)))), None)
