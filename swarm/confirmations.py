@@ -389,6 +389,7 @@ def _thanks_aside(part: str) -> bool:
     words = normalise(part).split()
     return (
         0 < len(words) <= _INTERJECTION_WORDS
+        and yes_or_no(part) is None
         and any(foreign(w) for w in words)
         and all(rare(w) or len(w) <= 2 for w in words)
     )
@@ -680,7 +681,8 @@ def plain_yes(text: str, quantity: int | Collection[int] | None = None, item: fr
     if all(word in _PLAIN or _names(word, item) or _number(word) in own for word in words):
         return True
     # Or beside parts said in the caller's other language: "Hari, yes, go ahead with the return, please." (blind26).
-    said = " ".join(part for part in _INTERJECTION_PARTS.split(text) if not _in_other_language(part))
+    parts = _INTERJECTION_PARTS.split(text)
+    said = " ".join(part for part in parts if not (_in_other_language(part) or _thanks_aside(part)))
     words = _THAT_ONE.sub(r"\1", normalise(said)).split()
     return bool(words) and all(word in _PLAIN or _names(word, item) or _number(word) in own for word in words)
 
@@ -697,6 +699,11 @@ def _in_other_language(part: str) -> bool:
     return 0 < len(words) <= _INTERJECTION_WORDS and all(foreign(word) for word in words)
 
 
+# Plurals a trailing "s" does not make: "Yes, that's it, three mice and the one keyboard." to three Wireless mice and a
+# keyboard read the keyboard back alone (blind41 Kilkeel, 4 of 4).
+_IRREGULAR = {"mice": "mouse", "knives": "knife", "shelves": "shelf", "batteries": "battery", "boxes": "box"}
+
+
 def _item_words(proposal: Mapping[str, Any]) -> frozenset[str]:
     """The words of the name the read-back said (its proposal's "item"), as they name it: "Electric kettle"."""
     item = proposal.get("item")
@@ -709,6 +716,7 @@ def _item_words(proposal: Mapping[str, Any]) -> frozenset[str]:
 
 
 def _names(word: str, item: frozenset[str]) -> bool:
+    word = _IRREGULAR.get(word, word)
     if word in item or word.removesuffix("s") in item or f"{word}s" in item:
         return True
     # The end of a compound is its thing: "just the watch" of a smartwatch (blind11).

@@ -1757,15 +1757,15 @@ def test_a_word_set_apart_by_a_dash_is_an_aside_beside_a_yes() -> None:
     assert yes_beside_asides("Aap — aye, that's right. Go ahead, qujanaq.", {**webcam, "item": "HD webcam"})
 
 
-async def test_a_yes_beside_another_thing_turned_down_and_foreign_words_is_read_back_then_orders() -> None:
+async def test_a_yes_beside_another_thing_turned_down_and_foreign_words_orders() -> None:
     # Blind40 (Ambleside, seen run): "Yes, that's it — one smartwatch, not the band. Go ahead, asante sana." heard the
-    # smartwatch's offer again each time it was said (4 of 4).
+    # smartwatch's offer again each time it was said (4 of 4). Then it was read back once; since blind41/42, words of
+    # another language beside English thanks or a yes ("asante" is no English, "sana" a rare word) are asides.
     model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
     session = classified_session(Classifier("navigate_to_sales"), model)
     await session.complete("I want one of the slim fitness bands. What does the band cost?")
     await session.complete("Wait, the band has no GPS. So not the band, the smartwatch instead. Just one.")
     yes = "Yes, that's it — one smartwatch, not the band. Go ahead, asante sana."
-    assert await session.complete(yes) == "That is 1 Smartwatch for 149 euros in total. Shall I place the order?"
     assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
 
 
@@ -1820,6 +1820,33 @@ async def test_a_whole_price_said_back_beside_a_yes_counts_nothing_and_thanks_in
     )
     assert said == "We have the Blender for 42 euros. It's in stock. Shall I order one for you?"
     yes = "Yes, that's right, the one blender — go ahead. Na gode, thanks very much."
+    assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
+
+
+async def test_what_goes_back_in_the_call_is_not_offered_beside_what_is_bought_after() -> None:
+    # Blind41 (Longford, 4 of 4): "I want to send back a toaster ... And then, after, I want to buy a kettle ... But the
+    # toaster first, ajde." was offered the kettle and the toaster after the return, and the yes bought both.
+    shop = Shop(":memory:")
+    shop.seed_demo_order(CALLER, [("TB-430", 1)], days_ago=6)
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = classified_session(Classifier("navigate_to_refund"), model, shop)
+    await session.complete(
+        "I want to send back a toaster I got off ye, the slots are too narrow. So I want my money back on that. And "
+        "then, after, I want to buy a kettle off ye, the one with the temperature control. But the toaster first, ajde."
+    )
+    said = await session.complete("Yes, that's right, go ahead. Blagodaram.")
+    assert said.startswith("Your return is registered") and "Toaster" not in said
+    assert said.endswith("We have the Electric kettle for 45 euros. It's in stock. Shall I order one for you?")
+
+
+async def test_mice_name_the_wireless_mouse_and_hausa_thanks_beside_a_yes_to_a_basket_orders_it() -> None:
+    # Blind41 (Kilkeel, 4 of 4): "Yes, that's it, three mice and the one keyboard. Go ahead, na gode." to three mice and
+    # a keyboard read the keyboard back alone, each time it was said.
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = classified_session(Classifier("navigate_to_sales"), model)
+    said = await session.complete("So three wireless mice and one mechanical keyboard, all on the one order, please.")
+    assert said.endswith("Shall I order 3 Wireless mice and 1 Mechanical keyboard for you?")
+    yes = "Yes, that's it, three mice and the one keyboard. Go ahead, na gode."
     assert (await session.complete(yes)).startswith("Your order is placed.") and model.requests == []
 
 

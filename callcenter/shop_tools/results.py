@@ -110,6 +110,14 @@ def proposed_orders(events: Sequence[Event]) -> set[str]:
     return {n for p in proposals if isinstance(n := p["arguments"].get("order_number"), str)}
 
 
+def returned_products(events: Sequence[Event]) -> set[str]:
+    """The products read back or registered for return in the call."""
+    calls = [e for e in events if isinstance(e, ToolCalled)]
+    proposals = [p for e in calls if (p := _proposal_of(e)) is not None and p.get("tool") == "create_return"]
+    returns = [e.arguments for e in calls if e.name == "create_return"] + [p["arguments"] for p in proposals]
+    return {str(arguments["sku"]) for arguments in returns if isinstance(arguments, dict) and arguments.get("sku")}
+
+
 def placed_orders(events: Sequence[Event]) -> set[str]:
     """The numbers of the orders placed in the call."""
     numbers: set[str] = set()

@@ -34,6 +34,7 @@ from callcenter.shop_tools.results import (
     offered_lines,
     product_json,
     proposed,
+    returned_products,
     system_down,
 )
 from callcenter.store.domain import OneProductPerOrder, ShopUnavailable
@@ -69,7 +70,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             return _found([asked], quantity, described=True)
         try:
             # One thing named beside words that add it ("add a mouse as well") goes on the offer with what is on it.
-            listed = listed_products(shop, query)
+            listed = _not_going_back(context, listed_products(shop, query))
             listed = (_added(context, query) or listed) if len(listed) <= 1 else listed
             found = [] if listed else [p for p in shop.search(without_taken_back(query), limit=3) if may_mean(query, p)]
             # What the words name by its kind first: "Do you have a smartwatch with the air?" (Whisper, for "with GPS")
@@ -96,6 +97,14 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
             # alone, though the search had found both (blind26): one price for each question.
             return _basket([(product, 1) for product in found[:prices]])
         return _found(found, quantity, asked=query)
+
+    def _not_going_back(context: ToolContext, listed: list[tuple[Product, int]]) -> list[tuple[Product, int]]:
+        """The products listed but those the caller sends back in this call, when others are left: "I want to send back
+        a toaster ... And then, after, I want to buy a kettle ... But the toaster first, ajde." was offered the kettle
+        and the toaster, and the yes bought both (blind41 Longford, 4 of 4)."""
+        going = returned_products(context.session.events)
+        kept = [(product, count) for product, count in listed if product.sku not in going]
+        return kept if kept else listed
 
     def _still_offered(context: ToolContext, found: list[Product]) -> Product | None:
         """The product on offer when the caller's words ask about it ("could I charge two phones off it? And what's
