@@ -69,6 +69,9 @@ _NO_THING = re.compile(
 _USED_WITH = re.compile(
     r"(?i)\b(?:you|it|they|that|which)(?: can| could)? (?:charge|charges|plug|plugs|connect|connects|power|powers)\b.*$"
 )
+# A part that describes the thing named before it: "the wired earbuds then, the ones with the little microphone on the
+# cable" offered a USB-C cable beside the earbuds (blind41 Skipton, 4 of 4).
+_DESCRIBES = re.compile(r"(?i)^\W*(?:the |a |an )?ones? (?:with|that|which|where|for|you)\b")
 # The word after these is a verb.
 _VERB = re.compile(r"(?i)\b(?:can|could|to|will|would|you|we|they|i)\s+(?=([a-z]+))")
 # All of what was bought goes back: "I want give back everything" (blind8).
@@ -134,7 +137,13 @@ def wanted_parts(text: str) -> list[str]:
     return [
         _USED_WITH.sub("", part)
         for part in _parts(text)
-        if not (_KEPT.search(part) or _NOT_WANTED.search(part) or _HAD.search(part) or _ABOUT_IT.search(part))
+        if not (
+            _KEPT.search(part)
+            or _NOT_WANTED.search(part)
+            or _HAD.search(part)
+            or _ABOUT_IT.search(part)
+            or _DESCRIBES.search(part)
+        )
     ]
 
 

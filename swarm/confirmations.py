@@ -56,6 +56,8 @@ _PLAIN = frozenset(
     "alright all on you go that'll will be love my dear pet mate pal hun darling sir madam duck me wid di "
     # Cork's "boy", Glasgow's "hen": "Waaw, that's it — the power bank, go ahead. Jërëjëf, boy." (blind39 Bantry).
     "boy lad hen bud chief "
+    # Yorkshire's "right": "Yes, that's reet. One pair of the wired earbuds. Ke a leboha, go ahead." (blind41 Skipton).
+    "reet "
     # What the read-back's own quantity counts: "Yeah, three packs, sound. Go ahead." (Liverpool) to three.
     "pack packs pair pairs box boxes set sets piece pieces "
     # A return said back in the caller's own words, and the Black Country's yes: "Ar, go on, send it back." (blind7).

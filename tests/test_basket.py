@@ -71,6 +71,13 @@ def shop() -> Shop:
         # blind40 Ambleside: the band told of, then taken back after "So"
         ("Wait, the band has no GPS. So not the band, the smartwatch instead. Just one.", [("SW-330", 1)]),
         ("No, I want the power bank and the USB-C charger.", [("PB-130", 1), ("CH-110", 1)]),
+        # blind41 Skipton: "the ones with ..." describes the thing named before it
+        (
+            "Right, what about the wired earbuds then, the ones with the little microphone on the cable. What do they "
+            "cost?",
+            [],
+        ),
+        ("Two wired earbuds and one USB-C cable.", [("HP-200", 2), ("CB-140", 1)]),
         # blind11: a question about the one named asks for no second product
         ("I saw you have a desk lamp. Does it have a USB port so that I can charge my phone from it?", []),
         # blind33: what a thing is charged with describes it

@@ -1751,6 +1751,12 @@ def test_thanks_beside_thanks_in_another_language_after_a_yes_is_consent() -> No
     assert consent("Yes, please. Merci villmols — and the kettle too.", toaster) is None
 
 
+def test_yorkshires_reet_and_sesotho_thanks_beside_a_yes_are_consent() -> None:
+    # Blind41 (Skipton): "Yes, that's reet. One pair of the wired earbuds. Ke a leboha, go ahead." was read back twice.
+    earbuds = {"tool": "place_order", "arguments": {"sku": "HP-200", "quantity": 1}, "item": "Wired earbuds"}
+    assert consent("Yes, that's reet. One pair of the wired earbuds. Ke a leboha, go ahead.", earbuds) is True
+
+
 def test_a_word_set_apart_by_a_dash_is_an_aside_beside_a_yes() -> None:
     # Blind40 (Eyemouth): "Aap — aye, that's right. Go ahead, qujanaq." (Greenlandic) went to the 1.5B, 17-90 s.
     webcam = {"tool": "create_return", "arguments": {"order_number": "12345", "sku": "WC-240", "quantity": 1}}
