@@ -23,7 +23,10 @@ MAX_SEARCHES = 12  # each part that names something is one catalogue search (an 
 MAX_QUANTITY = 99  # a longer number is a code, not how many
 
 # Where a caller's list breaks: sentence ends, commas, and the words that join the things of a list.
-_PARTS = re.compile(r"(?i)\s*[.!?;,]+\s*|\s+(?:and|plus|but|as well as|along with|together with|also)\s+")
+# A dash parts them as a comma does: "So not the band — the smartwatch instead" (blind40 Ambleside).
+_PARTS = re.compile(
+    r"(?i)\s*[.!?;,\u2013\u2014]+\s*|\s+-\s+|\s+(?:and|plus|but|as well as|along with|together with|also)\s+"
+)
 # A part that keeps a thing, or says what it is not: "I'm keeping the blender", "not the headphones", "the blender
 # stays", "I don't want to send the mouse back". A problem said with a no ("it does not work") keeps nothing, and nor
 # does a thing not needed: "the webcam I don't need" sends it back (blind12 kept it).

@@ -71,6 +71,12 @@ def shop() -> Shop:
         # blind40 Ambleside: the band told of, then taken back after "So"
         ("Wait, the band has no GPS. So not the band, the smartwatch instead. Just one.", [("SW-330", 1)]),
         ("No, I want the power bank and the USB-C charger.", [("PB-130", 1), ("CH-110", 1)]),
+        # blind40 Ambleside: a dash parts the thing taken back from the one wanted
+        (
+            "My colleague says the band has no GPS. So not the band — the smartwatch instead, the one with the GPS and "
+            "the heart rate. Just one.",
+            [("SW-330", 1)],
+        ),
         # blind41 Skipton: "the ones with ..." describes the thing named before it
         (
             "Right, what about the wired earbuds then, the ones with the little microphone on the cable. What do they "
