@@ -38,8 +38,8 @@ _KEPT = re.compile(
 # Where a sentence's clauses break: a keeping word reaches no further.
 _CLAUSES = re.compile(r"\s*[;,]+\s*|\s+but\s+")
 # A part that takes back a thing named before: "not the band", "Nah, hold up, not that", "Not yoga mat" (blind13);
-# "without the charger", "never mind the grinder"; a short "no charger" ("Make it the power bank instead ... and no charger." was offered both:
-# blind39 Bantry, 4 of 4), not "no, I want the power bank".
+# "without the charger", "never mind the grinder"; a short "no charger" ("Make it the power bank instead ... and no
+# charger." was offered both: blind39 Bantry, 4 of 4), not "no, I want the power bank".
 _TAKEN_BACK = re.compile(
     r"(?i)^\W*(?:(?:and|but|so|then|okay|ok|right|well|oh|no|nah|na|sorry|wait|actually|hold up|hang on|i mean)\W+)*"
     r"(?:not|without|never mind|forget(?: about)?)\b"
