@@ -146,8 +146,10 @@ class RouterSteps:
                 found = told or adds_to(offered, proposal) or named or recounted
         if unoffered and not (isinstance(result, dict) and isinstance(result.get("proposal"), dict)):
             found = False
-        if afresh and isinstance(result, dict) and result.get("guessed"):
-            found = False  # "how long does the refund take?" after "anything else?" names no order to offer back
+        if afresh and isinstance(result, dict) and (result.get("guessed") or not self._asked_for(result, tool, call)):
+            # "how long does the refund take?" after "anything else?" names no order to offer back, nor does "Great,
+            # thanks. When will the label come?" ask for one to be found.
+            found = False
         kept = found or (entered and self._first_words())
         if not kept and control == (self.session.escalated(), self.session.ended()):
             return None  # unless the tool escalated or ended the call (a shop that is down): its line is said
@@ -170,6 +172,14 @@ class RouterSteps:
         history = self.session.get_agent_history(agent.name)
         said = next((m.content for m in reversed(history[:-1]) if m.role == "assistant" and m.content), "")
         return bool(_ANYTHING_ELSE.search(said))
+
+    def _asked_for(self, result: dict[str, Any], tool: Tool, call: ToolCall) -> bool:
+        """Whether a lookup found something, or asks its question about a number the caller said (an order's) or
+        about words that ask for something ("can I also return the mouse?")."""
+        said = self.session.get_agent_history()[-1].content
+        numbered = any(re.search(r"\d", str(value)) for value in call.arguments.values())
+        wishes = any(wish.group() != "?" for wish in _WISH.finditer(said))  # a question alone asks for nothing
+        return bool(result.get(tool.finds or "")) or numbered or wishes
 
     def _offered_none(self, agent: Agent) -> bool:
         """Whether the agent's last step before the caller's words was its lookup, which found something and offered
@@ -402,6 +412,8 @@ _WISH = re.compile(
     r"(?i)\?|\b(?:want|wants|wanted to|wanna|would like|'d like|like to|need|needs|can i|could i|can you|could you"
     r"|may i|please|i'll|i will|going to|gonna|looking for|have to|got to|help)\b"
 )
+
+
 # The agent's "Is there anything else I can help with?" (or any question that asks it), ending its words.
 _ANYTHING_ELSE = re.compile(r"(?i)\banything else\b[^.?!]*\?\s*$")
 # What the caller keeps is no wish for more of it: "The two wee colour bulbs that came on the same order are dead on,

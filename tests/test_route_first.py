@@ -1227,9 +1227,7 @@ async def test_a_return_says_how_much_comes_back() -> None:
     session, _ = refund_caller("BL-440", days_ago=8)
     await session.complete("The blender's motor smells of burning, I want to send it back. How much did I pay for it?")
     done = await session.complete("Yes, that's right, just the blender. Go on, then.")
-    assert done.endswith(
-        "You'll get a prepaid label by email, and the refund of 42 euros follows when the item arrives."
-    )
+    assert "You'll get a prepaid label by email, and the refund of 42 euros follows when the item arrives." in done
 
 
 async def test_the_offer_named_by_its_kind_in_a_question_held_off_is_told_about_not_searched() -> None:
@@ -1866,3 +1864,26 @@ async def test_a_price_said_back_as_a_question_asks_nothing_of_the_thing_on_offe
         "Fifty-nine? That is fair, nearly half the music shop's. I'll have one. Just the one, please."
     )
     assert "Waterproof" not in said and " 9 " not in said and "nine" not in said.lower()
+
+
+@pytest.mark.parametrize(
+    ("said", "reply_starts", "ends"),
+    [
+        ("Brilliant. And the kettle as well while I'm on.", "We have the Electric kettle for 45 euros.", False),
+        ("No, that's it, ta.", "Thank you for calling. Goodbye!", True),
+    ],
+)
+async def test_after_an_order_is_placed_the_caller_is_asked_for_more_and_answered_without_the_model(
+    said: str, reply_starts: str, ends: bool
+) -> None:
+    # Blind41: words after a bare "Your order is placed. The order number is ..." went to the 1.5B, 12-26 s. The
+    # placed order asks if there is anything else, and what the caller says to it starts afresh.
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    assert (await session.complete("I'd like to buy a desk lamp, please.")).startswith("We have the Desk lamp")
+    placed = await session.complete("Yes, please.")
+    assert placed.startswith("Your order is placed.") and placed.endswith("Is there anything else I can help with?")
+    asked = len(model.requests)
+    answer = await session.complete(said)
+    assert answer.startswith(reply_starts) and len(model.requests) == asked
+    assert (session.ended() is not None) is ends

@@ -434,9 +434,11 @@ class OfflineRouter:
         if last.role != "user" or asked.role != "assistant" or asked.agent != request.agent:
             return None
         question = split_sentences(asked.content.strip())[-1]
-        if not asked.content.rstrip().endswith("?") and _unasked_code(last.content):
-            # A postcode or an e-mail said to no question ("... a prepaid label by email." - "margaret dot hale at
-            # example dot org."): the 1.5B took 20 s over it and the call ended in an apology (blind10, blind11).
+        unasked = not asked.content.rstrip().endswith("?") or "anything else" in question.lower()
+        if unasked and _unasked_code(last.content):
+            # A postcode or an e-mail said to no question that asks for one ("... a prepaid label by email." -
+            # "margaret dot hale at example dot org."): the 1.5B took 20 s over it and the call ended in an apology
+            # (blind10, blind11).
             return "Thank you. Is there anything else I can help with?"
         if (done := self._done_again(request)) is not None:
             return done
@@ -453,7 +455,10 @@ class OfflineRouter:
         back." after "Your return is registered ... the refund of 35 euros follows when the item arrives." went to the
         1.5B with ~900 tokens of the call it had not read, and ran out of its 20 s (blind30, 5 of 12 trials)."""
         messages = request.messages
-        if len(messages) < 4 or messages[-2].content.rstrip().endswith("?"):
+        told = split_sentences(messages[-2].content.strip()) if len(messages) >= 4 else []
+        if told and "anything else" in told[-1].lower():
+            told = told[:-1]  # what was done, then "Is there anything else I can help with?"
+        if not told or told[-1].endswith("?"):
             return None
         call, result, said = messages[-4], messages[-3], messages[-1].content
         confirmed = any(c.arguments.get("confirmed") is True for c in call.tool_calls)
@@ -468,8 +473,7 @@ class OfflineRouter:
             words = re.sub(rf"\b{re.escape(phrase)}\b", " ", words)
         if not named or any(c.isdigit() for c in said) or set(words.split()) - _ASKING_AGAIN:
             return None
-        told = split_sentences(messages[-2].content.strip())[-1]
-        return f"That's all done. {told} Is there anything else I can help with?"
+        return f"That's all done. {told[-1]} Is there anything else I can help with?"
 
     def answer_call(self, request: CompletionRequest) -> ToolCall | None:
         last = request.messages[-1] if request.messages else None
