@@ -388,15 +388,17 @@ class Session:
             else:
                 entered = False
                 if (say := self._result_reply(outcome.tool_calls, results, agent)) is not None:
-                    said = self.emit(say)
                     done = any(call.arguments.get("confirmed") is True for call in outcome.tool_calls)
-                    if done and (left := self.steps.left_read_back()) is not None:
+                    left = self.steps.left_read_back() if done else None
+                    beside = self.steps.asked_beside(agent) if done and left is None else None
+                    said = self.emit(self._asking_more(say) if done and left is None and beside is None else say)
+                    if left is not None:
                         # What was offered in passing is done ("Your order is placed."): back to the read-back left.
                         yield said
                         self.navigate_back()
                         settled = left
                         continue
-                    if done and (beside := self.steps.asked_beside(agent)) is not None:
+                    if beside is not None:
                         # Then what they asked another agent for beside their yes: "... I'll have a kettle instead".
                         yield said
                         self.change_agent(beside[0])
@@ -494,6 +496,12 @@ class Session:
             if isinstance(say, str) and say and not spoken_text_errors(say):
                 return say
         return None
+
+    def _asking_more(self, say: str) -> str:
+        """A done write's say line, then the question for what else, unless it asks one or the call is handed on."""
+        if not self.config.after_done or say.rstrip().endswith("?") or self.escalated() or self.ended():
+            return say
+        return f"{say} {self.config.after_done}"
 
     def _say_last(self, agent: Agent, results: list[str], stage: str) -> str:
         """The last of these tool results' "say" lines (a navigation's result has none), else a placeholder."""

@@ -67,6 +67,9 @@ class SessionConfig:
     apology: str = "I'm sorry, I'm having a technical problem. Let me put you through to a colleague."
     # Said to a no to an offer made in passing, before the read-back the caller left for it is asked again.
     resumed: str = "All right, I won't do that."
+    # Asked after a write the caller agreed to, when nothing else follows in the turn ("Your order is placed ..."):
+    # the caller hears the turn is theirs, and what they say next starts afresh (router_steps). Empty: not asked.
+    after_done: str = "Is there anything else I can help with?"
     # Said to a plain no to a read-back.
     declined: str = "All right, I won't do that. Is there anything else I can help with?"
 

@@ -139,7 +139,7 @@ async def test_a_call_reaches_the_function_through_the_swarm(crm: str) -> None:
     assert reply == "Shall I book the visit on monday?"  # a write is read back first: nothing booked yet
     visits = sys.modules[crm].VISITS
     assert visits == []
-    assert await session.complete("yes please") == "Booked for monday."
+    assert await session.complete("yes please") == "Booked for monday. Is there anything else I can help with?"
     assert visits == [("visit", "monday")]
 
 

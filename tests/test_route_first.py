@@ -1219,6 +1219,7 @@ async def test_a_purchase_asked_for_in_the_words_that_asked_for_the_return_is_of
     assert both.startswith("Your return is registered") and both.endswith(
         "We have the Wireless over-ear headphones for 129 euros. It's in stock. Shall I order one for you?"
     )
+    assert "anything else" not in both  # asked only when nothing follows in the turn (blind40 Eyemouth)
     assert session.get_agent_name() == "sales" and len(model.requests) == 1
 
 

@@ -20,6 +20,9 @@ from swarm.registry import Agent, Registry, RegistryError, SessionConfig, SwarmS
 from swarm.session import Session
 from swarm.tools import ToolContext, tool_from_function
 
+# What a confirmed write says, then asks (SessionConfig.after_done).
+DONE = f"Ordered. {SessionConfig().after_done}"
+
 
 def lookup(sku: str, quantity: int = 1) -> dict:
     """Look up a product.
@@ -205,7 +208,7 @@ async def test_a_plain_yes_to_a_read_back_runs_its_proposal_without_the_model(an
     if model_asked:  # the model reads the quantity back again: nothing is written on a changed order
         assert said == "2 lamp, twenty euros. Shall I order it?" and ORDERED == [] and len(sales.requests) == 2
     else:
-        assert said == "Ordered." and ORDERED == [1] and len(sales.requests) == 1
+        assert said == DONE and ORDERED == [1] and len(sales.requests) == 1
 
 
 async def test_the_same_yes_said_twice_to_the_same_read_back_is_agreement() -> None:
@@ -222,7 +225,7 @@ async def test_the_same_yes_said_twice_to_the_same_read_back_is_agreement() -> N
     assert await session.complete("a lamp") == read_back
     assert await session.complete("Yes, lovely, send it over.") == read_back  # more than a yes: read back
     assert ORDERED == [] and len(sales.requests) == 2
-    assert await session.complete("Yes, lovely, send it over.") == "Ordered."
+    assert await session.complete("Yes, lovely, send it over.") == DONE
     assert ORDERED == [1] and len(sales.requests) == 2  # the session's own step, not the model's
 
 
@@ -239,7 +242,7 @@ async def test_a_read_back_the_model_says_again_in_its_own_words_is_still_answer
     session.change_agent("sales")
     await session.complete("a lamp")
     await session.complete("Hmm, I need to think.")
-    assert await session.complete("Yes, please.") == "Ordered."
+    assert await session.complete("Yes, please.") == DONE
     assert ORDERED == [1] and len(sales.requests) == 2
 
 
@@ -272,7 +275,7 @@ async def test_a_yes_that_repeats_the_read_backs_own_quantity_is_plain(answer: s
     session = registry.session("c1", "shop")
     session.change_agent("sales")
     assert await session.complete("three lamps") == "3 lamp, twenty euros. Shall I order it?"
-    assert await session.complete(answer) == "Ordered."
+    assert await session.complete(answer) == DONE
     assert ORDERED == [3] and len(sales.requests) == 1
 
 
@@ -298,7 +301,7 @@ async def test_a_yes_inside_a_changed_request_is_no_consent_to_the_read_back(ans
     if model_asked:
         assert said == "How many lamps would you like?" and ORDERED == [] and len(sales.requests) == 2
     else:
-        assert said == "Ordered." and ORDERED == [3] and len(sales.requests) == 1
+        assert said == DONE and ORDERED == [3] and len(sales.requests) == 1
 
 
 async def test_a_model_that_confirms_the_old_read_back_over_a_changed_quantity_is_refused() -> None:
@@ -329,14 +332,14 @@ async def test_a_plain_yes_does_not_wait_for_the_prompt_cache_and_reads_stay_one
     model = CachingModel([reply("", ("order_lamp", {})), "Anything else?"])
     session = caching_sales(model, order_lamp)
     assert await session.complete("a lamp") == "1 lamp, twenty euros. Shall I order it?"
-    assert await asyncio.wait_for(session.complete("Yes, please."), 2.0) == "Ordered."  # the gate never opened
+    assert await asyncio.wait_for(session.complete("Yes, please."), 2.0) == DONE  # the gate never opened
     assert ORDERED == [1] and len(model.requests) == 1
     turn = asyncio.ensure_future(session.complete("what else do you have"))
     await asyncio.sleep(0.05)
     assert len(model.requests) == 1  # a turn that asks the model waits for both reads
     model.gate.set()
     assert await turn == "Anything else?"
-    assert [text for text, _ in model.warmed] == ["1 lamp, twenty euros. Shall I order it?", "Ordered."]
+    assert [text for text, _ in model.warmed] == ["1 lamp, twenty euros. Shall I order it?", DONE]
     assert model.most_reading == 1
     session.dispose()
 
@@ -745,7 +748,7 @@ async def test_a_router_reads_a_changed_quantity_back_without_the_model(answer: 
         assert said == SessionConfig().declined and len(sales.requests) == 1
     else:
         assert said == f"{read_back}, twenty euros. Shall I order it?" and len(sales.requests) == 1 and ORDERED == []
-        assert await session.complete("Yes, please.") == "Ordered."
+        assert await session.complete("Yes, please.") == DONE
         assert [int(read_back[0])] == ORDERED
 
 

@@ -13,7 +13,6 @@ from callcenter.shop import Order, OrderLine, ShopError, spoken_digits
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import RETURN_PHRASES, WHERE_PHRASES
 from callcenter.shop_tools.results import (
-    ANYTHING_ELSE,
     answered_proposal,
     caller_of,
     counted,
@@ -150,7 +149,7 @@ def refund_tools(
                 # The question holds: what they say next is its answer or another request (OfflineRouter._holds).
                 say = "I'm sorry, I can't discuss that order without the answer to the security question."
                 refused = _needs_verification(context, number, product)
-                return {**refused, "verification": "not given", "say": f"{say} {ANYTHING_ELSE}"}
+                return {**refused, "verification": "not given", "say": f"{say} Is there anything else I can help with?"}
             # Words that cannot be the answer ("yes", "hold on") are no wrong answer: the question is asked again
             # (time given to a caller who asks for it; a reason to one who asks why), and nothing is counted.
             again = _needs_verification(context, number, product)
@@ -297,9 +296,7 @@ def refund_tools(
             return _partly_returned(context, made, error)
         done = _returned(made)
         following = await asyncio.to_thread(_next_named, context, number)
-        if following:
-            return {**following, **done, "say": f"{done['say']} {following['say']}"}
-        return {**done, "say": f"{done['say']} {ANYTHING_ELSE}"}
+        return {**following, **done, "say": f"{done['say']} {following['say']}"} if following else done
 
     def _next_named(context: ToolContext, done: str) -> dict[str, Any] | None:
         """Another of the caller's own orders with a thing their words in this call send back, read back once a return
@@ -417,7 +414,7 @@ def _said_back(
         # An agent that takes no returns (an order-status agent of a swarm file): the order's status, no proposal.
         if not colleague:
             # Nobody to put them through to: the status is all, never a transfer promised that ends the call.
-            say = f"{found} Its status is {order.status}. {ANYTHING_ELSE}"
+            say = f"{found} Its status is {order.status}. Is there anything else I can help with?"
             return {"orders": [order_json(o) for o in orders], "say": say}
         # The status is all the shop tells; a parcel late or lost is a colleague's to trace, and a yes puts them through.
         say = f"{found} Its status is {order.status}. Shall I put you through to a colleague who can look into it?"

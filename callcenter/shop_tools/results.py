@@ -15,11 +15,6 @@ from callcenter.shop import Order, Product
 from callcenter.store.domain import ShopUnavailable
 from swarm import Escalated, Event, ToolCalled, ToolContext, UserText
 
-# Said after a write or an answer that leaves the caller nothing to reply to: they hear that the turn is theirs, and
-# what they say next starts afresh (swarm.router_steps): "Brilliant. And the kettle as well while I'm on." is looked
-# up at once, "No, that's it, ta." ends the call, where words after a bare "Your order is placed." went to the model.
-ANYTHING_ELSE = "Is there anything else I can help with?"
-
 
 def euros(cents: int) -> str:
     """A price as it is written: "24.90 euros", "129 euros". The voice says it as a person does ("twenty four euros

@@ -24,7 +24,6 @@ from callcenter.shop import Order, Product, ShopError
 from callcenter.shop_backend import ShopBackend
 from callcenter.shop_tools.phrases import SALES_PHRASES
 from callcenter.shop_tools.results import (
-    ANYTHING_ELSE,
     amount,
     caller_of,
     counted,
@@ -283,7 +282,6 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
         except ShopError as error:
             return {"error": str(error), "say": f"I'm sorry, {error}"}
         say = f"Your order is placed. The order number is {digits(order.order_number)}, and the total is {total}."
-        say = f"{say} {ANYTHING_ELSE}"
         return {"order_number": order.order_number, "total_cents": order.total_cents, "say": say}
 
     def _one_order_each(context: ToolContext, lines: list[tuple[Product, int]]) -> dict[str, Any]:
@@ -301,10 +299,7 @@ def sales_tools(shop: ShopBackend) -> list[Tool]:
                     down = system_down(context, error)  # a colleague takes the rest
                     return {**down, "say": f"{_orders_said(placed)} {down['say']}"}
                 return {"error": str(error), "say": f"{_orders_said(placed)} I'm sorry, {error}"}
-        return {
-            "order_numbers": [order.order_number for _, order in placed],
-            "say": f"{_orders_said(placed)} {ANYTHING_ELSE}",
-        }
+        return {"order_numbers": [order.order_number for _, order in placed], "say": _orders_said(placed)}
 
     def _place_order(context: ToolContext, sku: str, quantity: int, confirmed: bool) -> dict[str, Any]:
         product = shop.get_product(sku)
