@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from callcenter.basket import Catalogue, named_product, wanted_parts
 from callcenter.function_tools import function_tools
 from callcenter.shop import Shop
 from callcenter.shop_backend import ShopBackend
@@ -193,19 +194,27 @@ _ONLY_FAREWELL = re.compile(
 )
 
 
-def _caller_said_goodbye(arguments: dict[str, Any], context: ToolContext) -> list[str]:
-    history = context.session.get_agent_history()
-    said = next((m.content for m in reversed(history) if m.role == "user"), "")
-    asked = next((m.content for m in reversed(history) if m.role == "assistant" and m.content), "")
-    last = split_sentences(said.strip())[-1].lower()
-    farewell = _FAREWELL.search(said.lower()) and (_ONLY_FAREWELL.match(last) or "anything else" in asked.lower())
-    leaving = farewell or ("anything else" in asked.lower() and yes_or_no(said) is False)
-    if leaving and not asks_for_more(said):
-        return []
-    return [f"the caller did not say goodbye (they said {said!r}): do not end the call, answer them with another tool"]
+def _said_goodbye(shop: Catalogue) -> Callable[[dict[str, Any], ToolContext], list[str]]:
+    def check(arguments: dict[str, Any], context: ToolContext) -> list[str]:
+        history = context.session.get_agent_history()
+        said = next((m.content for m in reversed(history) if m.role == "user"), "")
+        asked = next((m.content for m in reversed(history) if m.role == "assistant" and m.content), "")
+        last = split_sentences(said.strip())[-1].lower()
+        farewell = _FAREWELL.search(said.lower()) and (_ONLY_FAREWELL.match(last) or "anything else" in asked.lower())
+        leaving = farewell or ("anything else" in asked.lower() and yes_or_no(said) is False)
+        # A last sentence that names a thing wanted is no goodbye: "No, nothing else. Just the one waterproof
+        # speaker." after a no to the headphones ended the call with nothing ordered (blind44 Largs, 4 of 4).
+        wants = not _ONLY_FAREWELL.match(last) and named_product(shop, ", ".join(wanted_parts(last))) is not None
+        if leaving and not asks_for_more(said) and not wants:
+            return []
+        return [
+            f"the caller did not say goodbye (they said {said!r}): do not end the call, answer them with another tool"
+        ]
+
+    return check
 
 
-def end_call_tool() -> Tool:
+def end_call_tool(shop: Catalogue) -> Tool:
     async def call(arguments: dict[str, Any], context: ToolContext) -> dict[str, str]:
         # The voice layer hangs up once this goodbye has been played.
         context.session.end_call("goodbye")
@@ -216,7 +225,7 @@ def end_call_tool() -> Tool:
         "End the call politely, when the caller has what they needed and says goodbye.",
         {"type": "object", "properties": {}},
         call,
-        validate=_caller_said_goodbye,
+        validate=_said_goodbye(shop),
         examples=("goodbye", "bye", "that's all", "that's me", "nothing else", "no thanks that's it", "thank you bye"),
         says_result=True,
         any_turn=FAREWELLS,
@@ -253,7 +262,7 @@ def build_registry(
         *(_hand_over_tool(agent, known, targets) for agent in targets),
         navigate_back_tool(),
         transfer_to_operator_tool(frozenset(a.name for a in swarm.agents.values() if a.tool_only)),
-        end_call_tool(),
+        end_call_tool(shop),
     ]
     _check_own_names(swarm, [*control, *shop_side])
     asking = [t for t in swarm.tools.values() if t.question and t.hands_over]

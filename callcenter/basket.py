@@ -23,9 +23,10 @@ MAX_SEARCHES = 12  # each part that names something is one catalogue search (an 
 MAX_QUANTITY = 99  # a longer number is a code, not how many
 
 # Where a caller's list breaks: sentence ends, commas, and the words that join the things of a list.
-# A dash parts them as a comma does: "So not the band — the smartwatch instead" (blind40 Ambleside).
+# A dash parts them as a comma does: "So not the band — the smartwatch instead" (blind40 Ambleside), and a colon before
+# a space: "So not the headphones: make it the waterproof portable speaker instead" (blind44 Largs; not "7:30").
 _PARTS = re.compile(
-    r"(?i)\s*[.!?;,\u2013\u2014]+\s*|\s+-\s+|\s+(?:and|plus|but|as well as|along with|together with|also)\s+"
+    r"(?i)\s*(?:[.!?;,\u2013\u2014]|:(?=\s))+\s*|\s+-\s+|\s+(?:and|plus|but|as well as|along with|together with|also)\s+"
 )
 # A part that keeps a thing, or says what it is not: "I'm keeping the blender", "not the headphones", "the blender
 # stays", "I don't want to send the mouse back". A problem said with a no ("it does not work") keeps nothing, and nor

@@ -456,3 +456,20 @@ def test_what_the_caller_does_not_want_is_not_searched_for(shop: Shop) -> None:
     assert (
         without_taken_back("I don't want the earphones.") == "I don't want the earphones."
     )  # nothing else to look for
+
+
+@pytest.mark.parametrize(
+    ("said", "found"),
+    [
+        # blind44 Largs: a colon parts the thing taken back from the one wanted
+        (
+            "He says headphones are for pilots. So not the headphones: make it the waterproof portable speaker "
+            "instead, the outdoor one, just one.",
+            "Portable speaker",
+        ),
+        ("Not the headphones: the kettle, please.", "Electric kettle"),
+        ("The kettle, not the headphones, please, by 7:30.", "Electric kettle"),  # a time is no list
+    ],
+)
+def test_a_thing_taken_back_before_a_colon_is_not_searched_for(shop: Shop, said: str, found: str) -> None:
+    assert [p.name for p in shop.search(without_taken_back(said), limit=1)] == [found]

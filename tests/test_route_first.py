@@ -1888,3 +1888,20 @@ async def test_after_an_order_is_placed_the_caller_is_asked_for_more_and_answere
     answer = await session.complete(said)
     assert answer.startswith(reply_starts) and len(model.requests) == asked
     assert (session.ended() is not None) is ends
+
+
+@pytest.mark.parametrize(
+    ("said", "ends"),
+    [
+        ("No, nothing else. Just the one waterproof speaker.", False),  # blind44 Largs: a thing wanted, no goodbye
+        ("No, nothing else, thanks. Bye.", True),
+    ],
+)
+async def test_a_no_to_anything_else_that_names_a_thing_wanted_does_not_end_the_call(said: str, ends: bool) -> None:
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    assert (await session.complete("Can I order a pair of the wireless headphones, please?")).startswith("We have")
+    assert (await session.complete("No, not today, thanks.")).endswith("Is there anything else I can help with?")
+    answer = await session.complete(said)
+    assert (session.ended() is not None) is ends
+    assert answer.startswith("We have the Portable speaker for 59 euros.") is (not ends)
