@@ -412,8 +412,6 @@ _WISH = re.compile(
     r"(?i)\?|\b(?:want|wants|wanted to|wanna|would like|'d like|like to|need|needs|can i|could i|can you|could you"
     r"|may i|please|i'll|i will|going to|gonna|looking for|have to|got to|help)\b"
 )
-
-
 # The agent's "Is there anything else I can help with?" (or any question that asks it), ending its words.
 _ANYTHING_ELSE = re.compile(r"(?i)\banything else\b[^.?!]*\?\s*$")
 # What the caller keeps is no wish for more of it: "The two wee colour bulbs that came on the same order are dead on,

@@ -1905,3 +1905,24 @@ async def test_a_no_to_anything_else_that_names_a_thing_wanted_does_not_end_the_
     answer = await session.complete(said)
     assert (session.ended() is not None) is ends
     assert answer.startswith("We have the Portable speaker for 59 euros.") is (not ends)
+
+
+async def test_a_product_named_after_a_long_story_is_found() -> None:
+    # Blind43 (Ruthin): the humidifier asked about after 600 characters of story was cut off the words the search
+    # found it for, thrown out as not meant, and the 1.5B took 6-20 s over the next turn (4 of 4).
+    story = " ".join(
+        [
+            "Good morning, sorry, I ran up the stairs from the workshop, so give me a second to get my breath back.",
+            "I mend old clocks for a living, in a little unit behind the market, and it has been a long winter.",
+            "The radiators are on from seven in the morning until late and the wooden cases keep cracking on me,",
+            "the veneer lifts, the glue lets go, and my customers are not happy when they come to collect them.",
+            "My neighbour who restores violins says his workshop had the same trouble until he did something about it.",
+            "He swears by it now, and he says the bills did not go up much either, which matters to me.",
+        ]
+    )
+    said = f"{story} You sell the ultrasonic air humidifier, yes? What does it cost?"
+    assert len(story) > 500
+    model = ScriptedProvider(asks_which, name="model")
+    session = session_with(model)
+    answer = await session.complete(said)
+    assert answer.startswith("We have the Air humidifier for 54 euros.") and len(model.requests) == 0

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from callcenter.store.spoken import number_tokens, words
 
 # Enough for a long turn's words (a caller who tells a story before naming the product: the monitor asked about in a
-# turn's last words was cut off at 32 and a laptop stand offered, blind17); still a bound on the query's size.
-MAX_QUERY_TERMS = 64
+# turn's last words was cut off at 32 and a laptop stand offered, blind17; at 64 and 500 characters, the humidifier
+# asked about after 600 characters of a weaver's story was found by the search and thrown out as not meant, blind43
+# Ruthin, 4 of 4); still a bound on the query's size.
+MAX_QUERY_TERMS = 128
 
 # Words a caller wraps around what they want; they would otherwise rank every
 # description that happens to contain "a" or "with" (or "good").
