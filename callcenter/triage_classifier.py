@@ -170,6 +170,11 @@ class TriageClassifier:
         ended = each.pop() if tail else whole
         ask = each[-1] if each else None
         verdict = ask if ask is not None and ask.sure and not whole.sure and not _against(ask, each) else whole
+        if not verdict.sure and ended.sure and whole.nearest == ended.sure and not _sure_against(ended.sure, each):
+            # The last two sentences sure, and the whole leaning their way: "... under my old bulb, the reds go brown,
+            # it's a nightmare ... my neighbour, she has one of your smart bulbs ... I'd like one of those. Just the
+            # one, for the workshop." was left to the 1.5B, which sent one caller in four to returns (blind45 Louth).
+            verdict = replace(verdict, sure=ended.sure)
         verdict = replace(verdict, asked=ended.sure)
         self._last = (text, verdict)  # one tuple, replaced whole: safe to read from any thread
         return verdict
@@ -234,6 +239,11 @@ def _against(last: Verdict, sentences: Sequence[Verdict]) -> bool:
     return any(
         v.nearest in ("buy", "return") and v.nearest != last.sure and v.margin >= MARGIN / 2 for v in sentences[:-1]
     )
+
+
+def _sure_against(label: str, sentences: Sequence[Verdict]) -> bool:
+    """Whether a sentence is sure of another label than `label`."""
+    return any(v.sure is not None and v.sure != label for v in sentences)
 
 
 @cache

@@ -134,3 +134,19 @@ async def test_an_ask_at_the_end_against_the_phrases_pick_leaves_it_to_the_model
     back = "Hi there. Um, yeah, so I'd like to send back the toaster I got from you guys. The two slice one."
     call = router.sure_call(CompletionRequest("triage", "c1", (Message("user", back),), tools))
     assert call is not None and call.name == "navigate_to_refund"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # Blind45 (Louth): a scene of trouble, then an ask the whole leans to; the 1.5B sent one caller in four to refunds.
+        "Moin, moin. Hello. Petersen here, Hauke Petersen, I'm a signwriter, I paint shop fronts and fairground "
+        "lettering, in a workshop at the back of the house in Louth. Now. I paint in the evenings, and the colours, "
+        "under my old bulb, the reds go brown, it's a nightmare, I painted a fish shop sign in, well, I thought it was "
+        "pillar-box red. So my neighbour, she has one of your smart bulbs, the colour-changing ones, you set it to "
+        "daylight on the phone. I'd like one of those. Just the one, for the workshop.",
+    ],
+)
+def test_an_ask_in_the_last_two_sentences_the_whole_leans_to_is_sure(classifier: TriageClassifier, said: str) -> None:
+    assert classifier._verdicts([said])[0].sure is None  # the whole alone is unsure
+    assert classifier.classify(said).sure == "buy"
