@@ -86,9 +86,11 @@ class RouterSteps:
         # it'll turn up. The other thing is the wireless charging pad ... I want to send it back. The order number for
         # the pad is ..." after a late cable's status went to the 1.5B (blind35 Bray).
         afresh = agent.tool_on_entry and not entered and passed is None and self._asked_anything_else(agent)
-        # After a lookup that found only what cannot be had (sold out), the caller's next words are a new wish: "Ache!
-        # ... never mind the grinder, then. The kettle ... One of those kettles instead, please." went to the 1.5B,
-        # 8-30 s (blind42 Tobermory). Kept only if it offers something.
+        # After a lookup that found only what cannot be had (sold out), or nothing, the caller's next words are a new
+        # wish: "Ache! ... never mind the grinder, then. The kettle ... One of those kettles instead, please." went to
+        # the 1.5B, 8-30 s (blind42 Tobermory), and "I just want two air humidifiers and one waterproof speaker" to "I
+        # couldn't find that. What else could I look up for you?", 6-20 s (blind43 Ruthin). Kept only if it offers
+        # something.
         unoffered = agent.tool_on_entry and not (entered or passed is not None or afresh) and self._offered_none(agent)
         if not (agent.tool_only or (agent.tool_on_entry and (entered or passed is not None or afresh or unoffered))):
             return self._sure_hand_over(agent)
@@ -182,8 +184,8 @@ class RouterSteps:
         return bool(result.get(tool.finds or "")) or numbered or wishes
 
     def _offered_none(self, agent: Agent) -> bool:
-        """Whether the agent's last step before the caller's words was its lookup, which found something and offered
-        nothing (what it found cannot be had)."""
+        """Whether the agent's last step before the caller's words was its lookup, which offered nothing (what it found
+        cannot be had, or it found nothing) and asked no question of its own."""
         history = self.session.get_agent_history(agent.name)
         if len(history) < 2 or history[-1].role != "user":
             return False
@@ -195,7 +197,7 @@ class RouterSteps:
             result = json.loads(last.content)
         except ValueError:
             return False
-        return isinstance(result, dict) and bool(result.get(tool.finds)) and "proposal" not in result
+        return isinstance(result, dict) and "proposal" not in result and "question" not in result
 
     def _passed_offer(self, agent: Agent) -> tuple[dict[str, Any], bool] | None:
         """The pending read-back the caller's last words do not agree to, and whether they say no to it."""

@@ -1926,3 +1926,15 @@ async def test_a_product_named_after_a_long_story_is_found() -> None:
     session = session_with(model)
     answer = await session.complete(said)
     assert answer.startswith("We have the Air humidifier for 54 euros.") and len(model.requests) == 0
+
+
+async def test_after_a_search_that_found_nothing_the_next_words_are_looked_up_without_the_model() -> None:
+    # Blind43 (Ruthin, 4 of 4 to the 1.5B, 6-20 s): "I just want two air humidifiers and one waterproof speaker,
+    # please, all on one order." to "I'm sorry, I couldn't find that. What else could I look up for you?"
+    model = ScriptedProvider(lambda request: reply("The model answers."), name="model")
+    session = classified_session(Classifier("navigate_to_sales"), model, Shop(":memory:"))
+    said = await session.complete("Do you sell the Bosch cordless drill, the green one?")
+    assert said == "I'm sorry, I couldn't find that. What else could I look up for you?"
+    both = "I just want two air humidifiers and one waterproof speaker, please, all on one order."
+    assert (await session.complete(both)).endswith("Shall I order 2 Air humidifiers and 1 Portable speaker for you?")
+    assert model.requests == []
